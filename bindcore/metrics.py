@@ -1,0 +1,69 @@
+"""Concept and object recognition with the strict rule, and the bag-of-concepts
+baseline (paper §3, §5.2).
+
+A scene counts as recognised iff every positive candidate query scores strictly
+above every negative candidate. Ties fail. Scenes without any positive candidate
+are not scored.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .scenes import SceneSpace, object_labels
+
+
+def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    """bool ``[S]``: min positive score > max negative score, per row.
+
+    ``scores`` ``[S, K]`` float, ``positives`` ``[S, K]`` bool. A row with no negative
+    is correct; a row with no positive is reported False (filter those with
+    :func:`has_positive`).
+    """
+    if scores.shape != positives.shape:
+        raise ValueError(f"scores {tuple(scores.shape)} and positives {tuple(positives.shape)} differ")
+    s = scores.float()
+    inf = torch.tensor(float("inf"), device=s.device)
+    min_pos = torch.where(positives, s, inf).amin(1)
+    max_neg = torch.where(positives, -inf, s).amax(1)
+    return positives.any(1) & (min_pos > max_neg)
+
+
+def has_positive(positives: torch.Tensor) -> torch.Tensor:
+    return positives.any(1)
+
+
+def strict_accuracy(scores: torch.Tensor, positives: torch.Tensor) -> float:
+    """Fraction of scenes with >= 1 positive that are strictly correct."""
+    active = has_positive(positives)
+    if not bool(active.any()):
+        return float("nan")
+    return strict_correct(scores, positives)[active].float().mean().item()
+
+
+def bag_of_concepts_scores(space: SceneSpace, scenes: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """Oracle bag-of-concepts scorer: the number of a candidate object's concept values
+    present anywhere in the scene. It knows which values a scene contains, not how
+    they group into objects. ``[S, K]`` float."""
+    bag = space.concept_multi_hot(scenes).float()  # [S, C*V]
+    cand = torch.zeros(len(candidates), space.n_value_tokens, device=scenes.device)
+    toks = space.value_tokens(space.object_values(candidates.to(scenes.device)))
+    cand.scatter_(1, toks, 1.0)
+    return bag @ cand.T
+
+
+def bag_of_concepts_accuracy(space: SceneSpace, scenes: torch.Tensor, candidates: torch.Tensor) -> float:
+    """Strict object-recognition accuracy of the bag-of-concepts oracle."""
+    scores = bag_of_concepts_scores(space, scenes, candidates)
+    return strict_accuracy(scores, object_labels(scenes, candidates.to(scenes.device)))
+
+
+def expected_bag_of_concepts_two_objects(n_values: int, n_concepts: int) -> float:
+    """Analytic success rate of the oracle on a scene of two i.i.d. uniform objects,
+    candidates = the full object vocabulary. It fails iff some cross-combination gets
+    the maximal score C, which happens iff the two objects differ in >= 2 concepts."""
+    p_same = 1.0 / n_values
+    p_diff = 1.0 - p_same
+    c = n_concepts
+    # succeed iff number of differing concepts <= 1
+    return p_same**c + c * p_diff * p_same ** (c - 1)

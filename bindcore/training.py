@@ -1,0 +1,487 @@
+"""Training the controlled dual encoder (appendix B.3, B.4) as a pure function of a
+config, with periodic evaluation on held-out objects (§5.2), checkpoints and resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from .metrics import bag_of_concepts_scores, strict_correct
+from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
+from .scenes import (
+    EMPTY,
+    ObjectSplit,
+    SceneSpace,
+    attribute_swaps,
+    coverage_split,
+    isin,
+    n_objects_in,
+    object_labels,
+    sample_scenes,
+)
+
+log = logging.getLogger(__name__)
+
+CANDIDATE_MODES = ("batch", "train_vocab")
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run. The run is a pure function of it."""
+
+    # scene space (B.1) and object-coverage split (§5.2)
+    n_concepts: int = 2
+    n_values: int = 10
+    max_objects: int = 2
+    coverage: float = 0.8
+    split_seed: int = 0
+    # encoders (B.2)
+    d_model: int = 256
+    n_heads: int = 4
+    n_layers: int = 6
+    d_ff: int = 2048
+    d_out: int = 64
+    # objective (B.3)
+    concept_queries: bool = True
+    object_queries: bool = True
+    concept_loss_weight: float = 1.0
+    concept_loss_start: float = 0.0  # fraction of the steps trained on object queries alone
+    swaps_per_scene: int = 1
+    random_negatives_per_positive: int = 0
+    max_concept_queries: int = 64
+    max_object_queries: int = 64
+    candidates: str = "batch"  # "batch": batch positives + negatives; "train_vocab": all training objects
+    heldout_as_negatives: bool = False  # the released code's behaviour when True
+    tau_init: float = 1.15
+    logit_scale_cap: float = 10.0
+    # optimisation (B.4)
+    steps: int = 50_000
+    batch_size: int = 512
+    lr: float = 3e-5
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.999
+    warmup_frac: float = 0.1
+    grad_steps_per_batch: int = 1
+    seed: int = 0
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA, fp32 on CPU
+    # evaluation
+    eval_every: int = 1000
+    eval_scenes: int = 1024  # per object count
+    checkpoint_every: int = 1000
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def space(self) -> SceneSpace:
+        return SceneSpace(self.n_concepts, self.n_values, self.max_objects)
+
+    @property
+    def split(self) -> ObjectSplit:
+        return coverage_split(self.space, self.coverage, self.split_seed)
+
+    def encoder_config(self) -> EncoderConfig:
+        s = self.space
+        return EncoderConfig(
+            vocab_size=s.vocab_size,
+            max_len=s.max_len,
+            pad_id=s.pad,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            n_layers=self.n_layers,
+            d_ff=self.d_ff,
+            d_out=self.d_out,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s): {sorted(unknown)}")
+        return cls(**d)
+
+    def with_(self, **changes: Any) -> "TrainConfig":
+        return replace(self, **changes)
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Fail before any work with a message that names the field."""
+
+    def need(ok: bool, name: str, rule: str) -> None:
+        if not ok:
+            raise ValueError(f"TrainConfig.{name} = {getattr(cfg, name)!r}: {rule}")
+
+    need(cfg.n_concepts >= 1, "n_concepts", "must be >= 1")
+    need(cfg.n_values >= 2, "n_values", "V must be >= 2")
+    need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
+    need(0.0 < cfg.coverage < 1.0, "coverage", "must lie in the open interval (0, 1)")
+    n_obj = cfg.n_values**cfg.n_concepts
+    n_train = int(n_obj * cfg.coverage)
+    need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
+    need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
+    for name in ("d_model", "n_heads", "n_layers", "d_ff", "d_out", "steps", "batch_size",
+                 "grad_steps_per_batch", "eval_scenes", "max_concept_queries", "max_object_queries"):
+        need(getattr(cfg, name) >= 1, name, "must be >= 1")
+    need(cfg.d_model % cfg.n_heads == 0, "d_model", f"must be divisible by n_heads={cfg.n_heads}")
+    need(cfg.concept_queries or cfg.object_queries, "object_queries", "at least one query type must be on")
+    need(cfg.candidates in CANDIDATE_MODES, "candidates", f"must be one of {CANDIDATE_MODES}")
+    need(cfg.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
+    need(cfg.lr > 0, "lr", "must be > 0")
+    need(cfg.weight_decay >= 0, "weight_decay", "must be >= 0")
+    need(0 <= cfg.beta1 < 1, "beta1", "must lie in [0, 1)")
+    need(0 <= cfg.beta2 < 1, "beta2", "must lie in [0, 1)")
+    need(0 <= cfg.warmup_frac < 1, "warmup_frac", "must lie in [0, 1)")
+    need(0 <= cfg.concept_loss_start < 1, "concept_loss_start", "must lie in [0, 1)")
+    need(cfg.concept_loss_weight >= 0, "concept_loss_weight", "must be >= 0")
+    need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
+    need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
+    need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
+    need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
+    need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
+
+
+# ---------------------------------------------------------------------------------
+# queries and loss
+# ---------------------------------------------------------------------------------
+@dataclass
+class QuerySet:
+    """Candidate queries for one task and their multi-hot labels against the scenes."""
+
+    tokens: torch.Tensor  # [K, len]
+    labels: torch.Tensor  # [B, K] bool
+
+
+def _cap(ids: torch.Tensor, cap: int, gen: torch.Generator) -> torch.Tensor:
+    if len(ids) <= cap:
+        return ids
+    keep = torch.randperm(len(ids), generator=gen, device=gen.device)[:cap]
+    return ids[keep]
+
+
+def concept_query_set(space: SceneSpace, scenes: torch.Tensor, cap: int, gen: torch.Generator) -> QuerySet:
+    """Candidates: the distinct value tokens present in the batch (at most ``cap``)."""
+    hot = space.concept_multi_hot(scenes)
+    present = hot.any(0).nonzero().squeeze(1)
+    cand = _cap(present, cap, gen)
+    return QuerySet(space.concept_query_tokens(cand), hot[:, cand])
+
+
+def object_candidates(
+    cfg: TrainConfig, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator
+) -> torch.Tensor:
+    """Object candidate ids for one batch (B.3).
+
+    ``batch``: the distinct objects present (at most ``max_object_queries``), plus
+    random negatives from the allowed list and attribute-swap hard negatives; a swap
+    that is not an allowed object is dropped. ``train_vocab``: every allowed object.
+    """
+    space = cfg.space
+    if cfg.candidates == "train_vocab":
+        return allowed
+    present = scenes[scenes >= 0].unique()
+    parts = [_cap(present, cfg.max_object_queries, gen)]
+    if cfg.random_negatives_per_positive:
+        n = len(parts[0]) * cfg.random_negatives_per_positive
+        parts.append(allowed[torch.randint(0, len(allowed), (n,), generator=gen, device=gen.device)])
+    if cfg.swaps_per_scene:
+        swaps = attribute_swaps(space, scenes, gen, cfg.swaps_per_scene)
+        parts.append(swaps[isin(swaps, allowed)])
+    return torch.cat(parts).unique()
+
+
+def soft_target_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Scene -> query softmax cross-entropy with multi-hot targets normalised to sum 1,
+    averaged over scenes with at least one positive."""
+    y = labels.float()
+    n_pos = y.sum(1)
+    active = n_pos > 0
+    if not bool(active.any()):
+        return logits.sum() * 0.0
+    target = y / n_pos.clamp(min=1.0)[:, None]
+    per_scene = -(target * F.log_softmax(logits.float(), dim=1)).sum(1)
+    return per_scene[active].mean()
+
+
+# ---------------------------------------------------------------------------------
+# optimisation
+# ---------------------------------------------------------------------------------
+def lr_factor(step: int, total: int, warmup_frac: float) -> float:
+    """Linear warmup over the first ``warmup_frac`` of the steps, then linear decay to 0."""
+    w = int(warmup_frac * total)
+    if step < w:
+        return step / w
+    return max(0.0, (total - step) / max(1, total - w))
+
+
+def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
+    # the released code decays every parameter, tau included; so do we
+    return torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay
+    )
+
+
+def concept_weight(cfg: TrainConfig, step: int) -> float:
+    if not cfg.concept_queries:
+        return 0.0
+    return cfg.concept_loss_weight if step >= int(cfg.concept_loss_start * cfg.steps) else 0.0
+
+
+def resolve_device(device: str | None = None) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
+    if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
+        return torch.bfloat16
+    return None
+
+
+def step_generator(cfg: TrainConfig, step: int, device: torch.device) -> torch.Generator:
+    """The sampler's randomness is a function of (seed, step): resuming is exact."""
+    return torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
+
+
+def train_loss(
+    cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator, step: int
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss on one minibatch: weighted concept loss + object loss."""
+    space = cfg.space
+    z = model.scene(space.tokenize_scenes(scenes))
+    scale = model.logit_scale(cfg.logit_scale_cap)
+    total = z.new_zeros(())
+    parts: dict[str, float] = {}
+    w_c = concept_weight(cfg, step)
+    if w_c > 0:
+        qs = concept_query_set(space, scenes, cfg.max_concept_queries, gen)
+        lc = soft_target_loss(cosine_logits(z, model.query(qs.tokens), scale), qs.labels)
+        total = total + w_c * lc
+        parts["concept_loss"] = float(lc.detach())
+    if cfg.object_queries:
+        cand = object_candidates(cfg, scenes, allowed, gen)
+        lo = soft_target_loss(
+            cosine_logits(z, model.query(space.object_query_tokens(cand)), scale), object_labels(scenes, cand)
+        )
+        total = total + lo
+        parts["object_loss"] = float(lo.detach())
+    return total, parts
+
+
+# ---------------------------------------------------------------------------------
+# evaluation on held-out objects (§5.2)
+# ---------------------------------------------------------------------------------
+@dataclass
+class EvalSet:
+    """Fixed evaluation scenes: for each object count n, ``eval_scenes`` scenes of
+    exactly n held-out objects (``test``) and of n training objects (``train``)."""
+
+    test: dict[int, torch.Tensor] = field(default_factory=dict)
+    train: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def make_eval_set(cfg: TrainConfig, split: ObjectSplit, device: torch.device) -> EvalSet:
+    gen = torch.Generator(device=device).manual_seed(10_007 + cfg.seed)
+    es = EvalSet()
+    for n in range(1, cfg.max_objects + 1):
+        es.test[n] = sample_scenes(split.test, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
+        es.train[n] = sample_scenes(split.train, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
+    return es
+
+
+@torch.no_grad()
+def embed_in_chunks(encoder: torch.nn.Module, tokens: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    return torch.cat([encoder(tokens[i : i + chunk]).float() for i in range(0, len(tokens), chunk)])
+
+
+@torch.no_grad()
+def recognition(
+    space: SceneSpace, model: DualEncoder, scenes: torch.Tensor, object_emb: torch.Tensor, concept_emb: torch.Tensor
+) -> dict[str, float]:
+    """Strict concept and object recognition of ``scenes`` against the full vocabularies
+    (all V**C objects, all C*V concept values)."""
+    z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
+    all_obj = torch.arange(space.n_objects, device=scenes.device)
+    obj_ok, con_ok = [], []
+    for i in range(0, len(z), 1024):
+        sc = scenes[i : i + 1024]
+        obj_ok.append(strict_correct(cosine_logits(z[i : i + 1024], object_emb, 1.0), object_labels(sc, all_obj)))
+        con_ok.append(strict_correct(cosine_logits(z[i : i + 1024], concept_emb, 1.0), space.concept_multi_hot(sc)))
+    return {"object": torch.cat(obj_ok).float().mean().item(), "concept": torch.cat(con_ok).float().mean().item()}
+
+
+def max_vocab_eval(space: SceneSpace) -> bool:
+    """Full-vocabulary evaluation is used while |O| stays below this size."""
+    return space.n_objects <= 200_000
+
+
+@torch.no_grad()
+def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
+    """Concept and object recognition per object count on held-out ("test") and
+    training-object ("train") scenes. Keys look like ``test_object_2``."""
+    space = cfg.space
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    all_obj = torch.arange(space.n_objects, device=device)
+    object_emb = embed_in_chunks(model.query, space.object_query_tokens(all_obj))
+    concept_emb = embed_in_chunks(
+        model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))
+    )
+    out: dict[str, float] = {}
+    for which, sets in (("test", es.test), ("train", es.train)):
+        for n, scenes in sets.items():
+            r = recognition(space, model, scenes, object_emb, concept_emb)
+            out[f"{which}_object_{n}"] = r["object"]
+            out[f"{which}_concept_{n}"] = r["concept"]
+    model.train(was_training)
+    return out
+
+
+def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
+    """The oracle bag-of-concepts scorer on the same held-out scenes and candidates."""
+    space = cfg.space
+    out = {}
+    for n, scenes in es.test.items():
+        all_obj = torch.arange(space.n_objects, device=scenes.device)
+        ok = []
+        for i in range(0, len(scenes), 1024):
+            sc = scenes[i : i + 1024]
+            ok.append(strict_correct(bag_of_concepts_scores(space, sc, all_obj), object_labels(sc, all_obj)))
+        out[f"test_object_{n}"] = torch.cat(ok).float().mean().item()
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# the training loop
+# ---------------------------------------------------------------------------------
+def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
+    torch.manual_seed(cfg.seed)
+    return DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init).to(device)
+
+
+def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "history": history}, tmp)
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
+    return torch.load(path, map_location=device, weights_only=True)
+
+
+@dataclass
+class TrainOutput:
+    model: DualEncoder
+    metrics: dict[str, float]
+    baseline: dict[str, float]
+    history: list[dict[str, float]]
+    seconds: float
+    steps_run: int
+
+
+def run_training(
+    cfg: TrainConfig,
+    device: str | torch.device | None = None,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_eval: Callable[[int, dict[str, float]], None] | None = None,
+) -> TrainOutput:
+    """Train one dual encoder. With ``checkpoint`` set, resume from it if it exists and
+    save to it every ``checkpoint_every`` steps. ``stop_after`` ends the loop early after
+    that many optimiser steps of this call (used to test resume)."""
+    from tqdm.auto import tqdm
+
+    dev = resolve_device(str(device) if device is not None else None)
+    space, split = cfg.space, cfg.split
+    split_train = split.train.to(dev)
+    allowed_negatives = torch.arange(space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
+    model = build_model(cfg, dev)
+    opt = make_optimizer(cfg, model)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
+    start, history = 0, []
+    if checkpoint is not None and checkpoint.exists():
+        state = _load_checkpoint(checkpoint, dev)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        start, history = int(state["step"]), list(state["history"])
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac), last_epoch=start - 1
+        )
+        log.info("resumed from %s at step %d", checkpoint, start)
+    es = make_eval_set(cfg, split, dev)
+    amp = autocast_dtype(cfg, dev)
+    log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
+    t0 = time.perf_counter()
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress,
+               desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
+    last = {}
+    done = 0
+    for step in bar:
+        gen = step_generator(cfg, step, dev)
+        scenes = sample_scenes(split_train, cfg.batch_size, cfg.max_objects, gen)
+        for _ in range(cfg.grad_steps_per_batch):
+            with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
+                loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen, step)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        sched.step()
+        done += 1
+        n = step + 1
+        if cfg.eval_every and n % cfg.eval_every == 0 and n < cfg.steps:
+            last = evaluate(cfg, model, es)
+            history.append({"step": n, **last, **parts})
+            if on_eval:
+                on_eval(n, last)
+            bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
+                            loss=f"{float(loss):.3f}")
+        if checkpoint is not None and cfg.checkpoint_every and n % cfg.checkpoint_every == 0 and n < cfg.steps:
+            _save_checkpoint(checkpoint, model, opt, n, history)
+        if stop_after is not None and done >= stop_after and n < cfg.steps:
+            bar.close()
+            if checkpoint is not None:
+                _save_checkpoint(checkpoint, model, opt, n, history)
+            return TrainOutput(model, {}, {}, history, time.perf_counter() - t0, done)
+    bar.close()
+    final = evaluate(cfg, model, es)
+    history.append({"step": cfg.steps, **final})
+    if on_eval:
+        on_eval(cfg.steps, final)
+    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, time.perf_counter() - t0, done)
+
+
+def steps_per_second(seconds: float, steps: int) -> float:
+    return steps / seconds if seconds > 0 else math.nan
+
+
+__all__ = [
+    "TrainConfig",
+    "TrainOutput",
+    "run_training",
+    "evaluate",
+    "bag_of_concepts_baseline",
+    "make_eval_set",
+    "soft_target_loss",
+    "lr_factor",
+    "object_candidates",
+    "concept_query_set",
+    "EMPTY",
+    "n_objects_in",
+]
