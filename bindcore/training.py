@@ -451,7 +451,7 @@ def run_training(
             if on_eval:
                 on_eval(n, last)
             bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
-                            loss=f"{float(loss):.3f}")
+                            loss=f"{float(loss.detach()):.3f}")
         if checkpoint is not None and cfg.checkpoint_every and n % cfg.checkpoint_every == 0 and n < cfg.steps:
             _save_checkpoint(checkpoint, model, opt, n, history)
         if stop_after is not None and done >= stop_after and n < cfg.steps:
@@ -485,3 +485,61 @@ __all__ = [
     "EMPTY",
     "n_objects_in",
 ]
+
+
+# ---------------------------------------------------------------------------------
+# stored runs: asking again returns the stored result
+# ---------------------------------------------------------------------------------
+def train(
+    cfg: TrainConfig,
+    store: "ResultStore | None" = None,
+    device: str | None = None,
+    progress: bool = True,
+    keep_weights: bool = True,
+) -> dict[str, Any]:
+    """Train ``cfg`` unless the store already holds its result; return the result record.
+
+    A killed run resumes from ``checkpoint.pt`` in its store entry.
+    """
+    from .store import ResultStore, atomic_torch_save, config_hash
+
+    store = store or ResultStore()
+    found = store.find("train", cfg.to_dict())
+    if found is not None:
+        return {**found.result, "source": found.source, "path": str(found.path)}
+    entry = store.prepare("train", cfg.to_dict())
+    ckpt = entry.path / "checkpoint.pt"
+    dev = resolve_device(device)
+    out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
+    if keep_weights:
+        atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
+    split = cfg.split
+    record = {
+        "kind": "train",
+        "hash": config_hash(cfg.to_dict()),
+        "config": cfg.to_dict(),
+        "metrics": out.metrics,
+        "bag_of_concepts": out.baseline,
+        "history": out.history,
+        "seconds": out.seconds,
+        "steps_run": out.steps_run,
+        "steps_per_second": steps_per_second(out.seconds, out.steps_run),
+        "device": str(dev),
+        "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
+        "parameters_per_encoder": count_parameters(out.model.scene),
+        "n_train_objects": len(split.train),
+        "n_test_objects": len(split.test),
+    }
+    store.finish(entry, record)
+    ckpt.unlink(missing_ok=True)
+    return {**entry.result, "source": "local", "path": str(entry.path)}
+
+
+def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
+    """The trained dual encoder of a stored run (local runs keep their weights)."""
+    from .store import Entry
+
+    cfg = TrainConfig.from_dict(record["config"])
+    model = DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init)
+    model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
+    return model.eval()

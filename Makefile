@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine (see README): `make book` and `make test`.
+# Both create the virtual environment .venv and install what they need.
+
+PYTHON ?= python3
+VENV ?= .venv
+PROFILE ?= quick
+# torch is installed first, pinned to the release that matches torchvision (open_clip needs both).
+TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+BIN := $(VENV)/bin
+export OMP_WAIT_POLICY := PASSIVE
+export HF_HUB_OFFLINE ?= 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: venv book test bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH_SPEC)
+	$(BIN)/python -m pip install -q -e ".[book,test]"
+	touch $@
+
+book: venv
+	$(BIN)/bindcore book --profile $(PROFILE)
+
+test: venv
+	$(BIN)/python -m pytest
+
+bench: venv
+	$(BIN)/python benchmarks/bench_training.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,149 @@
+"""Results keyed by a hash of their config, written atomically, resumable.
+
+Layout of one entry: ``<root>/<kind>/<hash>/`` holding ``config.json`` and
+``result.json`` (small records: metrics, history, machine, time), and optionally
+``checkpoint.pt`` (state dicts while a run is in progress) and ``model.pt`` (final
+weights). A second, read-only root (``published/`` in the repository) holds committed
+records of runs a CPU cannot redo (paper profile on a GPU); it is consulted after the
+local root. Only JSON and torch state dicts (loaded with ``weights_only=True``) are
+stored; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_ROOT = REPO_ROOT / "results"
+PUBLISHED_ROOT = REPO_ROOT / "published"
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Stable short hash of a JSON-serialisable config (key order does not matter)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def atomic_torch_save(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def machine_info() -> dict[str, Any]:
+    info = {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored result: its directory and where it came from."""
+
+    path: Path
+    source: str  # "local" or "published"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads((self.path / "config.json").read_text())
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return json.loads((self.path / "result.json").read_text())
+
+    @property
+    def done(self) -> bool:
+        return (self.path / "result.json").exists()
+
+    def load_state(self, name: str = "model.pt", map_location: str | torch.device = "cpu") -> dict[str, Any]:
+        p = self.path / name
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist (published records carry no weights)")
+        return torch.load(p, map_location=map_location, weights_only=True)
+
+
+class ResultStore:
+    """Results of ``kind`` (e.g. "train") keyed by config hash."""
+
+    def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
+        env = os.environ.get("BINDCORE_RESULTS")
+        self.root = Path(root) if root is not None else Path(env) if env else DEFAULT_ROOT
+        self.published = Path(published) if published is not None else None
+
+    def local_dir(self, kind: str, config: dict[str, Any]) -> Path:
+        return self.root / kind / config_hash(config)
+
+    def find(self, kind: str, config: dict[str, Any]) -> Entry | None:
+        """The finished entry for this config, local first, then published."""
+        h = config_hash(config)
+        for base, source in ((self.root, "local"), (self.published, "published")):
+            if base is None:
+                continue
+            e = Entry(base / kind / h, source)
+            if e.done:
+                return e
+        return None
+
+    def prepare(self, kind: str, config: dict[str, Any]) -> Entry:
+        """Create (or reuse) the local directory of an entry and write its config."""
+        d = self.local_dir(kind, config)
+        d.mkdir(parents=True, exist_ok=True)
+        if not (d / "config.json").exists():
+            atomic_write_json(d / "config.json", config)
+        return Entry(d, "local")
+
+    def finish(self, entry: Entry, result: dict[str, Any]) -> None:
+        record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        atomic_write_json(entry.path / "result.json", record)
+
+    def entries(self, kind: str) -> Iterator[Entry]:
+        seen = set()
+        for base, source in ((self.root, "local"), (self.published, "published")):
+            if base is None or not (base / kind).is_dir():
+                continue
+            for d in sorted((base / kind).iterdir()):
+                if d.name not in seen and (d / "result.json").exists():
+                    seen.add(d.name)
+                    yield Entry(d, source)
