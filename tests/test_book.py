@@ -1,0 +1,304 @@
+"""bindcore.book: the cache key, skipping cached notebooks, failures, and the whole book on smoke."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from bindcore import book
+from bindcore.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NOTEBOOK = textwrap.dedent(
+    """\
+    # ---
+    # jupyter:
+    #   jupytext:
+    #     formats: ipynb,py:percent
+    #   kernelspec:
+    #     display_name: Python 3 (ipykernel)
+    #     language: python
+    #     name: python3
+    # ---
+
+    # %% [markdown]
+    # # A chapter
+
+    # %% tags=["parameters"]
+    profile = "quick"
+
+    # %%
+    print(profile)
+    """
+)
+
+
+# --------------------------------------------------------------------------- cache key
+
+
+def test_cache_key_depends_on_source_parameters_and_library():
+    base = book.cache_key("print(1)", {"profile": "smoke"}, "lib")
+    assert base == book.cache_key("print(1)", {"profile": "smoke"}, "lib")
+    assert base != book.cache_key("print(2)", {"profile": "smoke"}, "lib")
+    assert base != book.cache_key("print(1)", {"profile": "quick"}, "lib")
+    assert base != book.cache_key("print(1)", {"profile": "smoke", "seed": 1}, "lib")
+    assert base != book.cache_key("print(1)", {"profile": "smoke"}, "lib2")
+
+
+def test_cache_key_ignores_parameter_order():
+    assert book.cache_key("s", {"a": 1, "b": 2}, "l") == book.cache_key("s", {"b": 2, "a": 1}, "l")
+
+
+def test_library_hash_tracks_every_python_file(tmp_path):
+    pkg = tmp_path / "bindcore"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("x = 1\n")
+    first = book.library_hash(pkg)
+    assert first == book.library_hash(pkg)
+    (pkg / "sub" / "mod.py").write_text("x = 2\n")
+    second = book.library_hash(pkg)
+    assert second != first
+    (pkg / "new.py").write_text("")
+    assert book.library_hash(pkg) != second
+    (pkg / "notes.txt").write_text("not code")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "junk.py").write_text("ignored")
+    (pkg / "new.py").unlink()
+    assert book.library_hash(pkg) == second
+
+
+# --------------------------------------------------------------------------- execution with a fake papermill
+
+
+@pytest.fixture
+def fake_repo(tmp_path):
+    root = tmp_path / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "bindcore").mkdir()
+    (root / "book").mkdir()
+    (root / "bindcore" / "__init__.py").write_text("")
+    (root / "notebooks" / "ch1.py").write_text(NOTEBOOK)
+    (root / "notebooks" / "ch2.py").write_text(NOTEBOOK.replace("A chapter", "Another chapter"))
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    (root / "_config.yml").write_text("title: test\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: c\n    chapters:\n"
+        "      - file: notebooks/ch1\n      - file: notebooks/ch2\n"
+    )
+    return root
+
+
+class FakePapermill:
+    """Stands in for papermill: records calls and the kernel's environment, writes an output."""
+
+    def __init__(self, fail_on: str | None = None):
+        self.calls: list[dict] = []
+        self.fail_on = fail_on
+
+    def __call__(self, input_path, output_path, parameters, cwd):
+        nb = nbformat.read(input_path, as_version=4)
+        env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE")}
+        self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env})
+        nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        Path(output_path).write_text("half-written")  # papermill saves after every cell
+        if self.fail_on is not None:
+            from papermill.exceptions import PapermillExecutionError
+
+            failing = next(c for c in code if self.fail_on in c.source)
+            raise PapermillExecutionError(
+                cell_index=nb.cells.index(failing), exec_count=2, source=failing.source,
+                ename="ZeroDivisionError", evalue="division by zero", traceback=["Traceback ..."],
+            )
+        for i, cell in enumerate(code, start=1):
+            cell.execution_count = i
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=parameters["profile"] + "\n")]
+        nbformat.write(nb, output_path)
+
+
+@pytest.fixture
+def fake_papermill(monkeypatch):
+    fake = FakePapermill()
+    monkeypatch.setattr(book, "_run_papermill", fake)
+    return fake
+
+
+def test_execute_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path):
+    build = tmp_path / "build"
+    runs = book.execute_book("smoke", build, root=fake_repo)
+    assert [r.cached for r in runs] == [False, False]
+    assert len(fake_papermill.calls) == 2
+    executed = build / "executed" / "smoke" / "ch1.ipynb"
+    nb = nbformat.read(executed, as_version=4)
+    assert nb.metadata["bindcore"]["parameters"] == {"profile": "smoke"}
+    assert nb.metadata["papermill"]["input_path"] == "notebooks/ch1.py"
+
+    runs = book.execute_book("smoke", build, root=fake_repo)
+    assert [r.cached for r in runs] == [True, True]
+    assert len(fake_papermill.calls) == 2
+
+    # Another profile is another key (and another folder).
+    book.execute_book("quick", build, root=fake_repo)
+    assert len(fake_papermill.calls) == 4
+
+    # A library change invalidates every notebook.
+    (fake_repo / "bindcore" / "scenes.py").write_text("N = 3\n")
+    runs = book.execute_book("smoke", build, root=fake_repo)
+    assert [r.cached for r in runs] == [False, False]
+    assert len(fake_papermill.calls) == 6
+
+    # A source change invalidates that notebook only.
+    (fake_repo / "notebooks" / "ch2.py").write_text(NOTEBOOK + "\n# %%\nprint('more')\n")
+    runs = book.execute_book("smoke", build, root=fake_repo)
+    assert [r.cached for r in runs] == [True, False]
+    assert len(fake_papermill.calls) == 7
+
+    # --force re-executes; --only restricts.
+    runs = book.execute_book("smoke", build, force=True, only=["ch1"], root=fake_repo)
+    assert [(r.name, r.cached) for r in runs] == [("ch1", False)]
+    assert len(fake_papermill.calls) == 8
+
+
+def test_execute_notebook_parameters_are_part_of_the_key(fake_repo, fake_papermill, tmp_path):
+    out = tmp_path / "out"
+    book.execute_notebook("ch1", "smoke", out, root=fake_repo)
+    book.execute_notebook("ch1", "smoke", out, parameters={"seed": 3}, root=fake_repo)
+    book.execute_notebook("ch1", "smoke", out, parameters={"seed": 3}, root=fake_repo)
+    assert [c["parameters"] for c in fake_papermill.calls] == [{"profile": "smoke"}, {"profile": "smoke", "seed": 3}]
+
+
+def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeypatch):
+    monkeypatch.delenv("BINDCORE_PROFILE", raising=False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    book.execute_notebook("ch1", "smoke", tmp_path / "out", root=fake_repo)
+    call = fake_papermill.calls[0]
+    assert call["env"] == {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+                           "BINDCORE_PROFILE": "smoke"}
+    assert call["cwd"] == fake_repo / "notebooks"
+    assert "BINDCORE_PROFILE" not in os.environ  # restored afterwards
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_build_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path, monkeypatch):
+    html_calls = []
+
+    def fake_build_html(profile, build_dir, force=False, strict=False, *, root=None):
+        html_calls.append(profile)
+        return Path(build_dir) / "html" / "index.html"
+
+    monkeypatch.setattr(book, "build_html", fake_build_html)
+    first = book.build_book("smoke", tmp_path / "build", root=fake_repo)
+    book.build_book("smoke", tmp_path / "build", root=fake_repo)
+    assert first == tmp_path / "build" / "html" / "index.html"
+    assert len(fake_papermill.calls) == 2  # two notebooks, executed once each
+    assert html_calls == ["smoke", "smoke"]
+
+
+def test_failure_names_notebook_and_cell_and_leaves_nothing_half_written(fake_repo, monkeypatch, tmp_path):
+    out = tmp_path / "out"
+    monkeypatch.setattr(book, "_run_papermill", FakePapermill())
+    good = book.execute_notebook("ch1", "smoke", out, root=fake_repo)
+    before = good.read_bytes()
+
+    (fake_repo / "notebooks" / "ch1.py").write_text(NOTEBOOK + "\n# %%\n1 / 0\n")
+    monkeypatch.setattr(book, "_run_papermill", FakePapermill(fail_on="1 / 0"))
+    with pytest.raises(book.NotebookExecutionError) as info:
+        book.execute_notebook("ch1", "smoke", out, root=fake_repo)
+    message = str(info.value)
+    assert "ch1" in message and "cell 4 of 4" in message and "1 / 0" in message
+    assert "ZeroDivisionError" in message
+    assert good.read_bytes() == before  # the previous good copy is untouched
+    assert sorted(p.name for p in out.iterdir()) == ["ch1.ipynb"]  # no temp files left
+
+
+def test_unknown_profile_and_notebook(fake_repo, fake_papermill, tmp_path):
+    with pytest.raises(ValueError, match="profile"):
+        book.execute_book("huge", tmp_path, root=fake_repo)
+    with pytest.raises(ValueError, match="ch9"):
+        book.execute_book("smoke", tmp_path, only=["ch9"], root=fake_repo)
+    with pytest.raises(FileNotFoundError, match="nope"):
+        book.execute_notebook("nope", "smoke", tmp_path, root=fake_repo)
+
+
+def test_toc_notebooks(fake_repo):
+    assert book.toc_files(fake_repo) == ["book/intro", "notebooks/ch1", "notebooks/ch2"]
+    assert book.toc_notebooks(fake_repo) == ["ch1", "ch2"]
+
+
+def test_staging_holds_only_executed_ipynb(fake_repo, fake_papermill, tmp_path):
+    build = tmp_path / "build"
+    book.execute_book("smoke", build, root=fake_repo)
+    staging = tmp_path / "staging"
+    (staging / "notebooks").mkdir(parents=True)
+    (staging / "notebooks" / "stale.ipynb").write_text("{}")
+    book._sync_tree(book._staging_files(fake_repo, "smoke", build / "executed" / "smoke"), staging)
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    assert files == ["_config.yml", "_toc.yml", "book/intro.md", "notebooks/ch1.ipynb", "notebooks/ch2.ipynb"]
+    assert nbformat.read(staging / "notebooks" / "ch1.ipynb", as_version=4).metadata["bindcore"]
+
+
+def test_cli_book_arguments():
+    args = build_parser().parse_args(["book", "--profile", "smoke", "--only", "a", "--only", "b", "--no-html"])
+    assert (args.command, args.profile, args.only, args.no_html, args.force) == ("book", "smoke", ["a", "b"], True, False)
+    assert build_parser().parse_args(["book"]).profile == "quick"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["book", "--profile", "huge"])
+
+
+def test_sync_pairs_is_idempotent(fake_repo):
+    changed = book.sync_pairs(fake_repo)
+    assert sorted(p.name for p in changed) == ["ch1.ipynb", "ch2.ipynb"]
+    assert book.sync_pairs(fake_repo) == []
+    nb = nbformat.read(fake_repo / "notebooks" / "ch1.ipynb", as_version=4)
+    assert all(c.get("outputs") == [] and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
+    (fake_repo / "notebooks" / "ch1.py").write_text(NOTEBOOK.replace("A chapter", "Renamed"))
+    assert [p.name for p in book.sync_pairs(fake_repo, check=True)] == ["ch1.ipynb"]
+    assert [p.name for p in book.sync_pairs(fake_repo)] == ["ch1.ipynb"]
+    assert book.sync_pairs(fake_repo, check=True) == []
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _tracked_status() -> str | None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        return None
+    result = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_build_book_smoke_end_to_end(tmp_path):
+    before = _tracked_status()
+    index = book.build_book("smoke", build_dir=tmp_path)
+    assert index == tmp_path / "html" / "index.html"
+    assert index.is_file()
+
+    html = tmp_path / "html"
+    for entry in book.toc_files():
+        assert (html / f"{entry}.html").is_file(), f"no HTML page for {entry}"
+
+    for name in book.toc_notebooks():
+        executed = tmp_path / "executed" / "smoke" / f"{name}.ipynb"
+        nb = nbformat.read(executed, as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert outputs, f"{name}: executed notebook has no outputs"
+        errors = [o for o in outputs if o.output_type == "error"]
+        assert not errors, f"{name}: error outputs {json.dumps(errors)[:500]}"
+        page = (html / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
+        colab = f"colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/{name}.ipynb"
+        assert colab in page, f"{name}: no Colab launch link in the HTML page"
+
+    assert _tracked_status() == before, "building the book modified tracked files of the repository"
