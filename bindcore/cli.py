@@ -83,7 +83,116 @@ def _run_sync(args: argparse.Namespace) -> int:
     return 1 if (args.check and changed) else 0
 
 
-REGISTRARS: list[Callable[..., None]] = [register_book, register_sync]
+def _parse_sets(pairs: Sequence[str] | None) -> dict:
+    """``key=value`` pairs -> dict, values parsed as JSON where possible (``lr=1e-3``,
+    ``candidates=batch``, ``heldout_as_negatives=true``)."""
+    import json
+
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise ValueError(f"--set expects key=value, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def _config_from_args(args: argparse.Namespace):
+    import json
+
+    from bindcore.recipes import recipe
+    from bindcore.training import TrainConfig
+
+    overrides = _parse_sets(args.set)
+    if args.config is not None:
+        base = json.loads(Path(args.config).read_text())
+        return TrainConfig.from_dict({**base, **overrides})
+    return recipe(args.profile, **overrides)
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", choices=PROFILES, default="quick", help="recipe to start from (default quick)")
+    p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
+                   help="override one TrainConfig field, e.g. --set n_values=20; repeatable")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    p.add_argument("--results", type=Path, default=None, help="result store root (default: results/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def register_train(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train one controlled dual encoder (or return its stored result)",
+        description="Train the dual encoder of one TrainConfig and store its result under the "
+        "config's hash; asking again returns the stored result, a killed run resumes.",
+    )
+    _add_run_options(p)
+    p.set_defaults(func=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from bindcore.store import ResultStore
+    from bindcore.training import train
+
+    try:
+        cfg = _config_from_args(args)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"bindcore train: error: {exc}", file=sys.stderr)
+        return 2
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rec = train(cfg, store=ResultStore(args.results), device=args.device, progress=not args.quiet)
+    summary = {k: rec[k] for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def register_sweep(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sweep",
+        help="train a grid of configs (coverage x V x ...), in parallel on a CPU",
+        description="Every combination of the given values; stored runs are reused.",
+    )
+    _add_run_options(p)
+    p.add_argument("--coverages", type=float, nargs="+", default=None, help="coverage values")
+    p.add_argument("--values", type=int, nargs="+", default=None, help="values per concept (V)")
+    p.add_argument("--concepts", type=int, nargs="+", default=None, help="number of concepts (C)")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds")
+    p.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores, 1 on GPU)")
+    p.set_defaults(func=_run_sweep)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from bindcore.store import ResultStore
+    from bindcore.sweep import grid, run_sweep
+
+    try:
+        base = _config_from_args(args)
+        axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
+                                  ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
+        configs = grid(base, **axes)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"bindcore sweep: error: {exc}", file=sys.stderr)
+        return 2
+    recs = run_sweep(configs, store=ResultStore(args.results), workers=args.workers, device=args.device,
+                     progress=not args.quiet)
+    for cfg, rec in zip(configs, recs):
+        m = rec["metrics"]
+        print(f"C={cfg.n_concepts} V={cfg.n_values} coverage={cfg.coverage:g} seed={cfg.seed}: "
+              + " ".join(f"{k}={v:.3f}" for k, v in sorted(m.items()) if k.startswith("test_")))
+    return 0
+
+
+REGISTRARS: list[Callable[..., None]] = [register_book, register_sync, register_train, register_sweep]
 
 
 def build_parser() -> argparse.ArgumentParser:

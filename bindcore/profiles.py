@@ -1,0 +1,45 @@
+"""Per-chapter parameters of each profile.
+
+A notebook's parameters cell starts with ``profile = "quick"`` and sets every other
+parameter to ``None``; :func:`chapter_parameters` fills what was left ``None`` from the
+profile, so that papermill can override parameters one by one
+(``papermill ... -p profile paper -p steps 20000``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROFILES = ("smoke", "quick", "paper")
+
+_CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
+    "formalisation": {
+        "smoke": dict(n_sample_scenes=2000, values_for_baseline=[2, 4, 8]),
+        "quick": dict(n_sample_scenes=20000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
+        "paper": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
+    },
+    "binding_generalization": {
+        # sizes: [C, V] pairs; coverages: fractions of objects in training
+        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True),
+        "quick": dict(sizes=[[2, 10], [2, 14]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, seeds=[0],
+                      ablations=True),
+        "paper": dict(sizes=[[2, 10], [2, 20], [2, 50]],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
+                      ablations=True),
+    },
+}
+
+
+def chapter_parameters(chapter: str, profile: str, **given: Any) -> dict[str, Any]:
+    """The profile's defaults for ``chapter`` with every non-None ``given`` value on top."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    if chapter not in _CHAPTERS:
+        raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(_CHAPTERS)}")
+    params = dict(_CHAPTERS[chapter][profile])
+    unknown = set(given) - set(params)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) for chapter {chapter!r}: {sorted(unknown)}")
+    params.update({k: v for k, v in given.items() if v is not None})
+    params["profile"] = profile
+    return params
