@@ -87,7 +87,7 @@ class Block(nn.Module):
             return x + self._ffn(x)
         flat = x.reshape(b * l, d)
         upd = self._ffn(flat.index_select(0, tokens_idx))
-        return flat.index_add(0, tokens_idx, upd).view(b, l, d)
+        return flat.index_add(0, tokens_idx, upd.to(flat.dtype)).view(b, l, d)
 
     def forward_at(self, x: torch.Tensor, attend: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
         """The layer's output at one position per sequence (``at`` ``[B]``) -> ``[B, D]``."""

@@ -62,3 +62,16 @@ def recipe_differences(a: str = "paper", b: str = "quick") -> dict[str, tuple[An
     """Fields in which two recipes differ: {field: (value in a, value in b)}."""
     ra, rb = recipe(a).to_dict(), recipe(b).to_dict()
     return {k: (ra[k], rb[k]) for k in ra if ra[k] != rb[k]}
+
+
+def recipe_table(profile: str, against: str = "paper"):
+    """A table of the fields in which ``profile``'s recipe differs from ``against``'s
+    (all fields when they are the same recipe), values as text."""
+    import pandas as pd
+
+    if profile == against:
+        cfg = recipe(profile).to_dict()
+        return pd.DataFrame({f"{profile} recipe": {k: str(v) for k, v in cfg.items()}})
+    diff = recipe_differences(against, profile)
+    return pd.DataFrame({f"{against} recipe": {k: str(v[0]) for k, v in diff.items()},
+                         f"{profile} recipe": {k: str(v[1]) for k, v in diff.items()}})

@@ -28,6 +28,25 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     return [base.with_(**dict(zip(names, vals))) for vals in product(*(list(axes[n]) for n in names))]
 
 
+def generalization_configs(base: TrainConfig, params: dict[str, Any]) -> list[TrainConfig]:
+    """The §5.2 sweep of a chapter's parameters: every (C, V) size x coverage x seed."""
+    return [base.with_(n_concepts=c, n_values=v, coverage=cov, seed=s)
+            for c, v in params["sizes"] for cov in params["coverages"] for s in params["seeds"]]
+
+
+def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
+    """At the first size and the largest coverage: the main recipe, the one-phase
+    objective (concept loss from step 0) and the released code's negatives (held-out
+    objects used as training negatives)."""
+    (c0, v0), top = params["sizes"][0], max(params["coverages"])
+    main = base.with_(n_concepts=c0, n_values=v0, coverage=top, seed=params["seeds"][0])
+    return {
+        "main recipe": main,
+        "one-phase (concept loss from step 0)": main.with_(concept_loss_start=0.0),
+        "release negatives (held-out objects as negatives)": main.with_(heldout_as_negatives=True),
+    }
+
+
 def default_workers(n_pending: int, device: str | None = None) -> int:
     if resolve_device(device).type == "cuda":
         return 1

@@ -258,28 +258,43 @@ def step_generator(cfg: TrainConfig, step: int, device: torch.device) -> torch.G
     return torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
 
 
+def encode_scenes(model: DualEncoder, space: SceneSpace, scenes: torch.Tensor) -> torch.Tensor:
+    """Scene embeddings, computing each distinct scene of the batch once (small object
+    spaces repeat many scenes, one-object scenes especially); identical result."""
+    uniq, inverse = torch.unique(scenes, dim=0, return_inverse=True)
+    return model.scene(space.tokenize_scenes(uniq))[inverse]
+
+
+def encode_queries(model: DualEncoder, space: SceneSpace, *token_sets: torch.Tensor) -> list[torch.Tensor]:
+    """Several query sets through the query encoder in one call (right-padded to a
+    common length; PAD keys are masked, so each embedding is unchanged)."""
+    width = max(t.shape[1] for t in token_sets)
+    padded = [F.pad(t, (0, width - t.shape[1]), value=space.pad) for t in token_sets]
+    out = model.query(torch.cat(padded))
+    return list(out.split([len(t) for t in token_sets]))
+
+
 def train_loss(
     cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator, step: int
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss on one minibatch: weighted concept loss + object loss."""
     space = cfg.space
-    z = model.scene(space.tokenize_scenes(scenes))
+    z = encode_scenes(model, space, scenes)
     scale = model.logit_scale(cfg.logit_scale_cap)
-    total = z.new_zeros(())
-    parts: dict[str, float] = {}
     w_c = concept_weight(cfg, step)
+    tasks: list[tuple[str, float, QuerySet]] = []
     if w_c > 0:
-        qs = concept_query_set(space, scenes, cfg.max_concept_queries, gen)
-        lc = soft_target_loss(cosine_logits(z, model.query(qs.tokens), scale), qs.labels)
-        total = total + w_c * lc
-        parts["concept_loss"] = float(lc.detach())
+        tasks.append(("concept_loss", w_c, concept_query_set(space, scenes, cfg.max_concept_queries, gen)))
     if cfg.object_queries:
         cand = object_candidates(cfg, scenes, allowed, gen)
-        lo = soft_target_loss(
-            cosine_logits(z, model.query(space.object_query_tokens(cand)), scale), object_labels(scenes, cand)
-        )
-        total = total + lo
-        parts["object_loss"] = float(lo.detach())
+        tasks.append(("object_loss", 1.0, QuerySet(space.object_query_tokens(cand), object_labels(scenes, cand))))
+    embeddings = encode_queries(model, space, *(qs.tokens for _, _, qs in tasks))
+    total = z.new_zeros(())
+    parts: dict[str, float] = {}
+    for (name, weight, qs), e in zip(tasks, embeddings):
+        loss = soft_target_loss(cosine_logits(z, e, scale), qs.labels)
+        total = total + weight * loss
+        parts[name] = float(loss.detach())
     return total, parts
 
 

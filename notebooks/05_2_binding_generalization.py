@@ -54,8 +54,15 @@ import torch
 import bindcore
 from bindcore.plotting import PALETTE, plot_metric_vs_coverage, use_style
 from bindcore.profiles import chapter_parameters
-from bindcore.recipes import recipe, recipe_differences
-from bindcore.sweep import claims_table, generalization_summary, results_table, run_sweep
+from bindcore.recipes import recipe, recipe_table
+from bindcore.sweep import (
+    ablation_configs,
+    claims_table,
+    generalization_configs,
+    generalization_summary,
+    results_table,
+    run_sweep,
+)
 from bindcore.training import resolve_device
 
 use_style()
@@ -77,12 +84,10 @@ print(f"object spaces (C, V): {P['sizes']}; coverages: {P['coverages']}; seeds: 
 # similarity, the multi-positive soft-target softmax loss over concept and object
 # queries with attribute-swap hard negatives, the strict metric, and no held-out object
 # anywhere in training — and changes the optimisation so that binding appears within
-# minutes on a laptop CPU. The fields in which the two recipes differ:
+# minutes on a laptop CPU. The fields in which this run's recipe differs from the paper's:
 
 # %% tags=["hide-input"]
-diff = recipe_differences("paper", "quick")
-pd.DataFrame({"paper recipe": {k: v[0] for k, v in diff.items()},
-              "quick recipe": {k: v[1] for k, v in diff.items()}})
+recipe_table(profile)
 
 # %% [markdown]
 # One difference matters beyond speed. With the concept loss present from the first
@@ -101,8 +106,7 @@ pd.DataFrame({"paper recipe": {k: v[0] for k, v in diff.items()},
 # they exist; on a CPU, runs go to parallel one-thread worker processes.
 
 # %%
-configs = [base.with_(n_concepts=c, n_values=v, coverage=cov, seed=s)
-           for c, v in P["sizes"] for cov in P["coverages"] for s in P["seeds"]]
+configs = generalization_configs(base, P)
 records = run_sweep(configs, workers=workers, device=device)
 table = results_table(records)
 table["profile"] = profile
@@ -184,11 +188,7 @@ claims_table(summary, profile)
 
 # %% tags=["hide-input"]
 if P["ablations"]:
-    (c0, v0), top = P["sizes"][0], max(P["coverages"])
-    main_cfg = base.with_(n_concepts=c0, n_values=v0, coverage=top, seed=P["seeds"][0])
-    variants = {"main recipe": main_cfg,
-                "one-phase (concept loss from step 0)": main_cfg.with_(concept_loss_start=0.0),
-                "release negatives (held-out objects as negatives)": main_cfg.with_(heldout_as_negatives=True)}
+    variants = ablation_configs(base, P)
     ab = run_sweep(list(variants.values()), workers=workers, device=device)
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", list(variants))
