@@ -230,8 +230,9 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
 
 def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
     # the released code decays every parameter, tau included; so do we
+    # the fused kernel (one pass over all parameters) is ~15 % of a small model's step faster
     return torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay
+        model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay, fused=True
     )
 
 
