@@ -1,0 +1,79 @@
+"""The train and sweep commands, the subprocess sweep executor, recipes and profiles."""
+
+import json
+
+import pytest
+
+from bindcore.cli import main
+from bindcore.profiles import chapter_parameters
+from bindcore.recipes import PROFILES, recipe, recipe_differences, recipe_table
+from bindcore.store import ResultStore
+from bindcore.sweep import ablation_configs, generalization_configs, generalization_summary, grid, results_table, run_sweep
+
+TINY = ["--profile", "smoke", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
+
+
+def test_train_command_stores_and_reuses(tmp_path, capsys):
+    assert main(["train", *TINY, "--results", str(tmp_path), "--quiet"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["source"] == "local" and set(first["metrics"]) >= {"test_object_2", "test_concept_1"}
+    assert main(["train", *TINY, "--results", str(tmp_path), "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["hash"] == first["hash"] and again["metrics"] == first["metrics"]
+
+
+@pytest.mark.parametrize("bad,field", [("n_values=1", "n_values"), ("coverage=1.0", "coverage"),
+                                       ("max_objects=0", "max_objects"), ("bogus=3", "bogus")])
+def test_train_command_rejects_bad_configs_before_any_work(tmp_path, capsys, bad, field):
+    assert main(["train", "--profile", "smoke", "--set", bad, "--results", str(tmp_path)]) == 2
+    assert field in capsys.readouterr().err
+    assert not (tmp_path / "train").exists()
+
+
+def test_sweep_in_parallel_subprocesses_matches_in_process_training(tmp_path):
+    base = recipe("smoke", steps=6, eval_every=3, eval_scenes=16)
+    configs = grid(base, coverage=[0.5, 0.75])
+    par = run_sweep(configs, store=ResultStore(tmp_path / "a", published=None), workers=2, progress=False)
+    seq = run_sweep(configs, store=ResultStore(tmp_path / "b", published=None), workers=1, progress=False)
+    assert [r["config"]["coverage"] for r in par] == [0.5, 0.75]
+    for p, s in zip(par, seq):
+        assert p["hash"] == s["hash"]
+        for k, v in s["metrics"].items():
+            assert p["metrics"][k] == pytest.approx(v, abs=1e-6), k
+    table = results_table(par)
+    assert list(table["coverage"]) == [0.5, 0.75] and (table["objects"] == 16).all()
+    summary = generalization_summary(table)
+    assert summary.loc[0, "objects"] == 16
+
+
+def test_sweep_reports_failing_workers(tmp_path):
+    base = recipe("smoke", steps=4)
+    store = ResultStore(tmp_path, published=None)
+    # a config whose JSON the worker cannot parse: corrupt it after the store writes it
+    cfgs = grid(base, coverage=[0.5, 0.75])
+    for c in cfgs:
+        entry = store.prepare("train", c.to_dict())
+        (entry.path / "config.json").write_text('{"n_values": 1}')
+    with pytest.raises(RuntimeError, match="failed"):
+        run_sweep(cfgs, store=store, workers=2, progress=False)
+
+
+def test_recipes_and_profiles():
+    assert set(PROFILES) == {"smoke", "quick", "paper"}
+    paper = recipe("paper")
+    assert (paper.d_model, paper.n_layers, paper.d_ff, paper.d_out, paper.lr, paper.batch_size, paper.steps) == (
+        256, 6, 2048, 64, 3e-5, 512, 50_000)
+    assert not paper.heldout_as_negatives
+    assert "lr" in recipe_differences("paper", "quick")
+    assert list(recipe_table("quick").columns) == ["paper recipe", "quick recipe"]
+    with pytest.raises(ValueError, match="profile"):
+        recipe("huge")
+    p = chapter_parameters("binding_generalization", "quick", coverages=[0.3])
+    assert p["coverages"] == [0.3] and p["sizes"] == chapter_parameters("binding_generalization", "quick")["sizes"]
+    assert len(p["sizes"]) >= 2 and len(chapter_parameters("binding_generalization", "quick")["coverages"]) >= 4
+    with pytest.raises(ValueError, match="unknown parameter"):
+        chapter_parameters("binding_generalization", "quick", colour=1)
+    cfgs = generalization_configs(recipe("smoke"), chapter_parameters("binding_generalization", "smoke"))
+    assert len(cfgs) == 2
+    ab = ablation_configs(recipe("smoke"), chapter_parameters("binding_generalization", "smoke"))
+    assert ab["release negatives (held-out objects as negatives)"].heldout_as_negatives
