@@ -67,3 +67,22 @@ def expected_bag_of_concepts_two_objects(n_values: int, n_concepts: int) -> floa
     c = n_concepts
     # succeed iff number of differing concepts <= 1
     return p_same**c + c * p_diff * p_same ** (c - 1)
+
+
+def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -> float:
+    """How additive a set of object embeddings is: the R² of the least-squares fit
+    e(o) ~ b + sum_c u_c[v_c(o)] (one vector per concept value), over all objects.
+
+    ``embeddings`` ``[N, d]``, ``values`` ``[N, C]`` concept values of each row. R² = 1
+    means the embeddings are a bag of concepts: then <z, e(a,x)> + <z, e(b,y)> equals
+    <z, e(a,y)> + <z, e(b,x)> for every z, and swapped objects cannot be told apart.
+    """
+    n, c = values.shape
+    onehot = torch.zeros(n, c * n_values, dtype=torch.float64)
+    onehot.scatter_(1, values + torch.arange(c) * n_values, 1.0)
+    design = torch.cat([torch.ones(n, 1, dtype=torch.float64), onehot], dim=1)
+    y = embeddings.to(torch.float64)
+    coef = torch.linalg.lstsq(design, y, driver="gelsd").solution
+    sse = (y - design @ coef).square().sum()
+    sst = (y - y.mean(0)).square().sum()
+    return float(1.0 - sse / sst)

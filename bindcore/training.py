@@ -559,3 +559,16 @@ def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder
     model = DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init)
     model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
     return model.eval()
+
+
+@torch.no_grad()
+def object_query_additivity(cfg: TrainConfig, model: DualEncoder) -> float:
+    """R² of an additive (bag-of-concepts) fit to the query encoder's normalised
+    embeddings of all V**C objects (see :func:`bindcore.metrics.additive_r2`)."""
+    from .metrics import additive_r2
+
+    space = cfg.space
+    device = next(model.parameters()).device
+    ids = torch.arange(space.n_objects, device=device)
+    emb = F.normalize(embed_in_chunks(model.query.eval(), space.object_query_tokens(ids)), dim=1)
+    return additive_r2(emb.cpu(), space.object_values(ids).cpu(), space.n_values)

@@ -144,3 +144,18 @@ def test_bag_of_concepts_matches_its_analytic_rate(v, c):
     scenes = sample_scenes(torch.arange(s.n_objects), 20000, 2, gen, n_objects=2)
     acc = bag_of_concepts_accuracy(s, scenes, torch.arange(s.n_objects))
     assert acc == pytest.approx(expected_bag_of_concepts_two_objects(v, c), abs=0.015)
+
+
+def test_additive_r2_separates_sums_from_products():
+    from bindcore.metrics import additive_r2
+
+    s = SceneSpace(2, 6, 1)
+    vals = s.object_values(torch.arange(s.n_objects))
+    gen = torch.Generator().manual_seed(0)
+    u, w = torch.randn(6, 32, generator=gen), torch.randn(6, 32, generator=gen)
+    additive = u[vals[:, 0]] + w[vals[:, 1]]
+    product = u[vals[:, 0]] * w[vals[:, 1]]
+    assert additive_r2(additive, vals, 6) == pytest.approx(1.0, abs=1e-9)
+    assert additive_r2(product, vals, 6) < 0.35  # only the fitted means survive
+    mixed = additive + 0.5 * product
+    assert additive_r2(product, vals, 6) < additive_r2(mixed, vals, 6) < 1.0
