@@ -24,8 +24,18 @@ from typing import Any, Iterator
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_ROOT = REPO_ROOT / "results"
 PUBLISHED_ROOT = REPO_ROOT / "published"
+
+
+def default_root() -> Path:
+    """``$BINDCORE_RESULTS``, else ``results/`` of the repository checkout bindcore runs
+    from, else (an installed package, e.g. on Colab) ``results/`` in the working folder."""
+    env = os.environ.get("BINDCORE_RESULTS")
+    if env:
+        return Path(env)
+    if (REPO_ROOT / "pyproject.toml").exists():
+        return REPO_ROOT / "results"
+    return Path.cwd() / "results"
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -108,8 +118,7 @@ class ResultStore:
     """Results of ``kind`` (e.g. "train") keyed by config hash."""
 
     def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
-        env = os.environ.get("BINDCORE_RESULTS")
-        self.root = Path(root) if root is not None else Path(env) if env else DEFAULT_ROOT
+        self.root = Path(root) if root is not None else default_root()
         self.published = Path(published) if published is not None else None
 
     def local_dir(self, kind: str, config: dict[str, Any]) -> Path:
