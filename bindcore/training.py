@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -18,16 +18,17 @@ import torch.nn.functional as F
 from .metrics import bag_of_concepts_scores, strict_correct
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
-    EMPTY,
     ObjectSplit,
     SceneSpace,
     attribute_swaps,
     coverage_split,
     isin,
-    n_objects_in,
     object_labels,
     sample_scenes,
 )
+
+if TYPE_CHECKING:
+    from .store import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -341,11 +342,6 @@ def recognition(
     return {"object": torch.cat(obj_ok).float().mean().item(), "concept": torch.cat(con_ok).float().mean().item()}
 
 
-def max_vocab_eval(space: SceneSpace) -> bool:
-    """Full-vocabulary evaluation is used while |O| stays below this size."""
-    return space.n_objects <= 200_000
-
-
 @torch.no_grad()
 def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
     """Concept and object recognition per object count on held-out ("test") and
@@ -487,20 +483,6 @@ def steps_per_second(seconds: float, steps: int) -> float:
     return steps / seconds if seconds > 0 else math.nan
 
 
-__all__ = [
-    "TrainConfig",
-    "TrainOutput",
-    "run_training",
-    "evaluate",
-    "bag_of_concepts_baseline",
-    "make_eval_set",
-    "soft_target_loss",
-    "lr_factor",
-    "object_candidates",
-    "concept_query_set",
-    "EMPTY",
-    "n_objects_in",
-]
 
 
 # ---------------------------------------------------------------------------------

@@ -99,7 +99,6 @@ def test_space_rejects_bad_sizes():
 
 
 def test_sampled_scenes_use_only_allowed_objects_and_uniform_counts():
-    s = SceneSpace(2, 10, 3)
     allowed = torch.tensor([1, 5, 42, 99])
     gen = torch.Generator().manual_seed(0)
     scenes = sample_scenes(allowed, 6000, 3, gen)
