@@ -69,7 +69,7 @@ def bench_steps(steps: int, device: torch.device, bf16: bool) -> None:
     def ours(i):
         gen, scenes = ours_data(i)
         with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-            loss, _ = train_loss(cfg, model, scenes, split.train.to(device), gen, i)
+            loss, _ = train_loss(cfg, model, scenes, split.train.to(device), gen, cfg.concept_loss_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

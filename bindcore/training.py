@@ -57,6 +57,9 @@ class TrainConfig:
     object_queries: bool = True
     concept_loss_weight: float = 1.0
     concept_loss_start: float = 0.0  # fraction of the steps trained on object queries alone
+    # > 0: the concept loss joins only at the first evaluation (after concept_loss_start)
+    # at which training-object recognition on the largest scenes reaches this value
+    concept_loss_trigger: float = 0.0
     swaps_per_scene: int = 1
     random_negatives_per_positive: int = 0
     max_concept_queries: int = 64
@@ -148,6 +151,9 @@ def validate(cfg: TrainConfig) -> None:
     need(0 <= cfg.beta2 < 1, "beta2", "must lie in [0, 1)")
     need(0 <= cfg.warmup_frac < 1, "warmup_frac", "must lie in [0, 1)")
     need(0 <= cfg.concept_loss_start < 1, "concept_loss_start", "must lie in [0, 1)")
+    need(0 <= cfg.concept_loss_trigger <= 1, "concept_loss_trigger", "must lie in [0, 1] (0 = off)")
+    need(cfg.concept_loss_trigger == 0 or cfg.eval_every > 0, "concept_loss_trigger",
+         "needs periodic evaluation (eval_every > 0)")
     need(cfg.concept_loss_weight >= 0, "concept_loss_weight", "must be >= 0")
     need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
     need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
@@ -237,10 +243,29 @@ def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
     )
 
 
-def concept_weight(cfg: TrainConfig, step: int) -> float:
-    if not cfg.concept_queries:
+def concept_weight(cfg: TrainConfig, step: int, concept_from: int | None) -> float:
+    """Weight of the concept loss at ``step``; ``concept_from`` is the step at which the
+    concept loss joins (None: not yet)."""
+    if not cfg.concept_queries or concept_from is None:
         return 0.0
-    return cfg.concept_loss_weight if step >= int(cfg.concept_loss_start * cfg.steps) else 0.0
+    return cfg.concept_loss_weight if step >= concept_from else 0.0
+
+
+def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int | None:
+    """The step at which the concept loss joins, given the evaluations so far.
+
+    Without a trigger it is the fixed ``concept_loss_start`` fraction of the steps. With
+    one, it is the first evaluation at or after that point at which recognition of
+    training objects in scenes of ``max_objects`` objects reaches the trigger: the
+    object task has left the bag-of-concepts plateau (None until then)."""
+    start = int(cfg.concept_loss_start * cfg.steps)
+    if cfg.concept_loss_trigger <= 0:
+        return start
+    key = f"train_object_{cfg.max_objects}"
+    for h in history:
+        if h["step"] >= start and h.get(key, 0.0) >= cfg.concept_loss_trigger:
+            return int(h["step"])
+    return None
 
 
 def resolve_device(device: str | None = None) -> torch.device:
@@ -277,13 +302,17 @@ def encode_queries(model: DualEncoder, space: SceneSpace, *token_sets: torch.Ten
 
 
 def train_loss(
-    cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator, step: int
+    cfg: TrainConfig,
+    model: DualEncoder,
+    scenes: torch.Tensor,
+    allowed: torch.Tensor,
+    gen: torch.Generator,
+    w_c: float,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Loss on one minibatch: weighted concept loss + object loss."""
+    """Loss on one minibatch: ``w_c`` x concept loss + object loss."""
     space = cfg.space
     z = encode_scenes(model, space, scenes)
     scale = model.logit_scale(cfg.logit_scale_cap)
-    w_c = concept_weight(cfg, step)
     tasks: list[tuple[str, float, QuerySet]] = []
     if w_c > 0:
         tasks.append(("concept_loss", w_c, concept_query_set(space, scenes, cfg.max_concept_queries, gen)))
@@ -405,6 +434,7 @@ class TrainOutput:
     history: list[dict[str, float]]
     seconds: float
     steps_run: int
+    concept_loss_from: int | None = None
 
 
 def run_training(
@@ -445,12 +475,14 @@ def run_training(
                desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
     last = {}
     done = 0
+    concept_from = concept_loss_onset(cfg, history)
     for step in bar:
         gen = step_generator(cfg, step, dev)
         scenes = sample_scenes(split_train, cfg.batch_size, cfg.max_objects, gen)
         for _ in range(cfg.grad_steps_per_batch):
             with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
-                loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen, step)
+                loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen,
+                                         concept_weight(cfg, step, concept_from))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -460,6 +492,7 @@ def run_training(
         if cfg.eval_every and n % cfg.eval_every == 0 and n < cfg.steps:
             last = evaluate(cfg, model, es)
             history.append({"step": n, **last, **parts})
+            concept_from = concept_loss_onset(cfg, history)
             if on_eval:
                 on_eval(n, last)
             bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
@@ -470,13 +503,14 @@ def run_training(
             bar.close()
             if checkpoint is not None:
                 _save_checkpoint(checkpoint, model, opt, n, history)
-            return TrainOutput(model, {}, {}, history, time.perf_counter() - t0, done)
+            return TrainOutput(model, {}, {}, history, time.perf_counter() - t0, done, concept_from)
     bar.close()
     final = evaluate(cfg, model, es)
     history.append({"step": cfg.steps, **final})
     if on_eval:
         on_eval(cfg.steps, final)
-    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, time.perf_counter() - t0, done)
+    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, time.perf_counter() - t0, done,
+                       concept_from)
 
 
 def steps_per_second(seconds: float, steps: int) -> float:
@@ -521,6 +555,7 @@ def train(
         "history": out.history,
         "seconds": out.seconds,
         "steps_run": out.steps_run,
+        "concept_loss_from": out.concept_loss_from,
         "steps_per_second": steps_per_second(out.seconds, out.steps_run),
         "device": str(dev),
         "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",

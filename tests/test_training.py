@@ -10,6 +10,7 @@ from bindcore.store import ResultStore
 from bindcore.training import (
     TrainConfig,
     bag_of_concepts_baseline,
+    concept_loss_onset,
     concept_weight,
     lr_factor,
     make_eval_set,
@@ -56,9 +57,33 @@ def test_lr_schedule_warmup_then_linear_decay():
 
 def test_two_phase_concept_weight():
     cfg = tiny(steps=100, concept_loss_start=0.45, concept_loss_weight=0.1)
-    assert concept_weight(cfg, 44) == 0.0 and concept_weight(cfg, 45) == 0.1
-    assert concept_weight(tiny(), 0) == 1.0
-    assert concept_weight(tiny(concept_queries=False), 50) == 0.0
+    start = concept_loss_onset(cfg, [])
+    assert start == 45
+    assert concept_weight(cfg, 44, start) == 0.0 and concept_weight(cfg, 45, start) == 0.1
+    assert concept_weight(tiny(), 0, concept_loss_onset(tiny(), [])) == 1.0
+    assert concept_weight(tiny(concept_queries=False), 50, 0) == 0.0
+
+
+def test_concept_loss_trigger_waits_for_training_object_recognition():
+    cfg = tiny(steps=100, concept_loss_start=0.1, concept_loss_trigger=0.6, eval_every=5)
+    hist = [{"step": 5, "train_object_2": 0.9}, {"step": 10, "train_object_2": 0.3},
+            {"step": 15, "train_object_2": 0.61}, {"step": 20, "train_object_2": 0.9}]
+    assert concept_loss_onset(cfg, hist[:2]) is None  # step 5 is before concept_loss_start
+    assert concept_loss_onset(cfg, hist) == 15
+    assert concept_weight(cfg, 14, None) == 0.0
+    with pytest.raises(ValueError, match="concept_loss_trigger"):
+        tiny(concept_loss_trigger=0.5, eval_every=0)
+
+
+def test_triggered_run_records_its_onset_and_resumes_exactly(tmp_path):
+    cfg = tiny(steps=16, eval_every=2, checkpoint_every=2, concept_loss_trigger=0.01, max_objects=1, lr=1e-2)
+    full = run_training(cfg, device="cpu", progress=False)
+    assert full.concept_loss_from is not None and full.concept_loss_from % 2 == 0
+    ckpt = tmp_path / "c.pt"
+    run_training(cfg, device="cpu", checkpoint=ckpt, progress=False, stop_after=7)
+    resumed = run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
+    assert resumed.concept_loss_from == full.concept_loss_from
+    assert resumed.metrics == full.metrics
 
 
 def test_soft_target_loss_matches_hand_computation():
