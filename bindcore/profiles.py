@@ -21,7 +21,7 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
         "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True),
-        "quick": dict(sizes=[[2, 10], [2, 14]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, seeds=[0],
+        "quick": dict(sizes=[[2, 8], [2, 10]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, seeds=[0],
                       ablations=True),
         "paper": dict(sizes=[[2, 10], [2, 20], [2, 50]],
                       coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],

@@ -9,9 +9,10 @@ negatives (set ``heldout_as_negatives=True`` for the release's behaviour).
 EOS pooling, cosine similarity, soft-target softmax loss over concept and object
 queries, strict metric, no held-out object in training) and changes the
 optimisation so that binding appears within minutes on a CPU: a small model, a
-higher learning rate, the logit-scale cap at 100, and a two-phase schedule in which
-the concept loss joins (at weight 0.1) only after object queries alone have trained
-for a while. See the binding-generalization chapter for why.
+higher learning rate with a short warmup, the logit-scale cap at 100, and a two-phase
+schedule in which the concept loss joins only once object queries alone have taught
+the model to recognise training objects in two-object scenes (``concept_loss_trigger``).
+See the binding-generalization chapter for why.
 
 ``smoke`` exercises every code path in seconds; its numbers mean nothing.
 """
@@ -36,8 +37,8 @@ _RECIPES: dict[str, dict[str, Any]] = {
     "quick": dict(
         n_concepts=2, n_values=10, max_objects=2, coverage=0.8,
         d_model=64, n_heads=4, n_layers=2, d_ff=256, d_out=64,
-        lr=3e-3, weight_decay=0.1, beta2=0.98, batch_size=256, steps=8000, warmup_frac=0.1,
-        logit_scale_cap=100.0, concept_loss_weight=0.1, concept_loss_start=0.45,
+        lr=3e-3, weight_decay=0.1, beta2=0.98, batch_size=256, steps=8000, warmup_frac=0.02,
+        logit_scale_cap=100.0, concept_loss_weight=1.0, concept_loss_start=0.0, concept_loss_trigger=0.6,
         candidates="batch", max_concept_queries=64, max_object_queries=64, swaps_per_scene=1,
         eval_every=500, eval_scenes=1024, checkpoint_every=1000,
     ),
