@@ -280,7 +280,8 @@ def _tracked_status() -> str | None:
 
 
 @pytest.mark.slow
-def test_build_book_smoke_end_to_end(tmp_path):
+def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))  # keep the repository's results/ clean
     before = _tracked_status()
     index = book.build_book("smoke", build_dir=tmp_path)
     assert index == tmp_path / "html" / "index.html"
@@ -302,3 +303,4 @@ def test_build_book_smoke_end_to_end(tmp_path):
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 
     assert _tracked_status() == before, "building the book modified tracked files of the repository"
+    assert list((tmp_path / "results" / "train").glob("*/result.json")), "the chapters stored no training run"
