@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
 from bindcore.recipes import recipe  # noqa: E402
 from bindcore.scenes import sample_scenes  # noqa: E402
@@ -35,7 +36,6 @@ from bindcore.training import (  # noqa: E402
     step_generator,
     train_loss,
 )
-from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
 SIZES = dict(n_concepts=2, n_values=10, max_objects=2, coverage=0.8, batch_size=256, d_model=128, n_heads=4,
              n_layers=4, d_ff=2048, d_out=64)

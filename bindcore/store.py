@@ -1,6 +1,6 @@
 """Results keyed by a hash of their config, written atomically, resumable.
 
-Layout of one entry: ``<root>/<kind>/<hash>/`` holding ``config.json`` and
+Layout of one entry: ``<root>/<kind>/<hash>/`` (kind e.g. ``train-2``) holding ``config.json`` and
 ``result.json`` (small records: metrics, history, machine, time), and optionally
 ``checkpoint.pt`` (state dicts while a run is in progress) and ``model.pt`` (final
 weights). A second, read-only root (``published/`` in the repository) holds committed
@@ -115,7 +115,7 @@ class Entry:
 
 
 class ResultStore:
-    """Results of ``kind`` (e.g. "train") keyed by config hash."""
+    """Results of ``kind`` (e.g. training runs) keyed by config hash."""
 
     def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
         self.root = Path(root) if root is not None else default_root()

@@ -18,7 +18,7 @@ from itertools import product
 from typing import Any
 
 from .store import ResultStore
-from .training import TrainConfig, resolve_device, train
+from .training import STORE_KIND, TrainConfig, resolve_device, train
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
@@ -64,7 +64,7 @@ def run_sweep(
     from tqdm.auto import tqdm
 
     store = store or ResultStore()
-    pending = [c for c in dict.fromkeys(configs) if store.find("train", c.to_dict()) is None]
+    pending = [c for c in dict.fromkeys(configs) if store.find(STORE_KIND, c.to_dict()) is None]
     n_workers = workers if workers is not None else default_workers(len(pending), device)
     if pending and n_workers <= 1:
         for cfg in tqdm(pending, desc="sweep", disable=not progress):
@@ -87,7 +87,7 @@ def _run_in_subprocesses(
     while queue or running:
         while queue and len(running) < n_workers:
             cfg = queue.pop(0)
-            entry = store.prepare("train", cfg.to_dict())
+            entry = store.prepare(STORE_KIND, cfg.to_dict())
             cmd = [sys.executable, "-m", "bindcore", "train", "--config", str(entry.path / "config.json"),
                    "--threads", "1", "--results", str(store.root), "--quiet"]
             if device:
@@ -101,7 +101,7 @@ def _run_in_subprocesses(
             running.remove((proc, cfg))
             bar.update(1)
             if proc.returncode != 0:
-                log_path = store.local_dir("train", cfg.to_dict()) / "worker.log"
+                log_path = store.local_dir(STORE_KIND, cfg.to_dict()) / "worker.log"
                 failures.append(f"{log_path}:\n" + log_path.read_text()[-2000:])
     bar.close()
     if failures:

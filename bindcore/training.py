@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANDIDATE_MODES = ("batch", "train_vocab")
+# Folder of training runs in the result store; bump the suffix whenever the meaning of a
+# stored result changes for an unchanged config, so that old records are not reused.
+STORE_KIND = "train-2"
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
@@ -58,7 +61,7 @@ class TrainConfig:
     concept_loss_weight: float = 1.0
     concept_loss_start: float = 0.0  # fraction of the steps trained on object queries alone
     # > 0: the concept loss joins only at the first evaluation (after concept_loss_start)
-    # at which training-object recognition on the largest scenes reaches this value
+    # at which the training task (training scenes among training objects) is solved at this rate
     concept_loss_trigger: float = 0.0
     swaps_per_scene: int = 1
     random_negatives_per_positive: int = 0
@@ -255,13 +258,13 @@ def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int
     """The step at which the concept loss joins, given the evaluations so far.
 
     Without a trigger it is the fixed ``concept_loss_start`` fraction of the steps. With
-    one, it is the first evaluation at or after that point at which recognition of
-    training objects in scenes of ``max_objects`` objects reaches the trigger: the
-    object task has left the bag-of-concepts plateau (None until then)."""
+    one, it is the first evaluation at or after that point at which the training task
+    is solved well enough: training scenes of ``max_objects`` objects recognised among
+    the training objects at the trigger's rate (None until then)."""
     start = int(cfg.concept_loss_start * cfg.steps)
     if cfg.concept_loss_trigger <= 0:
         return start
-    key = f"train_object_{cfg.max_objects}"
+    key = f"task_object_{cfg.max_objects}"
     for h in history:
         if h["step"] >= start and h.get(key, 0.0) >= cfg.concept_loss_trigger:
             return int(h["step"])
@@ -357,24 +360,35 @@ def embed_in_chunks(encoder: torch.nn.Module, tokens: torch.Tensor, chunk: int =
 
 @torch.no_grad()
 def recognition(
-    space: SceneSpace, model: DualEncoder, scenes: torch.Tensor, object_emb: torch.Tensor, concept_emb: torch.Tensor
+    space: SceneSpace,
+    model: DualEncoder,
+    scenes: torch.Tensor,
+    object_emb: torch.Tensor,
+    concept_emb: torch.Tensor,
+    task_candidates: torch.Tensor | None = None,
 ) -> dict[str, float]:
     """Strict concept and object recognition of ``scenes`` against the full vocabularies
-    (all V**C objects, all C*V concept values)."""
+    (all V**C objects, all C*V concept values); with ``task_candidates`` also object
+    recognition among those objects only ("task")."""
     z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
     all_obj = torch.arange(space.n_objects, device=scenes.device)
-    obj_ok, con_ok = [], []
+    ok: dict[str, list[torch.Tensor]] = {"object": [], "concept": [], "task": []}
     for i in range(0, len(z), 1024):
-        sc = scenes[i : i + 1024]
-        obj_ok.append(strict_correct(cosine_logits(z[i : i + 1024], object_emb, 1.0), object_labels(sc, all_obj)))
-        con_ok.append(strict_correct(cosine_logits(z[i : i + 1024], concept_emb, 1.0), space.concept_multi_hot(sc)))
-    return {"object": torch.cat(obj_ok).float().mean().item(), "concept": torch.cat(con_ok).float().mean().item()}
+        sc, zi = scenes[i : i + 1024], z[i : i + 1024]
+        obj_scores = cosine_logits(zi, object_emb, 1.0)
+        ok["object"].append(strict_correct(obj_scores, object_labels(sc, all_obj)))
+        ok["concept"].append(strict_correct(cosine_logits(zi, concept_emb, 1.0), space.concept_multi_hot(sc)))
+        if task_candidates is not None:
+            ok["task"].append(strict_correct(obj_scores[:, task_candidates], object_labels(sc, task_candidates)))
+    return {k: torch.cat(v).float().mean().item() for k, v in ok.items() if v}
 
 
 @torch.no_grad()
 def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
     """Concept and object recognition per object count on held-out ("test") and
-    training-object ("train") scenes. Keys look like ``test_object_2``."""
+    training-object ("train") scenes, keys like ``test_object_2``; and ``task_object_n``:
+    training scenes among the training objects only, i.e. the training task itself
+    (what the concept-loss trigger watches: it involves no held-out object)."""
     space = cfg.space
     was_training = model.training
     model.eval()
@@ -384,12 +398,16 @@ def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, flo
     concept_emb = embed_in_chunks(
         model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))
     )
+    train_ids = cfg.split.train.to(device)
     out: dict[str, float] = {}
     for which, sets in (("test", es.test), ("train", es.train)):
         for n, scenes in sets.items():
-            r = recognition(space, model, scenes, object_emb, concept_emb)
+            r = recognition(space, model, scenes, object_emb, concept_emb,
+                            task_candidates=train_ids if which == "train" else None)
             out[f"{which}_object_{n}"] = r["object"]
             out[f"{which}_concept_{n}"] = r["concept"]
+            if "task" in r:
+                out[f"task_object_{n}"] = r["task"]
     model.train(was_training)
     return out
 
@@ -536,10 +554,10 @@ def train(
     from .store import ResultStore, atomic_torch_save, config_hash
 
     store = store or ResultStore()
-    found = store.find("train", cfg.to_dict())
+    found = store.find(STORE_KIND, cfg.to_dict())
     if found is not None:
         return {**found.result, "source": found.source, "path": str(found.path)}
-    entry = store.prepare("train", cfg.to_dict())
+    entry = store.prepare(STORE_KIND, cfg.to_dict())
     ckpt = entry.path / "checkpoint.pt"
     dev = resolve_device(device)
     out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)

@@ -105,7 +105,7 @@ recipe_table(profile)
 # ## The sweep
 #
 # One run per object-space size, coverage and seed. Runs are stored under a hash of
-# their config (`results/train/<hash>/`), so re-executing this chapter costs seconds once
+# their config (`results/train-2/<hash>/`), so re-executing this chapter costs seconds once
 # they exist; on a CPU, runs go to parallel one-thread worker processes.
 
 # %%

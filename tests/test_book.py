@@ -14,6 +14,7 @@ import pytest
 
 from bindcore import book
 from bindcore.cli import build_parser
+from bindcore.training import STORE_KIND
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -303,4 +304,4 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 
     assert _tracked_status() == before, "building the book modified tracked files of the repository"
-    assert list((tmp_path / "results" / "train").glob("*/result.json")), "the chapters stored no training run"
+    assert list((tmp_path / "results" / STORE_KIND).glob("*/result.json")), "the chapters stored no training run"

@@ -8,7 +8,15 @@ from bindcore.cli import main
 from bindcore.profiles import chapter_parameters
 from bindcore.recipes import PROFILES, recipe, recipe_differences, recipe_table
 from bindcore.store import ResultStore
-from bindcore.sweep import ablation_configs, generalization_configs, generalization_summary, grid, results_table, run_sweep
+from bindcore.sweep import (
+    ablation_configs,
+    generalization_configs,
+    generalization_summary,
+    grid,
+    results_table,
+    run_sweep,
+)
+from bindcore.training import STORE_KIND
 
 TINY = ["--profile", "smoke", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
 
@@ -27,7 +35,7 @@ def test_train_command_stores_and_reuses(tmp_path, capsys):
 def test_train_command_rejects_bad_configs_before_any_work(tmp_path, capsys, bad, field):
     assert main(["train", "--profile", "smoke", "--set", bad, "--results", str(tmp_path)]) == 2
     assert field in capsys.readouterr().err
-    assert not (tmp_path / "train").exists()
+    assert not (tmp_path / STORE_KIND).exists()
 
 
 def test_sweep_in_parallel_subprocesses_matches_in_process_training(tmp_path):
@@ -52,7 +60,7 @@ def test_sweep_reports_failing_workers(tmp_path):
     # a config whose JSON the worker cannot parse: corrupt it after the store writes it
     cfgs = grid(base, coverage=[0.5, 0.75])
     for c in cfgs:
-        entry = store.prepare("train", c.to_dict())
+        entry = store.prepare(STORE_KIND, c.to_dict())
         (entry.path / "config.json").write_text('{"n_values": 1}')
     with pytest.raises(RuntimeError, match="failed"):
         run_sweep(cfgs, store=store, workers=2, progress=False)

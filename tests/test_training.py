@@ -8,6 +8,7 @@ import torch
 from bindcore.scenes import sample_scenes
 from bindcore.store import ResultStore
 from bindcore.training import (
+    STORE_KIND,
     TrainConfig,
     bag_of_concepts_baseline,
     concept_loss_onset,
@@ -66,8 +67,8 @@ def test_two_phase_concept_weight():
 
 def test_concept_loss_trigger_waits_for_training_object_recognition():
     cfg = tiny(steps=100, concept_loss_start=0.1, concept_loss_trigger=0.6, eval_every=5)
-    hist = [{"step": 5, "train_object_2": 0.9}, {"step": 10, "train_object_2": 0.3},
-            {"step": 15, "train_object_2": 0.61}, {"step": 20, "train_object_2": 0.9}]
+    hist = [{"step": 5, "task_object_2": 0.9}, {"step": 10, "task_object_2": 0.3},
+            {"step": 15, "task_object_2": 0.61}, {"step": 20, "task_object_2": 0.9}]
     assert concept_loss_onset(cfg, hist[:2]) is None  # step 5 is before concept_loss_start
     assert concept_loss_onset(cfg, hist) == 15
     assert concept_weight(cfg, 14, None) == 0.0
@@ -138,8 +139,8 @@ def test_store_returns_the_stored_result(tmp_path):
     store = ResultStore(tmp_path / "results", published=tmp_path / "published")
     cfg = tiny()
     first = train(cfg, store=store, device="cpu", progress=False)
-    assert first["source"] == "local" and (tmp_path / "results" / "train" / first["hash"] / "model.pt").exists()
-    assert not (tmp_path / "results" / "train" / first["hash"] / "checkpoint.pt").exists()
+    assert first["source"] == "local" and (tmp_path / "results" / STORE_KIND / first["hash"] / "model.pt").exists()
+    assert not (tmp_path / "results" / STORE_KIND / first["hash"] / "checkpoint.pt").exists()
     second = train(cfg, store=store, device="cpu", progress=False)
     assert second["metrics"] == first["metrics"] and second["finished_at"] == first["finished_at"]
     # a published record (no weights) is found when no local one exists
