@@ -123,11 +123,15 @@ print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}
 # all $C \cdot V$ concept values).
 
 # %% tags=["hide-input"]
-cols = ["C", "V", "objects", "coverage", "seed", "test_object_2", "boc_test_object_2", "test_object_1",
-        "test_concept_2", "test_concept_1", "train_object_2", "minutes"]
+cols = ["C", "V", "objects", "coverage", "seed", "values seen in training", "test_object_2", "boc_test_object_2",
+        "test_object_1", "test_concept_2", "test_concept_1", "train_object_2", "minutes"]
 table[cols].round(3)
 
 # %% [markdown]
+# At low coverage some concept values never occur in any training object (column
+# `values seen in training`): no model can recognise those values, which caps concept
+# recognition there.
+#
 # ## Held-out object recognition rises with coverage
 
 # %% tags=["hide-input"]
@@ -181,7 +185,7 @@ claims_table(summary, profile)
 # %% [markdown]
 # ## Two ablations: the one-phase objective and the released code's negatives
 #
-# At the largest coverage of the first object space we rerun two variants:
+# At the largest coverage of the largest object space we rerun two variants:
 #
 # * **one-phase**: the concept loss (weight 0.1) present from the first step;
 # * **release negatives**: everything as in the main runs, except that attribute-swap

@@ -16,7 +16,7 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
-from bindcore.training import STORE_KIND
+from bindcore.training import STORE_KIND, concept_loss_onset
 
 TINY = ["--profile", "smoke", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
 
@@ -83,5 +83,11 @@ def test_recipes_and_profiles():
         chapter_parameters("binding_generalization", "quick", colour=1)
     cfgs = generalization_configs(recipe("smoke"), chapter_parameters("binding_generalization", "smoke"))
     assert len(cfgs) == 2
-    ab = ablation_configs(recipe("smoke"), chapter_parameters("binding_generalization", "smoke"))
+    quick = chapter_parameters("binding_generalization", "quick")
+    ab = ablation_configs(recipe("quick"), quick)
+    assert len(set(ab.values())) == 3, "every ablation variant must differ from the main recipe"
     assert ab["release negatives (held-out objects as negatives)"].heldout_as_negatives
+    one_phase = ab["one-phase (concept loss from step 0)"]
+    assert concept_loss_onset(one_phase, []) == 0
+    main = ab["main recipe"]
+    assert main.n_values ** main.n_concepts == max(v**c for c, v in quick["sizes"])
