@@ -7,8 +7,8 @@
 2. Time to accuracy of the quick recipe: wall time until held-out two-object
    recognition first reaches 0.9 at C=2, V=10, coverage 0.8 (``--time-to-accuracy``).
 
-Usage: ``python benchmarks/bench_training.py [--steps 30] [--threads N] [--device cuda]
-[--time-to-accuracy] [--bf16]``
+Usage: ``python benchmarks/bench_training.py [--steps 20] [--threads N] [--device cuda]
+[--precisions fp32 bf16] [--time-to-accuracy]``
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 from bindcore.recipes import recipe  # noqa: E402
 from bindcore.scenes import sample_scenes  # noqa: E402
 from bindcore.training import (  # noqa: E402
-    autocast_dtype,
     build_model,
     make_optimizer,
     run_training,
@@ -55,49 +54,60 @@ def time_it(fn, n: int, device: torch.device) -> float:
     return (time.perf_counter() - t) / n
 
 
-def bench_steps(steps: int, device: torch.device, bf16: bool) -> None:
-    cfg = recipe("paper", **SIZES, precision="bf16" if bf16 else "fp32")
+def bench_steps(steps: int, device: torch.device, precisions: list[str]) -> None:
+    """Both implementations at each precision, interleaved, speedups against the
+    release-style step in fp32 (the released trainer has no mixed precision)."""
+    cfg = recipe("paper", **SIZES)
     split = cfg.split
     model = build_model(cfg, device)
     opt = make_optimizer(cfg, model)
-    amp = autocast_dtype(cfg, device)
+    ref = ReleaseStyleStep(2, 10, 2, split.train.tolist(), cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff,
+                           cfg.d_out, cfg.lr, cfg.batch_size, device=str(device))
 
     def ours_data(i):
         gen = step_generator(cfg, i, device)
         return gen, sample_scenes(split.train, cfg.batch_size, cfg.max_objects, gen)
 
-    def ours(i):
-        gen, scenes = ours_data(i)
-        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-            loss, _ = train_loss(cfg, model, scenes, split.train.to(device), gen, cfg.concept_loss_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    def ours(amp):
+        def step(i):
+            gen, scenes = ours_data(i)
+            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                loss, _ = train_loss(cfg, model, scenes, split.train.to(device), gen, cfg.concept_loss_weight)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return step
 
-    ref = ReleaseStyleStep(2, 10, 2, split.train.tolist(), cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff,
-                           cfg.d_out, cfg.lr, cfg.batch_size, device=str(device))
+    def release(amp):
+        def step(i):
+            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                ref.step()
+        return step
 
-    def release(i):
-        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-            ref.step()
-
-    for fn in (ours, release):  # warm up
+    dtypes = {"fp32": None, "bf16": torch.bfloat16}
+    runs = {(impl, p): fn(dtypes[p]) for p in precisions for impl, fn in (("release-style", release),
+                                                                          ("bindcore", ours))}
+    for fn in runs.values():  # warm up
         for i in range(3):
             fn(i)
-    t_ours, t_rel = [], []
-    for rep in range(3):  # interleave to share drift
-        t_ours.append(time_it(ours, steps, device))
-        t_rel.append(time_it(release, steps, device))
-    t_ours, t_rel = min(t_ours), min(t_rel)
-    d_ours = time_it(ours_data, steps, device)
-    d_rel = time_it(lambda i: ref.data(), max(5, steps // 3), device)
+    times: dict[tuple[str, str], float] = {}
+    for _ in range(3):  # interleave repetitions so that both share any drift of the machine
+        for key, fn in runs.items():
+            times[key] = min(times.get(key, float("inf")), time_it(fn, steps, device))
+    data = {"release-style": time_it(lambda i: ref.data(), max(5, steps // 3), device),
+            "bindcore": time_it(ours_data, steps, device)}
+    base = times[("release-style", "fp32")] if ("release-style", "fp32") in times else None
     print(f"paper recipe step: C=2 V=10 O_max=2 batch {cfg.batch_size}, d_model {cfg.d_model}, {cfg.n_layers} layers, "
           f"FFN {cfg.d_ff}, d_out {cfg.d_out}; {parameter_count(model.scene):,} parameters per encoder")
-    print(f"device {device}, torch threads {torch.get_num_threads()}, precision {'bf16 autocast' if amp else 'fp32'}")
-    print(f"{'':24s}{'ms/step':>10s}{'steps/s':>10s}{'scenes/s':>11s}{'data ms':>10s}")
-    for name, t, d in (("release-style", t_rel, d_rel), ("bindcore", t_ours, d_ours)):
-        print(f"{name:24s}{t * 1e3:10.1f}{1 / t:10.2f}{cfg.batch_size / t:11.0f}{d * 1e3:10.2f}")
-    print(f"speedup (release-style / bindcore): {t_rel / t_ours:.2f}x")
+    print(f"device {device}, torch threads {torch.get_num_threads()}, {steps} timed steps x 3 repetitions (best)")
+    print(f"{'implementation':16s}{'precision':>10s}{'ms/step':>10s}{'steps/s':>9s}{'scenes/s':>10s}"
+          f"{'data ms':>9s}{'vs release fp32':>17s}")
+    for (impl, p), t in times.items():
+        rel = f"{base / t:.2f}x" if base else "-"
+        print(f"{impl:16s}{p:>10s}{t * 1e3:10.1f}{1 / t:9.2f}{cfg.batch_size / t:10.0f}{data[impl] * 1e3:9.2f}{rel:>17s}")
+    for p in precisions:
+        print(f"same precision ({p}): bindcore is {times[('release-style', p)] / times[('bindcore', p)]:.2f}x "
+              "faster than the release-style step")
 
 
 def bench_time_to_accuracy(device: torch.device, target: float) -> None:
@@ -124,17 +134,18 @@ def bench_time_to_accuracy(device: torch.device, target: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=30, help="timed steps per repetition")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per repetition")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default=None)
-    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for both implementations")
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
+                    help="precisions to time (bf16 = autocast; fast on CPUs with AMX and on GPUs)")
     ap.add_argument("--time-to-accuracy", action="store_true", help="also run the quick recipe to its target")
     ap.add_argument("--target", type=float, default=0.9)
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    bench_steps(args.steps, device, args.bf16)
+    bench_steps(args.steps, device, args.precisions)
     if args.time_to_accuracy:
         bench_time_to_accuracy(device, args.target)
 
