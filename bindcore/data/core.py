@@ -1,0 +1,192 @@
+"""The one dataset format shared by every dataset of the book (appendix C.1, C.3).
+
+A :class:`SceneDataset` holds, for N scenes of up to O_max objects with C concepts:
+
+* ``objects``: int array ``[N, O_max, C]`` of concept-value indices, ``-1`` for an
+  absent object (scenes list their objects left to right / back to front);
+* ``images``: a sequence of N RGB images (``uint8`` arrays ``[H, W, 3]``), or None for
+  a text-only dataset;
+* ``captions``: N strings in the paper's template ("a <v1> <v2> and a <v1> <v2>");
+* ``filenames``: N file names (``0000000.png`` ...), the release's naming;
+* ``concept_names`` / ``value_names``: e.g. ``["color", "shape"]`` and the names of
+  each concept's values, in index order;
+* ``info``: free-form provenance (generator, seed, image size, source folder).
+
+``labels_frame`` / :func:`read_labels_csv` write and read the release's ``labels.csv``
+layout (``filename, object1_color, object1_shape, ..., object1_color_idx, ...``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
+    """The paper's template for one scene: "a <v_1> <v_2> ... and a <v_1> <v_2> ...".
+
+    ``objects`` ``[O_max, C]`` with -1 rows for absent objects; concepts in order
+    (for colour x shape: "a red cube and a blue sphere")."""
+    parts = []
+    for obj in objects:
+        if obj[0] < 0:
+            continue
+        parts.append("a " + " ".join(value_names[c][v] for c, v in enumerate(obj)))
+    return " and ".join(parts)
+
+
+@dataclass
+class SceneDataset:
+    name: str
+    concept_names: list[str]
+    value_names: list[list[str]]
+    objects: np.ndarray
+    captions: list[str]
+    filenames: list[str]
+    images: Sequence[np.ndarray] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.objects = np.asarray(self.objects, dtype=np.int64)
+        if self.objects.ndim != 3:
+            raise ValueError(f"objects must be [N, O_max, C], got shape {self.objects.shape}")
+        n, _, c = self.objects.shape
+        if c != len(self.concept_names) or c != len(self.value_names):
+            raise ValueError(f"objects have {c} concepts but {len(self.concept_names)} concept names "
+                             f"and {len(self.value_names)} value-name lists")
+        for name, seq in (("captions", self.captions), ("filenames", self.filenames)):
+            if len(seq) != n:
+                raise ValueError(f"{name} has {len(seq)} entries for {n} scenes")
+        if self.images is not None and len(self.images) != n:
+            raise ValueError(f"images has {len(self.images)} entries for {n} scenes")
+        for ci, names in enumerate(self.value_names):
+            bad = self.objects[..., ci][self.objects[..., ci] >= len(names)]
+            if bad.size:
+                raise ValueError(f"concept {self.concept_names[ci]!r} has {len(names)} values; index {bad[0]} found")
+
+    # -- sizes -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    @property
+    def max_objects(self) -> int:
+        return self.objects.shape[1]
+
+    @property
+    def n_concepts(self) -> int:
+        return self.objects.shape[2]
+
+    @property
+    def values_per_concept(self) -> list[int]:
+        return [len(v) for v in self.value_names]
+
+    @property
+    def n_objects_per_scene(self) -> np.ndarray:
+        return (self.objects[..., 0] >= 0).sum(1)
+
+    def metadata(self) -> dict[str, Any]:
+        """The release's metadata.json fields."""
+        return {"num_objects": self.max_objects, "num_concepts": self.n_concepts,
+                "values_per_concept": self.values_per_concept}
+
+    def object_ids(self) -> np.ndarray:
+        """``[N, O_max]`` object ids (mixed radix, concept 0 least significant), -1 absent."""
+        radix = np.cumprod([1] + self.values_per_concept[:-1])
+        ids = (self.objects * radix).sum(-1)
+        return np.where(self.objects[..., 0] >= 0, ids, -1)
+
+    def subset(self, index: Sequence[int] | np.ndarray) -> "SceneDataset":
+        idx = np.asarray(index)
+        return SceneDataset(
+            name=self.name, concept_names=list(self.concept_names), value_names=[list(v) for v in self.value_names],
+            objects=self.objects[idx], captions=[self.captions[i] for i in idx],
+            filenames=[self.filenames[i] for i in idx],
+            images=None if self.images is None else [self.images[i] for i in idx], info=dict(self.info),
+        )
+
+    # -- identity ----------------------------------------------------------------
+    def content_hash(self) -> str:
+        """sha256 over labels, captions and image pixels: the cache key of its embeddings."""
+        h = hashlib.sha256()
+        h.update(json.dumps([self.name, self.concept_names, self.value_names, self.captions]).encode())
+        h.update(self.objects.tobytes())
+        if self.images is not None:
+            for img in self.images:
+                a = np.ascontiguousarray(np.asarray(img, dtype=np.uint8))
+                h.update(str(a.shape).encode())
+                h.update(a.tobytes())
+        return h.hexdigest()[:16]
+
+    # -- labels.csv ----------------------------------------------------------------
+    def labels_frame(self):
+        """The release's labels.csv layout: filename, then per object and concept the value
+        name, then per object and concept the value index (empty for absent objects)."""
+        import pandas as pd
+
+        cols: dict[str, list[Any]] = {"filename": list(self.filenames)}
+        for i in range(self.max_objects):
+            for c, cname in enumerate(self.concept_names):
+                cols[f"object{i + 1}_{cname}"] = [
+                    self.value_names[c][v] if v >= 0 else "" for v in self.objects[:, i, c]]
+        for i in range(self.max_objects):
+            for c, cname in enumerate(self.concept_names):
+                cols[f"object{i + 1}_{cname}_idx"] = [int(v) if v >= 0 else pd.NA for v in self.objects[:, i, c]]
+        return pd.DataFrame(cols)
+
+    def write(self, out: str | Path, images: bool = True) -> Path:
+        """Write ``labels.csv``, ``metadata.json``, ``captions.csv`` and (for image
+        datasets) the PNG files into ``out``."""
+        from PIL import Image
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        if images and self.images is not None:
+            for fname, img in zip(self.filenames, self.images):
+                Image.fromarray(np.asarray(img, dtype=np.uint8)).save(out / fname)
+        self.labels_frame().to_csv(out / "labels.csv", index=False)
+        (out / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
+        import pandas as pd
+
+        pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(out / "captions.csv", index=False)
+        return out
+
+
+def read_labels_csv(path: str | Path, concept_names: Sequence[str] | None = None):
+    """Read a labels.csv in the release's layout -> (objects ``[N, O_max, C]``, filenames,
+    concept names). Indices are taken from the ``*_idx`` columns (the release's names can
+    be wrong: its CLEVR file swaps sphere and cylinder)."""
+    import re
+
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no labels file at {path}")
+    df = pd.read_csv(path)
+    if "filename" not in df.columns:
+        raise ValueError(f"{path}: no 'filename' column (columns: {list(df.columns)})")
+    pattern = re.compile(r"^object(\d+)_(.+)_idx$")
+    found: dict[int, list[str]] = {}
+    for col in df.columns:
+        m = pattern.match(col)
+        if m:
+            found.setdefault(int(m.group(1)), []).append(m.group(2))
+    if not found:
+        raise ValueError(f"{path}: no object<i>_<concept>_idx columns (columns: {list(df.columns)})")
+    names = list(concept_names) if concept_names is not None else found[min(found)]
+    o_max = max(found)
+    objects = np.full((len(df), o_max, len(names)), -1, dtype=np.int64)
+    for i in range(1, o_max + 1):
+        for c, cname in enumerate(names):
+            col = f"object{i}_{cname}_idx"
+            if col not in df.columns:
+                raise ValueError(f"{path}: missing column {col!r}")
+            vals = pd.to_numeric(df[col], errors="coerce")
+            objects[:, i - 1, c] = vals.fillna(-1).astype(np.int64).to_numpy()
+    return objects, df["filename"].astype(str).tolist(), names
