@@ -86,3 +86,33 @@ def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -
     sse = (y - design @ coef).square().sum()
     sst = (y - y.mean(0)).square().sum()
     return float(1.0 - sse / sst)
+
+
+def caption_retrieval(image_emb, text_emb, objects) -> dict[str, float]:
+    """Nearest-caption retrieval of each image among all captions (cosine similarity).
+
+    ``objects`` ``[N, O_max, C]`` (numpy or torch, -1 for absent objects) gives image i
+    and caption i the same scene. Reports the fraction of images whose top caption is
+    (a) their own scene, (b) a scene with the same objects in any order, (c) a scene with
+    the same bag of concept values (how a bag-of-concepts model would score), and the
+    chance level of (a)."""
+    img = torch.nn.functional.normalize(torch.as_tensor(image_emb, dtype=torch.float32), dim=1)
+    txt = torch.nn.functional.normalize(torch.as_tensor(text_emb, dtype=torch.float32), dim=1)
+    obj = torch.as_tensor(objects)
+    top = (img @ txt.T).argmax(1)
+    n = len(obj)
+
+    def canon_objects(o: torch.Tensor) -> list[tuple]:
+        return [tuple(sorted(tuple(x) for x in scene.tolist() if x[0] >= 0)) for scene in o]
+
+    def canon_bag(o: torch.Tensor) -> list[tuple]:
+        return [tuple(sorted({(c, v) for x in scene.tolist() if x[0] >= 0 for c, v in enumerate(x)})) for scene in o]
+
+    same_obj, same_bag = canon_objects(obj), canon_bag(obj)
+    idx = top.tolist()
+    return {
+        "exact scene": float((top == torch.arange(n)).float().mean()),
+        "same objects, any order": sum(same_obj[i] == same_obj[j] for i, j in enumerate(idx)) / n,
+        "same bag of concepts": sum(same_bag[i] == same_bag[j] for i, j in enumerate(idx)) / n,
+        "chance (exact scene)": 1.0 / n,
+    }

@@ -159,3 +159,19 @@ def test_additive_r2_separates_sums_from_products():
     assert additive_r2(product, vals, 6) < 0.35  # only the fitted means survive
     mixed = additive + 0.5 * product
     assert additive_r2(product, vals, 6) < additive_r2(mixed, vals, 6) < 1.0
+
+
+def test_caption_retrieval_levels():
+    from bindcore.metrics import caption_retrieval
+
+    objects = torch.tensor([[[0, 0], [1, 1]], [[1, 1], [0, 0]], [[0, 1], [1, 0]], [[2, 2], [-1, -1]]])
+    eye = torch.eye(4)
+    r = caption_retrieval(eye, eye, objects)
+    assert r["exact scene"] == 1.0 and r["same objects, any order"] == 1.0 and r["same bag of concepts"] == 1.0
+    # every image retrieves caption 1 ({(1,1),(0,0)}): scene 0 has the same objects, scene 2 only the same bag
+    text = torch.zeros(4, 4)
+    text[1, 0] = 1.0
+    img = torch.ones(4, 4)
+    r = caption_retrieval(img, text, objects)
+    assert r["exact scene"] == 0.25 and r["same objects, any order"] == 0.5 and r["same bag of concepts"] == 0.75
+    assert r["chance (exact scene)"] == 0.25
