@@ -106,3 +106,24 @@ def plot_metric_vs_coverage(
     ax.set_ylabel(ylabel)
     ax.set_ylim(-0.03, 1.03)
     ax.legend(loc="best")
+
+
+def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str | None = None,
+                width: float = 2.6):
+    """Images of ``dataset`` (a :class:`bindcore.data.SceneDataset`) with their captions
+    above them, like the sample grid of the authors' release."""
+    import textwrap
+
+    if dataset.images is None:
+        raise ValueError(f"dataset {dataset.name!r} has no images")
+    nrows = (len(indices) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, width * 1.05 * nrows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, i in zip(axes.flat, indices):
+        ax.imshow(np.asarray(dataset.images[i]))
+        ax.set_title("\n".join(textwrap.wrap(dataset.captions[i], 26)), fontsize=8, family="monospace", loc="left")
+    if title:
+        fig.suptitle(title, y=1.0)
+    fig.tight_layout()
+    return fig
