@@ -107,7 +107,9 @@ class SceneDataset:
             name=self.name, concept_names=list(self.concept_names), value_names=[list(v) for v in self.value_names],
             objects=self.objects[idx], captions=[self.captions[i] for i in idx],
             filenames=[self.filenames[i] for i in idx],
-            images=None if self.images is None else [self.images[i] for i in idx], info=dict(self.info),
+            images=None if self.images is None else (
+                self.images.take(idx.tolist()) if hasattr(self.images, "take") else [self.images[i] for i in idx]),
+            info=dict(self.info),
         )
 
     # -- identity ----------------------------------------------------------------

@@ -56,6 +56,10 @@ class LazyImages(Sequence):
         with Image.open(self.paths[i]) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
+    def take(self, index: Sequence[int]) -> "LazyImages":
+        """The images at ``index``, still lazy."""
+        return LazyImages([self.paths[i] for i in index])
+
     def __repr__(self) -> str:
         return f"LazyImages({len(self)} files)"
 
