@@ -42,7 +42,14 @@ left and back, object 2 right and front), :func:`make_clevr3d_singles` (the 24
 objects, one per image), :func:`make_clevr3d_three` (three objects at random, seeded;
 optionally placed so that one partly hides another). ``info["layout"]`` keeps every
 object's placement, so :func:`scene_objects` and :func:`render_scene` re-render a scene
-together with its per-pixel object-id map.
+together with its per-pixel object-id map; ``info["visible_fraction"]`` holds each
+object's share of its own image area that no other object hides. Object turns are
+drawn from ``seed``; the same seed gives the same pixels (on one machine: float32
+rounding may differ between CPU instruction sets).
+
+Speed: the ray caster works on the image rectangles that objects and their shadows can
+touch, vectorised over pixels (numpy, one thread); the 576 two-object scenes take
+about 7 s at 320 x 240 with 2 x 2 supersampling, about 2.5 s at 160 x 120.
 """
 
 from __future__ import annotations
