@@ -127,6 +127,9 @@ def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["BINDCORE_PROFILE"] = profile
+    # progress bars inside a kernel would land in the rendered pages as many lines of text;
+    # papermill reports progress per cell instead
+    os.environ["TQDM_DISABLE"] = "1"
     # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved.get("PYTHONPATH")) if p)
     try:

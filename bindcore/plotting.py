@@ -117,7 +117,7 @@ def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str
     if dataset.images is None:
         raise ValueError(f"dataset {dataset.name!r} has no images")
     nrows = (len(indices) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, width * 1.05 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, width * 1.25 * nrows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, i in zip(axes.flat, indices):

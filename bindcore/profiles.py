@@ -18,6 +18,13 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(n_sample_scenes=20000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
         "paper": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
     },
+    "datasets": {
+        # clevr3d_width: width of the 3-D renders (height 3/4 of it); retrieval_scenes:
+        # CLEVR-2D images embedded for the caption-retrieval check (None = all 576)
+        "smoke": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
+        "quick": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
+        "paper": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
+    },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
         "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True),

@@ -36,6 +36,7 @@ workers = None  # parallel CPU runs if a stored result is missing
 device = None
 
 # %% tags=["hide-input"]
+import numpy as np
 import pandas as pd
 import torch
 
@@ -102,6 +103,29 @@ if P["ablations"]:
             .round(3).assign(profile=profile))
 
 # %% [markdown]
+# ## Appendix C.1 Datasets
+#
+# Scene and object counts of the datasets this book makes, beside the paper's (the
+# images of CLEVR and PUG:SPARE are the authors'; see the chapter for loading them):
+
+# %% tags=["hide-input"]
+from bindcore.data import make_clevr2d, make_text_space
+
+
+def dataset_row(name, ds, paper):
+    ids = ds.object_ids()
+    return {"dataset": name, "paper": paper, "ours: scenes": len(ds),
+            "ours: distinct objects": len(np.unique(ids[ids >= 0])),
+            "ours: values per concept": " x ".join(map(str, ds.values_per_concept))}
+
+
+pd.DataFrame([
+    dataset_row("CLEVR-2D", make_clevr2d(size=32), "576 scenes, 24 objects (8 x 3)"),
+    dataset_row("captions (C.3)", make_text_space(10, 10), "10,000 + 100 scenes, 10 x 10"),
+    dataset_row("captions (released code)", make_text_space(), "160,000 + 400 scenes, 20 x 20"),
+])
+
+# %% [markdown]
 # ## Deviations from the paper
 #
 # | where | the paper | this book | why |
@@ -130,3 +154,8 @@ recipe_table(profile)
 # | encoder forward | `nn.TransformerEncoderLayer` on every position padded to L_max | the same function: queries trimmed to their length, feed-forward only on non-PAD tokens, last layer only at EOS, identical scenes of a batch encoded once (tested equal to the PyTorch layer) | a faster step at the same sizes; the speedup is measured, not asserted, in `benchmarks/bench_training.py` |
 # | CLIP-like encoder variant | pools at index (#PAD − 1), not at EOS | not offered; the default (bidirectional, EOS-pooled) encoder is used, as in the paper's description | – |
 # | defaults | CLI defaults differ from the README command (d_out 3 vs 64, O_max 1 vs 2, V 10 vs 20, ...) | the README command's values are the `paper` profile | – |
+# | CLEVR images | Blender renders, shared outside the repository | CLEVR-like scenes ray-traced by `bindcore.data.clevr3d` (same labels, colours and layout; simpler lights and materials); the authors' folder loads with `load_folder` | a substitute, named as such wherever it is used |
+# | CLEVR `labels.csv` | shape names of indices 1 and 2 swapped (1 "sphere", 2 "cylinder"; the images show cylinder and sphere) | indices are read, names are ours | captions describe what the image shows |
+# | random-init control | `initialize_parameters()` re-initialises only the text tower of a ViT CLIP: its "random" image embeddings are pretrained ones | both towers built without weights under a fixed seed | a true random-weights control |
+# | OpenAI CLIP weights | OpenAI's `clip` package | open_clip with the QuickGELU variant for OpenAI-style tags, chosen automatically | loading them into the GELU model would silently change the embeddings |
+# | image loader | missing or corrupt images skipped silently, misaligning rows and labels | an error naming the file, checked before any embedding | – |

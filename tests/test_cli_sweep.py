@@ -91,3 +91,17 @@ def test_recipes_and_profiles():
     assert concept_loss_onset(one_phase, []) == 0
     main = ab["main recipe"]
     assert main.n_values ** main.n_concepts == max(v**c for c, v in quick["sizes"])
+
+
+@pytest.mark.parametrize("kind,args,n", [("clevr2d", ["--size", "64"], 576), ("clevr3d-singles", ["--size", "64"], 24),
+                                         ("text", ["--scenes", "50"], 450)])
+def test_data_make_writes_a_dataset_with_its_labels(tmp_path, capsys, kind, args, n):
+    from bindcore.data import read_labels_csv
+
+    out = tmp_path / kind
+    assert main(["data", "make", kind, "--out", str(out), *args]) == 0
+    objects, filenames, names = read_labels_csv(out / "labels.csv")
+    assert len(objects) == n and json.loads((out / "metadata.json").read_text())["num_concepts"] == 2
+    if kind != "text":
+        assert all((out / f).is_file() for f in filenames)
+    assert f"{n} scenes" in capsys.readouterr().out

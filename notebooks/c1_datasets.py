@@ -1,0 +1,205 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix C.1 Datasets
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/c1_datasets.ipynb)
+#
+# The paper studies frozen encoders on two-object scenes whose concepts are fully
+# crossed: **CLEVR** (3-D renders, 8 colours x 3 shapes, 576 scenes), **CLEVR-2D** (the
+# paper's flat version of it: cube -> square, cylinder -> triangle, sphere -> circle),
+# **PUG:SPARE** (photorealistic animals, 12 species x 8 colours, 7,392 scenes) and a
+# synthetic **caption space** of adjective-noun pairs (appendix C.3). The images of the
+# authors' release are not public, and this book downloads nothing, so `bindcore.data`
+# makes CLEVR-2D and CLEVR-like 3-D scenes on the spot, builds the caption space, and
+# loads the authors' folders (CLEVR, CLEVR-2D, PUG:SPARE) when you point it to them. All
+# datasets share one format (`SceneDataset`) and write and read the release's
+# `labels.csv`.
+
+# %% tags=["hide-input"]
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # install bindcore on Colab only
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "bindcore[encoders] @ git+https://github.com/bindcore-book/binding-concepts"], check=True)
+
+# %% tags=["parameters"]
+profile = "quick"
+clevr3d_width = None  # width of the 3-D renders in pixels (height is 3/4 of it)
+three_object_scenes = None  # number of three-object 3-D scenes to make
+retrieval_scenes = None  # CLEVR-2D scenes in the caption-retrieval check (None: all 576)
+release_folder = None  # folder with the release's label files (clevr/, clevr2d/, pug_spare/), if any
+pug_folder = None  # the authors' PUG:SPARE image folder with its labels.csv, if you have it
+clevr_folder = None  # the authors' CLEVR image folder with its labels.csv, if you have it
+
+# %% tags=["hide-input"]
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from bindcore.data import read_labels_csv
+from bindcore.data.clevr2d import make_clevr2d, make_clevr2d_singles
+from bindcore.data.clevr3d import make_clevr3d, make_clevr3d_singles, make_clevr3d_three
+from bindcore.data.folders import load_folder
+from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
+from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
+from bindcore.encoders import default_encoders, embed_dataset
+from bindcore.metrics import caption_retrieval
+from bindcore.plotting import sample_grid, use_style
+from bindcore.profiles import chapter_parameters
+
+use_style()
+P = chapter_parameters("datasets", profile, clevr3d_width=clevr3d_width, three_object_scenes=three_object_scenes,
+                       retrieval_scenes=retrieval_scenes)
+encoders = default_encoders()
+print("ENCODER USED IN THIS CHAPTER:", encoders.note)
+
+# %% [markdown]
+# ## CLEVR-2D
+#
+# All 576 ordered pairs of the 24 objects (identical pairs included), in the release's
+# scene order, at the release's size: flat shapes with a dark outline, object 1 on the
+# left and object 2 on the right. Captions follow the paper's template.
+
+# %%
+t0 = time.perf_counter()
+clevr2d = make_clevr2d()
+clevr2d_singles = make_clevr2d_singles()
+print(f"CLEVR-2D: {len(clevr2d)} scenes + {len(clevr2d_singles)} single objects, "
+      f"{clevr2d.images[0].shape[1]}x{clevr2d.images[0].shape[0]} px, made in {time.perf_counter() - t0:.1f} s")
+fig = sample_grid(clevr2d, range(8), title="CLEVR-2D, the first eight scenes of the release's order")
+plt.show()
+
+# %% [markdown]
+# ## CLEVR-like 3-D scenes
+#
+# The same 576 scene labels rendered in 3-D by a small ray caster (`bindcore.data.clevr3d`):
+# cubes, cylinders and spheres on a grey ground plane, a perspective camera, diffuse and
+# specular shading and cast shadows. These are *CLEVR-like*, not the CLEVR images (which
+# Blender renders with area lights, soft shadows and its own materials); they share the
+# concept structure, the colours and the fixed left/right layout of the release.
+
+# %%
+t0 = time.perf_counter()
+w = P["clevr3d_width"]
+clevr3d = make_clevr3d(size=(w, w * 3 // 4))
+clevr3d_singles = make_clevr3d_singles(size=(w, w * 3 // 4))
+print(f"CLEVR-like 3-D: {len(clevr3d)} scenes + {len(clevr3d_singles)} single objects at {w}x{w * 3 // 4} px, "
+      f"made in {time.perf_counter() - t0:.1f} s")
+fig = sample_grid(clevr3d, range(8), title="CLEVR-like 3-D scenes (same labels as above)")
+plt.show()
+
+# %% [markdown]
+# Appendix D.3 extends the analysis to three-object scenes, with and without occlusion:
+
+# %%
+three = make_clevr3d_three(P["three_object_scenes"], occlusion=False, size=(w, w * 3 // 4))
+three_occ = make_clevr3d_three(P["three_object_scenes"], occlusion=True, size=(w, w * 3 // 4))
+fig = sample_grid(three, range(min(4, len(three))), title="three objects")
+plt.show()
+fig = sample_grid(three_occ, range(min(4, len(three_occ))), title="three objects, one partly hidden")
+plt.show()
+
+# %% [markdown]
+# ## The caption space (appendix C.3)
+#
+# Twenty adjectives and twenty nouns, each a single token of CLIP's tokenizer, give 400
+# objects, 160,000 ordered two-object captions and 400 single-object ones (the released
+# code's space); the paper describes a 10 x 10 space of 10,000 two-object and 100
+# single-object captions, which is `make_text_space(10, 10)`.
+
+# %%
+text_full = make_text_space()
+text_small = make_text_space(10, 10)
+print("adjectives:", ", ".join(ADJECTIVES))
+print("nouns:     ", ", ".join(NOUNS))
+print("examples:  ", " | ".join(text_full.captions[i] for i in (0, 12345, len(text_full) - 1)))
+
+# %% [markdown]
+# ## Counts against the paper's
+
+# %% tags=["hide-input"]
+def counts(ds):
+    n = ds.n_objects_per_scene
+    ids = ds.object_ids()
+    return {"scenes": len(ds), "two-object scenes": int((n == 2).sum()), "single-object scenes": int((n == 1).sum()),
+            "distinct objects": len(np.unique(ids[ids >= 0])),
+            "values per concept": " x ".join(map(str, ds.values_per_concept))}
+
+
+rows = {
+    "CLEVR-2D (made here)": {**counts(clevr2d), "paper": "576 scenes, 8 x 3"},
+    "CLEVR-like 3-D (made here)": {**counts(clevr3d), "paper": "CLEVR: 576 scenes, 8 x 3"},
+    "captions, 20 x 20 (released code)": {**counts(text_full), "paper": "160,000 + 400 in the released code"},
+    "captions, 10 x 10 (paper, C.3)": {**counts(text_small), "paper": "10,000 + 100"},
+}
+for name, folder, kind in (("CLEVR (authors' folder)", clevr_folder, "clevr"),
+                           ("PUG:SPARE (authors' folder)", pug_folder, "pug_spare")):
+    if folder:
+        rows[name] = {**counts(load_folder(folder, kind)), "paper": "576 scenes, 8 x 3" if kind == "clevr"
+                      else "7,392 scenes, 12 species x 8 colours"}
+    else:
+        rows[name] = {"paper": "needs the authors' folder (parameter " + kind.split("_")[0] + "_folder)"}
+pd.DataFrame(rows).T.fillna("")
+
+# %% [markdown]
+# ## The release's shape names
+#
+# In the released CLEVR `labels.csv` the *names* of shapes 1 and 2 are swapped: rows with
+# index 1 say "sphere" and rows with index 2 say "cylinder", while the images (and the
+# released code) use 1 = cylinder and 2 = sphere. `bindcore` reads the indices and names
+# them itself, so a caption always describes what the image shows. Where the release's
+# label files are at hand, the mismatch can be counted:
+
+# %% tags=["hide-input"]
+candidates = [Path(release_folder)] if release_folder else [Path("../../shared/data/reference-release")]
+found = next((p for p in candidates if (p / "clevr" / "labels.csv").is_file()), None)
+if found is None:
+    print("The release's label files are not available here; set `release_folder` to compare.")
+else:
+    released = pd.read_csv(found / "clevr" / "labels.csv")
+    objects, _, _ = read_labels_csv(found / "clevr" / "labels.csv")
+    mismatch = {}
+    for i in (1, 2):
+        names = released[f"object{i}_shape"].to_numpy()
+        ours = np.array(CLEVR_SHAPES)[objects[:, i - 1, 1]]
+        mismatch[f"object {i}"] = int((names != ours).sum())
+    same_order = bool((objects == clevr2d.objects).all())
+    table = (released.groupby(["object1_shape_idx", "object1_shape"]).size().rename("rows").reset_index()
+             .assign(**{"shape as drawn (CLEVR)": lambda d: [CLEVR_SHAPES[i] for i in d["object1_shape_idx"]],
+                        "CLEVR-2D": lambda d: [CLEVR2D_SHAPES[i] for i in d["object1_shape_idx"]]}))
+    display(table)
+    print(f"rows whose released shape name differs from the drawn shape: {mismatch}; "
+          f"our CLEVR-2D scene order equals the release's: {same_order}")
+
+# %% [markdown]
+# ## A first embedding check: which caption does an image retrieve?
+#
+# Each CLEVR-2D image is compared with all 576 captions by cosine similarity, and we ask
+# whether the most similar caption describes the same scene, the same two objects in the
+# other order, or only the same bag of colours and shapes. Pretrained CLIP typically gets
+# the bag right more often than the binding; a model with random weights is near chance
+# on all three. The encoder is the one named at the top of this page; embeddings are
+# cached on disk by encoder and dataset content.
+
+# %%
+n = P["retrieval_scenes"] or len(clevr2d)
+subset = clevr2d.subset(np.arange(n))
+clip_like = encoders.image  # pretrained CLIP where reachable, else its random-init control (both towers)
+img = embed_dataset(clip_like, subset, "image")
+txt = embed_dataset(clip_like, subset, "text")
+result = caption_retrieval(img, txt, subset.objects)
+print(f"encoder: {clip_like.name}; {n} images vs {n} captions")
+pd.Series(result, name="top-1 caption retrieval").round(3).to_frame()
