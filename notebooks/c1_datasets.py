@@ -148,8 +148,11 @@ rows = {
 for name, folder, kind in (("CLEVR (authors' folder)", clevr_folder, "clevr"),
                            ("PUG:SPARE (authors' folder)", pug_folder, "pug_spare")):
     if folder:
-        rows[name] = {**counts(load_folder(folder, kind)), "paper": "576 scenes, 8 x 3" if kind == "clevr"
+        loaded = load_folder(folder, kind)
+        rows[name] = {**counts(loaded), "paper": "576 scenes, 8 x 3" if kind == "clevr"
                       else "7,392 scenes, 12 species x 8 colours"}
+        sample_grid(loaded, range(min(8, len(loaded))), title=name)
+        plt.show()
     else:
         rows[name] = {"paper": "needs the authors' folder (parameter " + kind.split("_")[0] + "_folder)"}
 pd.DataFrame(rows).T.fillna("")
