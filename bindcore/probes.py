@@ -179,3 +179,188 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
         out[f"{name}_r2"] = r2_score(data, predicted, idx)
     return out
+
+
+# ---------------------------------------------------------------------------------
+# linear probes on frozen embeddings (C.2)
+# ---------------------------------------------------------------------------------
+def scene_split(n_scenes: int, train_fraction: float = 0.4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded scene-level split (the released code fits probes on 40 % of the scenes)."""
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction}")
+    perm = np.random.default_rng(seed).permutation(n_scenes)
+    n_train = int(n_scenes * train_fraction)
+    return np.sort(perm[:n_train]), np.sort(perm[n_train:])
+
+
+def _soft_targets(index: torch.Tensor, present: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Counts of each class among a scene's present objects, normalised to sum 1."""
+    t = torch.zeros(len(index), n_classes)
+    t.scatter_add_(1, index.clamp(min=0), present.float())
+    return t / t.sum(1, keepdim=True).clamp(min=1.0)
+
+
+class LinearProbes:
+    """Bias-free linear probes on frozen embeddings: one per concept (V_c classes) and
+    one over all objects (prod V_c classes), fitted jointly with soft-target softmax
+    cross-entropy (a scene's target spreads evenly over its objects' values / ids),
+    full-batch Adam with cosine decay. Accuracy uses the strict rule: every value
+    (object) in the scene must score above every other one.
+
+    Follows the scikit-learn estimator interface (``get_params`` / ``set_params`` /
+    ``fit`` / ``predict`` / ``score``) without depending on scikit-learn.
+    ``objects`` arguments are ``[N, O_max, C]`` concept indices with -1 rows for absent
+    objects."""
+
+    def __init__(self, values_per_concept: list[int] | tuple[int, ...] = (8, 3), fit_objects: bool = True,
+                 lr: float = 1e-2, epochs: int = 2000, seed: int = 0) -> None:
+        self.values_per_concept = values_per_concept
+        self.fit_objects = fit_objects
+        self.lr = lr
+        self.epochs = epochs
+        self.seed = seed
+
+    # -- scikit-learn protocol ----------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("values_per_concept", "fit_objects", "lr", "epochs", "seed")}
+
+    def set_params(self, **params: Any) -> "LinearProbes":
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"LinearProbes has no parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    # -- fitting ------------------------------------------------------------------------
+    def _object_ids(self, objects: torch.Tensor) -> torch.Tensor:
+        radix = torch.as_tensor(np.cumprod([1] + list(self.values_per_concept[:-1])))
+        return (objects.clamp(min=0) * radix).sum(-1)
+
+    def fit(self, X: np.ndarray, objects: np.ndarray) -> "LinearProbes":
+        x = torch.as_tensor(np.asarray(X), dtype=torch.float32)
+        obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
+        if obj.ndim != 3 or obj.shape[2] != len(self.values_per_concept) or len(obj) != len(x):
+            raise ValueError(f"objects must be [N, O_max, {len(self.values_per_concept)}] with N={len(x)}, "
+                             f"got {tuple(obj.shape)}")
+        present = obj[..., 0] >= 0
+        gen = torch.Generator().manual_seed(self.seed)
+        d = x.shape[1]
+        n_obj = int(np.prod(self.values_per_concept))
+        heads = [torch.randn(v, d, generator=gen) * d**-0.5 for v in self.values_per_concept]
+        if self.fit_objects:
+            heads.append(torch.randn(n_obj, d, generator=gen) * d**-0.5)
+        params = [h.requires_grad_() for h in heads]
+        targets = [_soft_targets(obj[..., c], present, v) for c, v in enumerate(self.values_per_concept)]
+        if self.fit_objects:
+            targets.append(_soft_targets(self._object_ids(obj), present, n_obj))
+        opt = torch.optim.Adam(params, lr=self.lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, self.epochs))
+        for _ in range(self.epochs):
+            loss = sum(-(t * torch.log_softmax(x @ w.T, 1)).sum(1).mean() for w, t in zip(params, targets))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+        self.concept_weights_ = [w.detach().numpy().copy() for w in params[: len(self.values_per_concept)]]
+        self.object_weights_ = params[-1].detach().numpy().copy() if self.fit_objects else None
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "concept_weights_"):
+            raise RuntimeError("LinearProbes is not fitted yet: call fit first")
+
+    # -- prediction ---------------------------------------------------------------------
+    def decision_function(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Logits of every probe: ``{"concept_0": [N, V_0], ..., "object": [N, U]}``."""
+        self._check_fitted()
+        x = np.asarray(X, dtype=np.float32)
+        out = {f"concept_{c}": x @ w.T for c, w in enumerate(self.concept_weights_)}
+        if self.object_weights_ is not None:
+            out["object"] = x @ self.object_weights_.T
+        return out
+
+    def predict(self, X: np.ndarray, n_objects: int = 2) -> np.ndarray:
+        """The ``n_objects`` highest-scoring object ids per scene ``[N, n_objects]``."""
+        self._check_fitted()
+        if self.object_weights_ is None:
+            raise RuntimeError("fitted with fit_objects=False: no object probe")
+        return np.argsort(-self.decision_function(X)["object"], axis=1)[:, :n_objects]
+
+    def scores(self, X: np.ndarray, objects: np.ndarray) -> dict[str, float]:
+        """Strict concept recognition (mean over concepts) and object recognition."""
+        from .metrics import strict_correct
+
+        logits = self.decision_function(X)
+        obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
+        present = obj[..., 0] >= 0
+        out = {}
+        concept = []
+        for c, v in enumerate(self.values_per_concept):
+            pos = _soft_targets(obj[..., c], present, v) > 0
+            concept.append(strict_correct(torch.as_tensor(logits[f"concept_{c}"]), pos).float().mean())
+        out["concept"] = float(torch.stack(concept).mean())
+        if "object" in logits:
+            pos = _soft_targets(self._object_ids(obj), present, logits["object"].shape[1]) > 0
+            out["object"] = float(strict_correct(torch.as_tensor(logits["object"]), pos).float().mean())
+        return out
+
+    def score(self, X: np.ndarray, objects: np.ndarray) -> float:
+        """Object recognition (concept recognition without an object probe)."""
+        s = self.scores(X, objects)
+        return s.get("object", s["concept"])
+
+    def binding_data(self, objects: np.ndarray, embeddings: np.ndarray, name: str = "") -> BindingData:
+        """The two-object scenes of ``objects`` with these probes frozen, for approximators."""
+        self._check_fitted()
+        objects = np.asarray(objects)
+        two = (objects[..., 0] >= 0).sum(1) == 2
+        return BindingData(objects[two][:, :2], np.asarray(embeddings)[two], list(self.values_per_concept),
+                           self.concept_weights_, self.object_weights_, name=name)
+
+
+# ---------------------------------------------------------------------------------
+# controlled dual encoders as binding functions (reference-spec §7)
+# ---------------------------------------------------------------------------------
+def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
+                            device: str = "cpu") -> BindingData:
+    """All ordered pairs of a set of objects (identical pairs included) encoded by a
+    trained dual encoder's scene encoder (raw outputs), with its own query encoder's
+    L2-normalised concept and object embeddings as the frozen probes.
+
+    ``objects``: "all" = the sub-grid of the first ceil(max_objects ** (1/C)) values of
+    each concept; "train" / "test" = the run's training / held-out objects (at most
+    ``max_objects``, a seeded choice)."""
+    import math
+
+    import torch.nn.functional as F
+
+    from .training import TrainConfig, embed_in_chunks, load_model
+
+    cfg = TrainConfig.from_dict(record["config"])
+    model = load_model(record, map_location=device)
+    space = cfg.space
+    if objects == "all":
+        n = min(cfg.n_values, math.ceil(max_objects ** (1 / cfg.n_concepts) - 1e-9))
+        grid = np.stack(np.meshgrid(*[np.arange(n)] * cfg.n_concepts, indexing="ij"), -1).reshape(-1, cfg.n_concepts)
+        ids = space.object_ids(torch.as_tensor(grid)).sort().values
+    elif objects in ("train", "test"):
+        pool = getattr(cfg.split, objects)
+        ids = pool if len(pool) <= max_objects else pool[torch.randperm(len(pool), generator=torch.Generator()
+                                                                        .manual_seed(0))[:max_objects]].sort().values
+    else:
+        raise ValueError(f"objects must be 'all', 'train' or 'test', got {objects!r}")
+    pairs = torch.cartesian_prod(ids, ids)
+    if cfg.max_objects > 2:
+        pairs = F.pad(pairs, (0, cfg.max_objects - 2), value=-1)
+    with torch.no_grad():
+        z = embed_in_chunks(model.scene, space.tokenize_scenes(pairs.to(device)))
+        all_ids = torch.arange(space.n_objects, device=device)
+        obj_probe = F.normalize(embed_in_chunks(model.query, space.object_query_tokens(all_ids)), dim=1)
+        con_probe = F.normalize(embed_in_chunks(
+            model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))), dim=1)
+    V = cfg.n_values
+    concept_probes = [con_probe[c * V:(c + 1) * V].cpu().numpy() for c in range(cfg.n_concepts)]
+    vals = space.object_values(pairs[:, :2]).numpy()
+    return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
+                       name=f"controlled C={cfg.n_concepts} V={V} coverage={cfg.coverage:g}",
+                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids)})
