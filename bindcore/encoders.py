@@ -391,6 +391,31 @@ def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
     return arch, True, True
 
 
+def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
+    """CLIP's text tower on tokens cut to the longest caption of the batch, or None when
+    that would not be exact. Exact for causal CLIP towers pooled at the end-of-text
+    token (the argmax token id): no position attends to a later one, so the padding
+    after the longest caption never reaches a pooled output. Saves most of the work
+    for short captions padded to 77 tokens."""
+    import open_clip
+    import torch
+
+    if not isinstance(model, open_clip.CLIP) or getattr(model, "text_pool_type", None) != "argmax" \
+            or model.attn_mask is None:
+        return None
+    length = int((tokens != 0).sum(1).max())
+    t = tokens[:, :length]
+    cast = model.transformer.get_cast_dtype()
+    x = model.token_embedding(t).to(cast) + model.positional_embedding[:length].to(cast)
+    x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
+    x = model.ln_final(x)
+    x = x[torch.arange(len(x), device=x.device), t.argmax(-1)]
+    proj = model.text_projection
+    if proj is None:
+        return x
+    return proj(x) if isinstance(proj, torch.nn.Linear) else x @ proj
+
+
 class OpenClipEncoder(Encoder):
     """An open_clip model: any architecture with a pretrained tag or a local weights file.
 
@@ -540,7 +565,12 @@ class OpenClipEncoder(Encoder):
         return self.model.encode_image(x, normalize=self.normalize)
 
     def _embed_text_batch(self, texts: list[str]) -> Any:
+        import torch
+
         tokens = self.tokenizer(texts).to(self.device)
+        trimmed = _encode_text_trimmed(self.model, tokens)
+        if trimmed is not None:
+            return torch.nn.functional.normalize(trimmed, dim=-1) if self.normalize else trimmed
         return self.model.encode_text(tokens, normalize=self.normalize)
 
     def _output_dim(self) -> int:

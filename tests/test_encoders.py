@@ -330,3 +330,16 @@ def test_make_encoder_specs():
     assert E.make_encoder("dinov2:vits14").repo == "facebook/dinov2-small"
     with pytest.raises(ValueError, match="unknown encoder spec"):
         E.make_encoder("word2vec")
+
+
+def test_trimmed_text_tower_equals_the_full_one():
+    import torch
+
+    from bindcore.encoders import RandomInitClipEncoder, _encode_text_trimmed
+
+    enc = RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0).load()
+    tokens = enc.tokenizer(["a red cat and a blue dog", "a fuzzy clock", "a tiny wooden boat and a golden apple"])
+    with torch.no_grad():
+        full = enc.model.encode_text(tokens)
+        trimmed = _encode_text_trimmed(enc.model, tokens)
+    assert trimmed is not None and torch.allclose(full, trimmed, atol=1e-4)
