@@ -65,14 +65,23 @@ to choose.
 
 Stacked training: a sweep's models of one family are trained together as one module
 whose parameters carry a leading model dimension (one forward, one backward and one
-fused Adam step per iteration for all of them). Different widths are zero-padded to
-the stack's width with a unit mask, different training sets are padded to the stack's
-number of rows with zero row weights; padded units and rows never reach an output or
-a gradient. Each model's learning rate is honoured by giving Adam one parameter group
+fused Adam step per iteration for all of them). Different widths are padded to the
+stack's width (padded ReLU units have zero weights and stay zero: relu(0) = 0 and its
+gradient there is 0; padded product units are masked), different training sets are
+padded to the stack's number of rows with zero row weights (the padding repeats the
+model's own first fitting scene); padded units and rows never reach an output or a
+gradient. :func:`plan_stacks` pads only while padding costs less than running one more
+stack. Each model's learning rate is honoured by giving Adam one parameter group
 per learning rate whose parameters are the per-model slices (views) of the stacked
 tensors. Initialisation and minibatch sampling depend only on a model's own seed, so a
 stacked model follows the same trajectory as the same model trained alone
 (:func:`train_models` with ``stacked=False``) up to float rounding.
+
+Speed: on a CPU these fits are bound by the head's matmuls (``3 B w d`` multiply-adds
+per model and step); stacking removes only the per-step fixed costs (Python, autograd,
+optimizer calls), so on 2 CPU cores it gains little (``benchmarks/bench_approximators.py``
+prints the measured ratio). A GPU, where each small model alone leaves the device
+mostly idle, is where stacking is expected to pay (not measured here).
 
 Tree approximators (paper D.6, not in the released code): XGBoost and Random Forest
 regressors on the one-hot slot codes (:class:`PCATreeRegressor`). The d-dimensional
