@@ -29,8 +29,8 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol
         "smoke": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16], probe_epochs=100, steps=30,
                       batch_size=None, lrs=[1e-2], tree_grid="small"),
-        "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 256, 1024],
-                      probe_epochs=2000, steps=1500, batch_size=512, lrs=[1e-2, 1e-3], tree_grid="small"),
+        "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 512],
+                      probe_epochs=2000, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small"),
         "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
                       widths=[64, 256, 1024, 4096], probe_epochs=10000, steps=10000, batch_size=4096,
                       lrs=[1e-2, 1e-3, 1e-4], tree_grid="full"),

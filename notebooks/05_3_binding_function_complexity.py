@@ -48,40 +48,41 @@ device = None
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
-from bindcore.approximators import sweep_fractions
-from bindcore.complexity import approximator_table, generalizing_runs, plot_by_width, protocol_for
+from bindcore.complexity import (
+    controlled_datasets,
+    controlled_sweeps,
+    plot_by_width,
+    protocol_for,
+    true_embedding_ceiling,
+    width_claims,
+)
 from bindcore.plotting import use_style
-from bindcore.probes import controlled_binding_data, functional_binding, object_level_split
 from bindcore.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,
                        batch_size=batch_size, lrs=lrs, max_objects=max_objects)
-protocol = protocol_for(P)
-runs = generalizing_runs(profile, workers=workers, device=device)
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
-      f"{sorted({r['source'] for r in runs})}); approximators: {protocol}")
+      f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")
 
 # %% [markdown]
 # ## The binding data of each controlled model
 #
-# The last row of each model is the ceiling: the model's *own* scene embeddings read by
-# its query-encoder probes on the same held-out scenes (at the middle fraction).
+# The ceiling: the model's *own* scene embeddings read by its query-encoder probes on the
+# held-out scenes of the middle data fraction, next to the model's held-out object
+# recognition in §5.2.
 
-# %%
-datasets = [controlled_binding_data(r, max_objects=P["max_objects"], device=device or "cpu") for r in runs]
-ceiling = []
-for rec, data in zip(runs, datasets):
-    split = object_level_split(data, P["fractions"][len(P["fractions"]) // 2])
-    m = functional_binding(data, data.embeddings, split)
-    ceiling.append({"model": data.name, "scenes": len(data.objects), "d": data.dim,
-                    "held-out object recognition of the model itself (§5.2 run)": rec["metrics"]["test_object_2"],
-                    "true embeddings, held-out concept": m["heldout_concept"],
-                    "true embeddings, held-out object": m["heldout_object"]})
-pd.DataFrame(ceiling).round(3)
+# %% tags=["hide-input"]
+ceiling = true_embedding_ceiling({d.name: d for d in datasets}, P["fractions"], key="model")
+mid = ceiling[ceiling["fraction"] == P["fractions"][len(P["fractions"]) // 2]]
+pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for d in datasets],
+              "d": [d.dim for d in datasets],
+              "§5.2 held-out object recognition": [r["metrics"]["test_object_2"] for r in runs],
+              "true embeddings: held-out concepts": mid["heldout_concept"].to_numpy(),
+              "true embeddings: held-out objects": mid["heldout_object"].to_numpy()}).round(3)
 
 # %% [markdown]
 # ## MLP approximators of growing width
@@ -91,12 +92,7 @@ pd.DataFrame(ceiling).round(3)
 # scenes carved from the training objects' scenes.
 
 # %%
-tables = []
-for data in datasets:
-    recs = sweep_fractions(data, P["fractions"], ["mlp"], widths=P["widths"], protocol=protocol, device=device,
-                           progress=False)
-    tables.append(approximator_table(recs, model=data.name, objects=data.n_object_ids))
-table = pd.concat(tables, ignore_index=True)
+table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device)
 table[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "heldout_r2", "train_object",
        "seconds"]].round(3)
 
@@ -115,18 +111,8 @@ plt.show()
 # %% [markdown]
 # ## The paper's claim next to ours
 
-# %% tags=["hide-input"]
-top = table[table["fraction"] == max(P["fractions"])]
-rows = []
-for name, sub in top.groupby("model", sort=False):
-    small, large = sub.loc[sub["width"].idxmin()], sub.loc[sub["width"].idxmax()]
-    rows.append({"model": name, "fraction": max(P["fractions"]),
-                 f"smallest width ({int(small['width'])}) held-out objects": small["heldout_object"],
-                 f"largest width ({int(large['width'])}) held-out objects": large["heldout_object"],
-                 "smallest width reaching 90 % of the best": int(sub[sub["heldout_object"] >= 0.9 * sub["heldout_object"]
-                                                                    .max()]["width"].min())})
-claims = pd.DataFrame(rows)
-claims.round(3)
+# %%
+width_claims(table, profile).round(3)
 
 # %% [markdown]
 # The paper's statement is qualitative (small MLPs suffice, the gap grows with |O|).

@@ -46,30 +46,27 @@ device = None
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 
-from bindcore.approximators import FAMILIES, sweep_fractions
-from bindcore.complexity import FAMILY_LABELS, approximator_table, generalizing_runs, plot_by_fraction, protocol_for
+from bindcore.approximators import FAMILIES
+from bindcore.complexity import (
+    FAMILY_LABELS,
+    controlled_datasets,
+    controlled_sweeps,
+    form_claims,
+    plot_by_fraction,
+    protocol_for,
+)
 from bindcore.plotting import use_style
-from bindcore.probes import controlled_binding_data
 from bindcore.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,
                        batch_size=batch_size, lrs=lrs, max_objects=max_objects)
-protocol = protocol_for(P)
-runs = generalizing_runs(profile, workers=workers, device=device)
-datasets = [controlled_binding_data(r, max_objects=P["max_objects"], device=device or "cpu") for r in runs]
-print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol}")
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
+print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 
 # %%
-tables = []
-for data in datasets:
-    recs = sweep_fractions(data, P["fractions"], list(FAMILIES), widths={"mlp": [max(P["widths"])]},
-                           protocol=protocol, device=device, progress=False)
-    tables.append(approximator_table(recs, model=data.name, objects=data.n_object_ids))
-table = pd.concat(tables, ignore_index=True)
+table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device)
 
 # %% [markdown]
 # ## All families side by side
@@ -80,14 +77,12 @@ table = pd.concat(tables, ignore_index=True)
 # %% tags=["hide-input"]
 top = table[table["fraction"] == max(P["fractions"])]
 wide = top.pivot_table(index="family", columns="model", values=["heldout_concept", "heldout_object", "heldout_r2"])
-wide = wide.reindex([FAMILY_LABELS[f] for f in FAMILIES])
-wide.round(3)
+wide.reindex([FAMILY_LABELS[f] for f in FAMILIES]).round(3)
 
 # %%
 fig, axes = plt.subplots(1, len(datasets), figsize=(6.5 * len(datasets), 4.2), squeeze=False, sharey=True)
 for j, data in enumerate(datasets):
-    sub = table[table["model"] == data.name]
-    plot_by_fraction(axes[0, j], sub, "heldout_object", "held-out object recognition")
+    plot_by_fraction(axes[0, j], table[table["model"] == data.name], "heldout_object", "held-out object recognition")
     axes[0, j].set_title(data.name, fontsize=9)
 axes[0, -1].legend(fontsize=7, loc="best")
 fig.suptitle(f"Which functional form recovers binding on held-out objects? (profile '{profile}')", y=1.02)
@@ -96,23 +91,8 @@ plt.show()
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %% tags=["hide-input"]
-def best(family, metric, sub):
-    vals = sub[sub["family"] == FAMILY_LABELS[family]][metric]
-    return float(vals.max()) if len(vals) else float("nan")
-
-
-rows = []
-for name, sub in top.groupby("model", sort=False):
-    rows.append({
-        "model": name,
-        "additive: concepts": best("additive", "heldout_concept", sub),
-        "additive: objects": best("additive", "heldout_object", sub),
-        "global product: objects": best("global_product", "heldout_object", sub),
-        "additive + global product: objects": best("sum_global_product", "heldout_object", sub),
-        "best family (objects)": sub.loc[sub["heldout_object"].idxmax(), "family"],
-    })
-pd.DataFrame(rows).round(3)
+# %%
+form_claims(table, profile).round(3)
 
 # %% [markdown]
 # Read the table against the paper's three statements: the additive probe should keep
