@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from bindcore import approximators as A
-from bindcore.probes import BindingData, functional_binding, object_level_split, object_recognition
+from bindcore.probes import (
+    BindingData,
+    concept_recognition,
+    functional_binding,
+    object_level_split,
+    object_recognition,
+)
 
 torch.set_num_threads(2)
 
@@ -311,3 +317,39 @@ def test_sweep_fractions_stacks_families_and_fits_trees(small_data):
         for k in ("final_heldout_object", "selected_heldout_concept", "final_train_r2", "curve", "seconds"):
             assert k in r
     assert len(A.select_best(recs)) == len(recs)  # one lr, one grid point: one record per group
+
+
+# ---------------------------------------------------------------------------------
+# the chapters' helpers (bindcore.complexity)
+# ---------------------------------------------------------------------------------
+def test_stored_sweep_is_keyed_by_content(small_data, tmp_path):
+    from bindcore.complexity import approximator_table, stored_sweep
+    from bindcore.store import ResultStore
+
+    store = ResultStore(tmp_path, published=None)
+    proto = A.get_protocol("release", steps=10, eval_every=5)
+    first = stored_sweep(small_data, [0.5], ["additive"], proto, store=store)
+    again = stored_sweep(small_data, [0.5], ["additive"], proto, store=store)
+    assert first == again and len(list((tmp_path / "approximators-1").iterdir())) == 1
+    assert "predictions" not in first[0]  # stored records are JSON, without arrays
+    # other embeddings are other data: a new entry, not the stored one
+    changed = BindingData(small_data.objects, small_data.embeddings + 1.0, small_data.values_per_concept,
+                          small_data.concept_probes, small_data.object_probe, name=small_data.name)
+    stored_sweep(changed, [0.5], ["additive"], proto, store=store)
+    assert len(list((tmp_path / "approximators-1").iterdir())) == 2
+    table = approximator_table(first, encoder="synthetic")
+    assert set(table["encoder"]) == {"synthetic"} and len(table) == 1
+
+
+def test_true_embedding_ceiling_reads_the_data_itself(additive_data):
+    from bindcore.complexity import true_embedding_ceiling
+
+    c = true_embedding_ceiling({"additive": additive_data}, [0.4, 0.8])
+    assert list(c["fraction"]) == [0.4, 0.8]
+    # the frozen probes are the true concept vectors: concepts are read almost perfectly
+    assert (c["heldout_concept"] > 0.9).all()
+    split = object_level_split(additive_data, 0.8)
+    assert c["heldout_object"].iloc[1] == pytest.approx(
+        object_recognition(additive_data, additive_data.embeddings, split.heldout))
+    assert c["heldout_concept"].iloc[1] == pytest.approx(
+        concept_recognition(additive_data, additive_data.embeddings, split.heldout))
