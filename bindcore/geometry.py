@@ -1,0 +1,878 @@
+"""Geometry of scene embeddings (paper §4.1, §4.2, appendix D.1, D.2, D.5).
+
+Every function here takes the same three things, so it runs unchanged on any encoder:
+
+* ``Z``: scene embeddings ``[N, d]`` (numpy, any float dtype; fits run in float64);
+* ``objects``: the scene label table ``[N, O_max, C]`` of concept-value indices, a row of
+  ``-1`` for an absent object (the layout of :class:`~bindcore.data.core.SceneDataset`);
+* ``values_per_concept``: ``[V_0, ..., V_{C-1}]``. Object ids are mixed radix with
+  concept 0 least significant (``SceneDataset.object_ids``), ``U = prod V_c``.
+
+**Components.** A :class:`Components` is a bank of vectors, one per *key* (an object id
+for ``kind="objects"``, a concept value for ``kind="concepts"``), either shared by all
+object slots or one bank per slot (``positional``), plus an intercept. It reconstructs a
+scene as ``intercept + sum of the vectors of its keys`` (for concepts: every concept
+value of every present object). Estimators (:func:`estimate_components`):
+
+* ``"avg"`` / ``"pos-avg"``: mean of the scene embeddings over the occurrences of a key
+  (anywhere / in one slot), minus the mean scene embedding ``mu``; intercept ``mu``.
+  Occurrences, not scenes: a scene holding the same object twice counts twice. On a
+  complete design (all ordered pairs) of exactly additive embeddings this recovers the
+  centred components exactly, so the reconstruction ``mu + sum_i (u(o_i) - mu)`` is exact.
+  For two objects it is the spec's ``u(o1) + u(o2) - mu`` (reference-spec §9.3).
+* ``"lstsq"`` / ``"pos-lstsq"``: the least-squares fit of the scene embeddings on a count
+  design (bag of objects: how often each object id occurs; bag of concepts: how often
+  each concept value occurs, summed over objects), with an unpenalised intercept and an
+  optional ridge penalty on the components. It is solved through the normal equations
+  with a pseudo-inverse, so it never builds the ``[N, K]`` design and returns the
+  minimum-norm components when the design is collinear with the intercept (it is, for
+  scenes with a fixed number of objects): the fitted scenes do not depend on that choice.
+* ``"single"`` (:func:`single_object_components`): the mean embedding of single-object
+  scenes of each object (intercept 0), for edits only.
+
+**Missing keys.** A key that never occurs in the scenes a bank is estimated from has a
+``NaN`` vector (and count 0). Reconstructions, subtractions and edits that need it are
+``NaN`` rows; every metric below drops such rows and reports how many it dropped
+(``n_excluded``) -- nothing is silently filled with zeros.
+
+**R².** ``R² = 1 - SSE / SST`` with ``SSE = sum_s ||z_s - ẑ_s||²`` and
+``SST = sum_s ||z_s - z̄||²``, ``z̄`` the mean embedding of the scenes being evaluated
+(reference-spec §9.3); held-out R² fits on one scene split and evaluates on the other.
+
+**Retrieval.** Cosine top-1 among all real scenes; a hit is a retrieved scene with the
+same multiset of objects as the intended one, in any order (paper C.2); the stricter
+exact-order rule of the released code is reported beside it (``retrieval_exact``).
+
+**Probing.** :class:`~bindcore.probes.LinearProbes` fitted on real embeddings (or on
+residuals for §4.2), strict criterion (all positives above all negatives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .metrics import strict_correct
+from .probes import LinearProbes, scene_split
+
+KINDS = ("objects", "concepts")
+ESTIMATORS = ("avg", "pos-avg", "lstsq", "pos-lstsq")
+BANKS = ("obj-avg", "pos-avg", "single")
+_MAX_CANDIDATES = 4_000_000  # candidate edits enumerated at most (sample_edits with concept=None)
+
+
+# ---------------------------------------------------------------------------------
+# inputs and labels
+# ---------------------------------------------------------------------------------
+def check_values_per_concept(values_per_concept: Sequence[int]) -> list[int]:
+    vpc = list(values_per_concept)
+    if not vpc or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in vpc):
+        raise ValueError(f"values_per_concept must be a non-empty list of positive integers, got {values_per_concept!r}")
+    return [int(v) for v in vpc]
+
+
+def check_objects(objects: np.ndarray, values_per_concept: Sequence[int], n_scenes: int | None = None) -> np.ndarray:
+    """``objects`` as an int64 ``[N, O_max, C]`` array; raises ``ValueError`` on a wrong
+    shape, a value outside ``-1 .. V_c - 1`` or a half-absent object."""
+    vpc = check_values_per_concept(values_per_concept)
+    obj = np.asarray(objects)
+    if obj.ndim != 3:
+        raise ValueError(f"objects must be [N, O_max, C] (-1 rows for absent objects), got shape {obj.shape}")
+    if not np.issubdtype(obj.dtype, np.integer):
+        raise ValueError(f"objects must hold integer concept indices, got dtype {obj.dtype}")
+    obj = obj.astype(np.int64)
+    if obj.shape[2] != len(vpc):
+        raise ValueError(f"objects have C={obj.shape[2]} concepts but values_per_concept has {len(vpc)} entries")
+    if n_scenes is not None and len(obj) != n_scenes:
+        raise ValueError(f"objects has {len(obj)} scenes but Z has {n_scenes} rows")
+    absent = obj < 0
+    if (absent.any(-1) != absent.all(-1)).any():
+        raise ValueError("an object is either absent (all concepts -1) or present (all concepts >= 0)")
+    for c, v in enumerate(vpc):
+        bad = obj[..., c][(obj[..., c] < -1) | (obj[..., c] >= v)]
+        if bad.size:
+            raise ValueError(f"concept {c} has {v} values (0..{v - 1}, -1 = absent) but holds index {bad[0]}: "
+                             f"values_per_concept does not match objects")
+    return obj
+
+
+def check_inputs(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int]
+                 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Validated ``(Z float64 [N, d], objects int64 [N, O_max, C], values_per_concept)``."""
+    z = np.asarray(Z, dtype=np.float64)
+    if z.ndim != 2:
+        raise ValueError(f"Z must be a 2-D embedding matrix [N, d], got shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("Z holds NaN or infinite entries")
+    obj = check_objects(objects, values_per_concept, n_scenes=len(z))
+    return z, obj, check_values_per_concept(values_per_concept)
+
+
+def object_ids(objects: np.ndarray, values_per_concept: Sequence[int]) -> np.ndarray:
+    """``[N, O_max]`` object ids (mixed radix, concept 0 least significant), -1 absent."""
+    obj = np.asarray(objects, dtype=np.int64)
+    radix = np.cumprod([1] + list(values_per_concept)[:-1])
+    return np.where(obj[..., 0] >= 0, (obj * radix).sum(-1), -1)
+
+
+def object_values(ids: np.ndarray, values_per_concept: Sequence[int]) -> np.ndarray:
+    """Inverse of :func:`object_ids`: ``[..., C]`` concept values, -1 rows where id < 0."""
+    ids = np.asarray(ids, dtype=np.int64)
+    radix = np.cumprod([1] + list(values_per_concept)[:-1])
+    vals = (ids[..., None] // radix) % np.asarray(values_per_concept)
+    return np.where(ids[..., None] >= 0, vals, -1)
+
+
+def _row_codes(ids: np.ndarray, base: int) -> np.ndarray:
+    """One int64 per row of ``ids`` (values -1 .. base - 2), order preserved."""
+    if float(base) ** ids.shape[1] >= 2**62:
+        raise ValueError(f"too many objects ({base - 1}) and slots ({ids.shape[1]}) to encode scenes as integers")
+    code = np.zeros(len(ids), dtype=np.int64)
+    for j in range(ids.shape[1]):
+        code = code * base + (ids[:, j] + 1)
+    return code
+
+
+def scene_codes(objects: np.ndarray, values_per_concept: Sequence[int], any_order: bool = True) -> np.ndarray:
+    """``[N]`` int64 codes: equal iff two scenes hold the same multiset of objects
+    (``any_order``) or the same objects in the same slots."""
+    ids = object_ids(objects, values_per_concept)
+    if any_order:
+        ids = np.sort(ids, axis=1)
+    return _row_codes(ids, int(np.prod(values_per_concept)) + 1)
+
+
+def permute_labels(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, seed: int = 0) -> np.ndarray:
+    """The permuted-ID control's relabelling (D.1): ``kind="objects"`` sends every
+    object id through one seeded permutation of all ``U`` ids; ``kind="concepts"`` sends
+    each concept's values through its own seeded permutation. Absent rows stay -1."""
+    obj = check_objects(objects, values_per_concept)
+    vpc = check_values_per_concept(values_per_concept)
+    rng = np.random.default_rng(seed)
+    if kind == "objects":
+        perm = rng.permutation(int(np.prod(vpc)))
+        ids = object_ids(obj, vpc)
+        return object_values(np.where(ids >= 0, perm[ids.clip(0)], -1), vpc)
+    if kind == "concepts":
+        out = obj.copy()
+        for c, v in enumerate(vpc):
+            perm = rng.permutation(v)
+            out[..., c] = np.where(obj[..., c] >= 0, perm[obj[..., c].clip(0)], -1)
+        return out
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+# ---------------------------------------------------------------------------------
+# components
+# ---------------------------------------------------------------------------------
+def n_keys(values_per_concept: Sequence[int], kind: str) -> int:
+    if kind == "objects":
+        return int(np.prod(values_per_concept))
+    if kind == "concepts":
+        return int(sum(values_per_concept))
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def term_columns(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, positional: bool) -> np.ndarray:
+    """``[N, T]`` column of each additive term in the flattened ``[P * K]`` bank
+    (T = O_max for objects, O_max * C for concepts), -1 for absent objects. Column
+    ``p * K + key`` with ``p`` the slot (``positional``) or 0; concept keys are
+    ``offset_c + value`` (concept blocks in order)."""
+    obj = np.asarray(objects, dtype=np.int64)
+    n, o_max, _ = obj.shape
+    k = n_keys(values_per_concept, kind)
+    if kind == "objects":
+        keys = object_ids(obj, values_per_concept)[:, :, None]
+    else:
+        offsets = np.concatenate([[0], np.cumsum(values_per_concept)[:-1]])
+        keys = np.where(obj >= 0, obj + offsets, -1)
+    pos = np.arange(o_max)[None, :, None] if positional else 0
+    cols = np.where(keys >= 0, keys + pos * k, -1)
+    return cols.reshape(n, -1)
+
+
+@dataclass
+class Components:
+    """A bank of additive components (see the module docstring).
+
+    ``vectors`` ``[P, K, d]``: P = 1 (shared by all slots) or O_max (one bank per slot);
+    K keys = object ids (``kind="objects"``) or concept values, concept blocks in order
+    (``kind="concepts"``); NaN rows for keys never seen. ``counts`` ``[P, K]``: how many
+    occurrences each vector was estimated from. ``intercept`` ``[d]``."""
+
+    kind: str
+    estimator: str
+    vectors: np.ndarray
+    counts: np.ndarray
+    intercept: np.ndarray
+    values_per_concept: list[int]
+
+    @property
+    def positional(self) -> bool:
+        return self.vectors.shape[0] > 1
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[2]
+
+    def _columns(self, objects: np.ndarray) -> np.ndarray:
+        obj = check_objects(objects, self.values_per_concept)
+        if self.positional and obj.shape[1] > self.vectors.shape[0]:
+            raise ValueError(f"scenes have {obj.shape[1]} slots but the positional bank has {self.vectors.shape[0]}")
+        return term_columns(obj, self.values_per_concept, self.kind, self.positional)
+
+    def contribution(self, objects: np.ndarray) -> np.ndarray:
+        """``[N, d]`` sum of the components of each scene's keys (no intercept): what the
+        component-attribution experiment subtracts. NaN rows where a key is missing."""
+        cols = self._columns(objects)
+        flat = self.vectors.reshape(-1, self.dim)
+        out = np.zeros((len(cols), self.dim))
+        for t in range(cols.shape[1]):
+            present = cols[:, t] >= 0
+            out[present] += flat[cols[present, t]]
+        return out
+
+    def reconstruct(self, objects: np.ndarray) -> np.ndarray:
+        """``[N, d]`` intercept + :meth:`contribution`."""
+        return self.intercept + self.contribution(objects)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per (slot bank, key) with its count and norm; object keys carry their
+        concept values (``value_0``, ...), concept keys their concept and value."""
+        p, k, _ = self.vectors.shape
+        df = pd.DataFrame({"position": np.repeat(np.arange(p), k), "key": np.tile(np.arange(k), p)})
+        if self.kind == "objects":
+            vals = object_values(df["key"].to_numpy(), self.values_per_concept)
+            for c in range(vals.shape[1]):
+                df[f"value_{c}"] = vals[:, c]
+        else:
+            concept = np.repeat(np.arange(len(self.values_per_concept)), self.values_per_concept)
+            offsets = np.concatenate([[0], np.cumsum(self.values_per_concept)[:-1]])
+            df["concept"] = concept[df["key"]]
+            df["value"] = df["key"] - offsets[df["concept"]]
+        df["count"] = self.counts.reshape(-1)
+        df["norm"] = np.linalg.norm(self.vectors.reshape(p * k, -1), axis=1)
+        return df
+
+
+def _sums(cols: np.ndarray, z: np.ndarray, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column counts ``X^T 1`` and ``X^T Z`` of the count design with terms ``cols``."""
+    counts = np.zeros(n_cols)
+    sums = torch.zeros(n_cols, z.shape[1], dtype=torch.float64)
+    zt = torch.as_tensor(z)
+    for t in range(cols.shape[1]):
+        present = cols[:, t] >= 0
+        counts += np.bincount(cols[present, t], minlength=n_cols)
+        sums.index_add_(0, torch.as_tensor(cols[present, t]), zt[torch.as_tensor(present)])
+    return counts, sums.numpy()
+
+
+def _gram(cols: np.ndarray, n_cols: int) -> np.ndarray:
+    """``X^T X`` of the count design (never built densely)."""
+    gram = np.zeros(n_cols * n_cols)
+    for a in range(cols.shape[1]):
+        for b in range(cols.shape[1]):
+            both = (cols[:, a] >= 0) & (cols[:, b] >= 0)
+            gram += np.bincount(cols[both, a] * n_cols + cols[both, b], minlength=n_cols * n_cols)
+    return gram.reshape(n_cols, n_cols)
+
+
+def average_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
+                       kind: str = "objects", positional: bool = False) -> Components:
+    """Averaging estimator ("avg" / "pos-avg"): each key's vector is the mean embedding
+    over its occurrences (in any slot, or per slot), minus the mean scene embedding."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    p = obj.shape[1] if positional else 1
+    k = n_keys(vpc, kind)
+    cols = term_columns(obj, vpc, kind, positional)
+    counts, sums = _sums(cols, z, p * k)
+    mu = z.mean(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vec = sums / counts[:, None] - mu
+    vec[counts == 0] = np.nan
+    return Components(kind, "pos-avg" if positional else "avg", vec.reshape(p, k, -1), counts.reshape(p, k),
+                      mu, vpc)
+
+
+def fit_additive(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], kind: str = "objects",
+                 positional: bool = False, intercept: bool = True, ridge: float = 0.0) -> Components:
+    """Least-squares additive fit ("lstsq" / "pos-lstsq", reference-spec §9.3):
+    ``z_s ≈ b + X_s W`` with ``X`` the count design of ``kind`` (bag of objects or bag of
+    concepts; per slot when ``positional``). ``ridge`` adds ``ridge * ||W||²`` (the
+    intercept is never penalised); ``ridge=0`` gives the minimum-norm least-squares
+    components. Keys absent from the data get NaN vectors."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    if ridge < 0:
+        raise ValueError(f"ridge must be >= 0, got {ridge}")
+    p = obj.shape[1] if positional else 1
+    k = n_keys(vpc, kind)
+    cols = term_columns(obj, vpc, kind, positional)
+    counts, xtz = _sums(cols, z, p * k)
+    gram = _gram(cols, p * k)
+    seen = counts > 0
+    g, xz = gram[np.ix_(seen, seen)], xtz[seen]
+    n = len(z)
+    if intercept:  # centre design and targets: the intercept is then unpenalised
+        xbar, zbar = counts[seen] / n, z.mean(0)
+        g = g - n * np.outer(xbar, xbar)
+        xz = xz - n * np.outer(xbar, zbar)
+    if ridge > 0:
+        w = np.linalg.solve(g + ridge * np.eye(len(g)), xz)
+    else:
+        w = np.linalg.lstsq(g, xz, rcond=1e-10)[0]
+    vec = np.full((p * k, z.shape[1]), np.nan)
+    vec[seen] = w
+    b = zbar - xbar @ w if intercept else np.zeros(z.shape[1])
+    return Components(kind, "pos-lstsq" if positional else "lstsq", vec.reshape(p, k, -1), counts.reshape(p, k),
+                      b, vpc)
+
+
+def single_object_components(Z_single: np.ndarray, objects_single: np.ndarray,
+                             values_per_concept: Sequence[int]) -> Components:
+    """Object bank ("single") from embeddings of single-object scenes (one present
+    object per row, in any slot): the mean embedding of each object's scenes; intercept
+    0; objects without a single-object scene get NaN. Position-independent."""
+    z, obj, vpc = check_inputs(Z_single, objects_single, values_per_concept)
+    present = obj[..., 0] >= 0
+    if not (present.sum(1) == 1).all():
+        raise ValueError("single-object scenes must hold exactly one object each")
+    ids = object_ids(obj, vpc).max(1)[:, None]
+    counts, sums = _sums(ids, z, n_keys(vpc, "objects"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vec = sums / counts[:, None]
+    vec[counts == 0] = np.nan
+    return Components("objects", "single", vec[None], counts[None], np.zeros(z.shape[1]), vpc)
+
+
+def estimate_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
+                        kind: str = "objects", estimator: str = "lstsq", ridge: float = 0.0) -> Components:
+    """Dispatch on ``estimator`` in ``"avg", "pos-avg", "lstsq", "pos-lstsq"``."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    positional = estimator.startswith("pos-")
+    if estimator.endswith("avg"):
+        return average_components(Z, objects, values_per_concept, kind, positional)
+    return fit_additive(Z, objects, values_per_concept, kind, positional, ridge=ridge)
+
+
+# ---------------------------------------------------------------------------------
+# metrics: R², retrieval, probing
+# ---------------------------------------------------------------------------------
+def r2_score(Z: np.ndarray, Z_hat: np.ndarray) -> float:
+    """``1 - SSE / SST`` over the rows where ``Z_hat`` is finite, SST around those rows'
+    own mean embedding. NaN when no row is left."""
+    z, zh = np.asarray(Z, dtype=np.float64), np.asarray(Z_hat, dtype=np.float64)
+    if z.shape != zh.shape:
+        raise ValueError(f"Z {z.shape} and Z_hat {zh.shape} differ in shape")
+    ok = np.isfinite(zh).all(1)
+    if not ok.any():
+        return float("nan")
+    z, zh = z[ok], zh[ok]
+    return float(1.0 - ((z - zh) ** 2).sum() / ((z - z.mean(0)) ** 2).sum())
+
+
+def nearest_scenes(queries: np.ndarray, gallery: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Index of each query's cosine nearest neighbour among the gallery rows."""
+    g = torch.nn.functional.normalize(torch.as_tensor(np.asarray(gallery), dtype=torch.float32), dim=1)
+    q = torch.as_tensor(np.asarray(queries), dtype=torch.float32)
+    out = [(torch.nn.functional.normalize(q[i:i + chunk], dim=1) @ g.T).argmax(1) for i in range(0, len(q), chunk)]
+    return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
+
+
+def retrieval_hits(queries: np.ndarray, target_objects: np.ndarray, Z: np.ndarray, objects: np.ndarray,
+                   values_per_concept: Sequence[int]) -> pd.DataFrame:
+    """Cosine top-1 of each query embedding among all real scenes ``Z``; query i is meant
+    to be the scene ``target_objects[i]`` (``[M, O_max, C]``, same O_max as ``objects``).
+    Per query: ``query`` (its row), ``nearest`` (index into ``Z``), ``hit`` (the nearest
+    scene holds the same multiset of objects, in any order) and ``hit_exact`` (the same
+    objects in the same slots). Queries with NaN entries are dropped."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    q = np.asarray(queries, dtype=np.float64)
+    tobj = check_objects(target_objects, vpc, n_scenes=len(q))
+    if tobj.shape[1] != obj.shape[1]:
+        raise ValueError(f"target_objects have {tobj.shape[1]} slots, the scenes {obj.shape[1]}")
+    ok = np.isfinite(q).all(1)
+    top = nearest_scenes(q[ok], z)
+    return pd.DataFrame({
+        "query": np.flatnonzero(ok), "nearest": top,
+        "hit": scene_codes(obj, vpc, True)[top] == scene_codes(tobj[ok], vpc, True),
+        "hit_exact": scene_codes(obj, vpc, False)[top] == scene_codes(tobj[ok], vpc, False),
+    })
+
+
+def retrieval_chance(objects: np.ndarray, values_per_concept: Sequence[int], index: np.ndarray | None = None) -> float:
+    """Chance of an any-order hit when the nearest scene is drawn at random: mean over
+    the queried scenes of (scenes with the same multiset) / N."""
+    codes = scene_codes(objects, values_per_concept, True)
+    _, inv, cnt = np.unique(codes, return_inverse=True, return_counts=True)
+    idx = np.arange(len(codes)) if index is None else np.asarray(index)
+    return float((cnt[inv[idx]] / len(codes)).mean())
+
+
+def fit_probes(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], **probe_kw: Any) -> LinearProbes:
+    """:class:`LinearProbes` (concept and object probes) fitted on ``Z``."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    return LinearProbes(values_per_concept=vpc, fit_objects=True, **probe_kw).fit(z.astype(np.float32), obj)
+
+
+def _positives(index: np.ndarray, n_classes: int) -> torch.Tensor:
+    """bool ``[N, n_classes]``: the classes in each row of ``index`` ``[N, O]`` (-1 skipped)."""
+    pos = np.zeros((len(index), n_classes), dtype=bool)
+    rows, cols = np.nonzero(index >= 0)
+    pos[rows, index[rows, cols]] = True
+    return torch.as_tensor(pos)
+
+
+def probe_hits(probes: LinearProbes, X: np.ndarray, objects: np.ndarray) -> dict[str, np.ndarray]:
+    """Per row of ``X``, whether the fitted probes read the scene ``objects`` under the
+    strict rule: ``concept_c`` for each concept, ``concepts_joint`` (all concepts at
+    once: the release's editing criterion) and ``object``."""
+    x = np.asarray(X, dtype=np.float32)
+    obj = check_objects(objects, probes.values_per_concept, n_scenes=len(x))
+    logits = probes.decision_function(x)
+    out = {f"concept_{c}": strict_correct(torch.as_tensor(logits[f"concept_{c}"]), _positives(obj[..., c], v)).numpy()
+           for c, v in enumerate(probes.values_per_concept)}
+    out["concepts_joint"] = np.all(list(out.values()), axis=0)
+    if "object" in logits:
+        ids = object_ids(obj, probes.values_per_concept)
+        out["object"] = strict_correct(torch.as_tensor(logits["object"]),
+                                       _positives(ids, logits["object"].shape[1])).numpy()
+    return out
+
+
+def probe_accuracy(probes: LinearProbes, X: np.ndarray, objects: np.ndarray) -> dict[str, float]:
+    """Strict probing accuracy of ``X`` against the scenes ``objects``: ``concept`` (mean
+    over concepts, as :meth:`LinearProbes.scores`), ``concepts_joint``, ``object``.
+    Rows of ``X`` with NaN are dropped; ``n`` counts the rows scored."""
+    x = np.asarray(X, dtype=np.float64)
+    ok = np.isfinite(x).all(1)
+    if not ok.any():
+        return {"concept": np.nan, "concepts_joint": np.nan, "object": np.nan, "n": 0}
+    hits = probe_hits(probes, x[ok], np.asarray(objects)[ok])
+    per = [hits[f"concept_{c}"] for c in range(len(probes.values_per_concept))]
+    return {"concept": float(np.mean(per)), "concepts_joint": float(hits["concepts_joint"].mean()),
+            "object": float(hits["object"].mean()) if "object" in hits else np.nan, "n": int(ok.sum())}
+
+
+def _holdout(n: int, holdout: float | tuple | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if holdout is None:
+        return np.arange(n), np.arange(n)
+    if isinstance(holdout, (float, int)):
+        if not 0.0 < holdout < 1.0:
+            raise ValueError(f"holdout fraction must lie in (0, 1), got {holdout}")
+        return scene_split(n, 1.0 - float(holdout), seed)
+    fit, ev = (np.asarray(i, dtype=np.int64) for i in holdout)
+    if fit.size == 0 or ev.size == 0 or max(fit.max(), ev.max()) >= n or min(fit.min(), ev.min()) < 0:
+        raise ValueError(f"holdout index arrays must be non-empty and lie in 0..{n - 1}")
+    return fit, ev
+
+
+# ---------------------------------------------------------------------------------
+# §4.1 additive decomposition
+# ---------------------------------------------------------------------------------
+def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
+                           kinds: Sequence[str] = ("concepts", "objects"),
+                           estimators: Sequence[str] = ("avg", "pos-avg", "lstsq", "pos-lstsq"),
+                           holdout: float | tuple | None = None, ridge: float = 0.0, retrieval: bool = True,
+                           probes: LinearProbes | str | None = None, probe_train_fraction: float = 0.4,
+                           seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
+    """How well sums of components reconstruct the scene embeddings (§4.1): one row per
+    (kind, estimator).
+
+    ``holdout``: None (fit and evaluate on all scenes), a fraction of scenes held out
+    (seeded :func:`~bindcore.probes.scene_split`) or ``(fit_index, eval_index)``.
+    Columns: ``kind, estimator, r2_fit, r2_eval, n_fit, n_eval, n_excluded`` (eval scenes
+    whose reconstruction needs an unseen key); with ``retrieval``: ``retrieval`` (any
+    order), ``retrieval_exact``, ``retrieval_chance`` for the reconstructions of the eval
+    scenes among all real scenes; with ``probes`` (a fitted ``LinearProbes`` or ``"fit"``:
+    fitted on real embeddings of a ``probe_train_fraction`` scene split):
+    ``probe_concept, probe_object`` on the reconstructions of the probe-test scenes that
+    are eval scenes. The probes' accuracy on those real scenes is in
+    ``frame.attrs["probe_real"]``."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    fit, ev = _holdout(len(z), holdout, seed)
+    probe_test = None
+    if isinstance(probes, str):
+        if probes != "fit":
+            raise ValueError(f"probes must be a fitted LinearProbes, 'fit' or None, got {probes!r}")
+        probe_train, probe_test = scene_split(len(z), probe_train_fraction, seed)
+        probes = fit_probes(z[probe_train], obj[probe_train], vpc, **(probe_kw or {}))
+    elif probes is not None:
+        probe_test = np.arange(len(z))
+    rows, attrs = [], {}
+    if probes is not None:
+        probe_eval = np.intersect1d(probe_test, ev)
+        attrs["probe_real"] = probe_accuracy(probes, z[probe_eval], obj[probe_eval])
+    for kind in kinds:
+        for est in estimators:
+            comps = estimate_components(z[fit], obj[fit], vpc, kind, est, ridge)
+            zh_ev = comps.reconstruct(obj[ev])
+            row = {"kind": kind, "estimator": est, "r2_fit": r2_score(z[fit], comps.reconstruct(obj[fit])),
+                   "r2_eval": r2_score(z[ev], zh_ev), "n_fit": len(fit), "n_eval": len(ev),
+                   "n_excluded": int((~np.isfinite(zh_ev).all(1)).sum())}
+            if retrieval:
+                hits = retrieval_hits(zh_ev, obj[ev], z, obj, vpc)
+                row.update(retrieval=hits["hit"].mean(), retrieval_exact=hits["hit_exact"].mean(),
+                           retrieval_chance=retrieval_chance(obj, vpc, ev))
+            if probes is not None:
+                acc = probe_accuracy(probes, comps.reconstruct(obj[probe_eval]), obj[probe_eval])
+                row.update(probe_concept=acc["concept"], probe_object=acc["object"])
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs.update(attrs)
+    return df
+
+
+# ---------------------------------------------------------------------------------
+# §4.2 / D.1 component attribution
+# ---------------------------------------------------------------------------------
+def subtract_components(Z: np.ndarray, objects: np.ndarray, components: Components) -> np.ndarray:
+    """Residuals ``z_s - sum of the components of scene s's keys`` (the intercept, i.e.
+    roughly the mean embedding, stays in)."""
+    z = np.asarray(Z, dtype=np.float64)
+    return z - components.contribution(objects)
+
+
+def _norm_ratio(a: np.ndarray, ref_centred_ss: float, centre: bool) -> float:
+    a = a[np.isfinite(a).all(1)]
+    if centre:
+        a = a - a.mean(0)
+    return float(np.sqrt((a**2).sum() / ref_centred_ss))
+
+
+def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
+                          estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
+                          train_fraction: float = 0.4, seed: int = 0,
+                          probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Subtract concept or object components and re-probe (§4.2, D.1).
+
+    Components are estimated on all scenes. Each variant's embeddings (the original, the
+    residuals without concept / object components, and the permuted-ID controls) get
+    fresh probes, fitted on a seeded ``train_fraction`` scene split and scored on the
+    rest. A permuted control estimates the components under a seeded relabelling
+    (:func:`permute_labels`) and subtracts them looked up with the true labels: the same
+    set of vectors, attached to the wrong scenes. (Relabelling both the estimate and the
+    lookup would only rename the components and change nothing.)
+
+    Columns: ``variant, removed, permuted, concept, concepts_joint, object`` (test
+    accuracies), ``removed_norm_ratio`` = RMS norm of the subtracted sums over the RMS
+    norm of the centred embeddings, ``residual_norm_ratio`` = the same for the centred
+    residuals (1 for the original), ``fixed_fraction`` = share of object occurrences the
+    permutation left unchanged, ``n_excluded``."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    train, test = scene_split(len(z), train_fraction, seed)
+    ref = float(((z - z.mean(0)) ** 2).sum())
+    variants: list[tuple[str, str | None, bool, np.ndarray, float]] = [("original", None, False, obj, 0.0)]
+    for kind in ("concepts", "objects"):
+        variants.append((f"minus {kind}", kind, False, obj, 0.0))
+    if controls:
+        for kind in ("concepts", "objects"):
+            perm = permute_labels(obj, vpc, kind, seed)
+            present = obj[..., 0] >= 0
+            fixed = float((perm == obj).all(-1)[present].mean())
+            variants.append((f"permuted {kind} (control)", kind, True, perm, fixed))
+    rows = []
+    for name, kind, permuted, labels, fixed in variants:
+        if kind is None:
+            x, removed = z, np.zeros_like(z)
+        else:
+            removed = estimate_components(z, labels, vpc, kind, estimator, ridge).contribution(obj)
+            x = z - removed
+        ok = np.isfinite(x).all(1)
+        tr, te = train[ok[train]], test[ok[test]]
+        probes = fit_probes(x[tr], obj[tr], vpc, **(probe_kw or {}))
+        acc = probe_accuracy(probes, x[te], obj[te])
+        rows.append({"variant": name, "removed": kind or "none", "permuted": permuted, "concept": acc["concept"],
+                     "concepts_joint": acc["concepts_joint"], "object": acc["object"],
+                     "removed_norm_ratio": _norm_ratio(removed, ref, centre=False),
+                     "residual_norm_ratio": _norm_ratio(x, ref, centre=True), "fixed_fraction": fixed,
+                     "n_excluded": int((~ok).sum())})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# D.2 editing scene embeddings with object embeddings
+# ---------------------------------------------------------------------------------
+def object_banks(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
+                 Z_single: np.ndarray | None = None, objects_single: np.ndarray | None = None
+                 ) -> dict[str, Components]:
+    """The three object banks of D.2: ``obj-avg`` (mean over scenes holding the object
+    in any slot), ``pos-avg`` (one bank per slot) and, when single-object scenes are
+    given, ``single``."""
+    banks = {"obj-avg": average_components(Z, objects, values_per_concept, "objects", False),
+             "pos-avg": average_components(Z, objects, values_per_concept, "objects", True)}
+    if Z_single is not None:
+        if objects_single is None:
+            raise ValueError("Z_single needs objects_single")
+        banks["single"] = single_object_components(Z_single, objects_single, values_per_concept)
+    return banks
+
+
+def _first_index(codes: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Index of the first row of ``codes`` equal to each query, -1 when none is."""
+    uniq, first = np.unique(codes, return_index=True)
+    pos = np.searchsorted(uniq, queries).clip(max=len(uniq) - 1)
+    return np.where(uniq[pos] == queries, first[pos], -1)
+
+
+def sample_edits(objects: np.ndarray, values_per_concept: Sequence[int], *, concept: int | None = 0,
+                 max_edits: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """A seeded set of object replacements whose counterfactual scene exists.
+
+    An edit replaces the object ``old`` in slot ``slot`` of scene ``scene`` by ``new``.
+    ``concept=c`` (default 0, the colour: the released code's edits): ``new`` differs
+    from ``old`` only in concept ``c`` and its value there is not already in the scene
+    (concept ``c`` of any present object). ``concept=None``: ``new`` is any other object.
+    Only edits whose counterfactual (the scene with ``old`` replaced) occurs in the data,
+    in any order, are kept; then at most ``max_edits`` are drawn uniformly (seeded).
+
+    Columns: ``scene, slot, old, new`` (object ids), ``target`` (the counterfactual
+    scene: its exact ordered version when present, else one with the same objects in
+    another order), ``target_exact``, ``shared_scene`` (the replaced object shares a
+    concept value with another object of the base scene: the paper's shared-concept
+    scenes; the release checks colour only, its scenes differing in shape),
+    ``shared_swap`` (``old`` and ``new`` share a concept value)."""
+    obj = check_objects(objects, values_per_concept)
+    vpc = check_values_per_concept(values_per_concept)
+    if concept is not None and not 0 <= concept < len(vpc):
+        raise ValueError(f"concept must be None or in 0..{len(vpc) - 1}, got {concept}")
+    if max_edits < 1:
+        raise ValueError(f"max_edits must be >= 1, got {max_edits}")
+    ids = object_ids(obj, vpc)
+    o_max = ids.shape[1]
+    u = int(np.prod(vpc))
+    scene, slot = np.nonzero(ids >= 0)
+    old = ids[scene, slot]
+    if concept is None:
+        cap = max(1, _MAX_CANDIDATES // u)  # keep the enumeration bounded: a seeded subset of (scene, slot)
+        if len(scene) > cap:
+            pick = np.sort(np.random.default_rng(seed).choice(len(scene), cap, replace=False))
+            scene, slot, old = scene[pick], slot[pick], old[pick]
+        new = np.tile(np.arange(u), (len(scene), 1))
+    else:
+        radix = int(np.prod(vpc[:concept]))
+        vals = np.arange(vpc[concept])
+        new = old[:, None] + (vals[None, :] - obj[scene, slot, concept][:, None]) * radix
+        in_scene = (obj[scene][:, :, concept][:, :, None] == vals[None, None, :]).any(1)
+        new = np.where(in_scene, -1, new)
+    scene = np.repeat(scene, new.shape[1])
+    slot = np.repeat(slot, new.shape[1])
+    old = np.repeat(old, new.shape[1])
+    new = new.reshape(-1)
+    keep = (new >= 0) & (new != old)
+    scene, slot, old, new = scene[keep], slot[keep], old[keep], new[keep]
+    cf = ids[scene].copy()
+    cf[np.arange(len(cf)), slot] = new
+    base = u + 1
+    ord_all, any_all = _row_codes(ids, base), _row_codes(np.sort(ids, 1), base)
+    ord_cf, any_cf = _row_codes(cf, base), _row_codes(np.sort(cf, 1), base)
+    first_any = _first_index(any_all, any_cf)
+    idx = np.flatnonzero(first_any >= 0)
+    if len(idx) > max_edits:
+        idx = np.sort(np.random.default_rng(seed).choice(idx, max_edits, replace=False))
+    first_ord = _first_index(ord_all, ord_cf[idx])
+    target = np.where(first_ord >= 0, first_ord, first_any[idx])
+    old_vals, new_vals = object_values(old[idx], vpc), object_values(new[idx], vpc)
+    base_obj = obj[scene[idx]]
+    shared_scene = np.zeros(len(idx), dtype=bool)
+    for j in range(o_max):
+        other = (slot[idx] != j) & (base_obj[:, j, 0] >= 0)
+        shared_scene |= other & (base_obj[:, j] == old_vals).any(1)
+    return pd.DataFrame({"scene": scene[idx], "slot": slot[idx], "old": old[idx], "new": new[idx],
+                         "target": target, "target_exact": first_ord >= 0,
+                         "shared_scene": shared_scene, "shared_swap": (old_vals == new_vals).any(1)})
+
+
+def counterfactual_objects(objects: np.ndarray, values_per_concept: Sequence[int], edits: pd.DataFrame) -> np.ndarray:
+    """``[E, O_max, C]`` the intended scene of each edit (base scene, slot replaced)."""
+    obj = check_objects(objects, values_per_concept)
+    cf = obj[edits["scene"].to_numpy()].copy()
+    cf[np.arange(len(cf)), edits["slot"].to_numpy()] = object_values(edits["new"].to_numpy(), values_per_concept)
+    return cf
+
+
+def edit_embeddings(Z: np.ndarray, edits: pd.DataFrame, bank: Components, k: float = 1.0) -> np.ndarray:
+    """``z' = z - k (u(old) - u(new))`` per edit (D.2), with the bank of the edited slot
+    when the bank is positional. NaN rows where the bank lacks ``old`` or ``new``."""
+    if bank.kind != "objects":
+        raise ValueError("editing needs an object bank (kind='objects')")
+    z = np.asarray(Z, dtype=np.float64)
+    slot = edits["slot"].to_numpy() if bank.positional else np.zeros(len(edits), dtype=np.int64)
+    if slot.size and slot.max() >= bank.vectors.shape[0]:
+        raise ValueError(f"edit slot {slot.max()} but the bank has {bank.vectors.shape[0]} slot banks")
+    diff = bank.vectors[slot, edits["old"].to_numpy()] - bank.vectors[slot, edits["new"].to_numpy()]
+    return z[edits["scene"].to_numpy()] - k * diff
+
+
+def evaluate_edits(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], edits: pd.DataFrame,
+                   bank: Components, k: float = 1.0, probes: LinearProbes | None = None) -> pd.DataFrame:
+    """Per edit: ``hit`` / ``hit_exact`` (the cosine-nearest real scene is the
+    counterfactual in any order / in the same order) and, with ``probes``,
+    ``probe_concepts`` (every concept probe reads the counterfactual's values) and
+    ``probe_object`` (the object probe reads its objects). Edits the bank cannot make
+    (NaN) are dropped; ``edits``' columns are kept."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    edited = edit_embeddings(z, edits, bank, k)
+    ok = np.isfinite(edited).all(1)
+    cf = counterfactual_objects(obj, vpc, edits)
+    out = edits[ok].reset_index(drop=True)
+    hits = retrieval_hits(edited[ok], cf[ok], z, obj, vpc)
+    out["hit"], out["hit_exact"] = hits["hit"].to_numpy(), hits["hit_exact"].to_numpy()
+    if probes is not None and ok.any():
+        hits = probe_hits(probes, edited[ok], cf[ok])
+        out["probe_concepts"] = hits["concepts_joint"]
+        if "object" in hits:
+            out["probe_object"] = hits["object"]
+    return out
+
+
+def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
+                  banks: dict[str, Components] | None = None, Z_single: np.ndarray | None = None,
+                  objects_single: np.ndarray | None = None, ks: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0),
+                  edits: pd.DataFrame | None = None, concept: int | None = 0, max_edits: int = 1000,
+                  probes: LinearProbes | str | None = "fit", probe_train_fraction: float = 0.4,
+                  shared: str = "scene", seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Object-replacement editing (D.2) for each bank and strength ``k``.
+
+    Banks default to :func:`object_banks` (``single`` when ``Z_single`` is given); edits
+    to :func:`sample_edits` (``concept``, ``max_edits``, ``seed``). ``probes``: a fitted
+    ``LinearProbes``, ``"fit"`` (fitted on real embeddings of a seeded
+    ``probe_train_fraction`` split) or None. ``shared`` picks the shared-concept flag:
+    ``"scene"`` (the replaced object shares a value with another object of its scene,
+    the paper's reading) or ``"swap"`` (old and new object share a value).
+
+    Returns one row per (bank, k, case) with case in ``all, shared, different``:
+    ``n`` (edits the bank could make), ``retrieval`` (any order), ``retrieval_exact``,
+    ``probe_concepts``, ``probe_object``."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    if shared not in ("scene", "swap"):
+        raise ValueError(f"shared must be 'scene' or 'swap', got {shared!r}")
+    if banks is None:
+        banks = object_banks(z, obj, vpc, Z_single, objects_single)
+    if edits is None:
+        edits = sample_edits(obj, vpc, concept=concept, max_edits=max_edits, seed=seed)
+    if isinstance(probes, str):
+        if probes != "fit":
+            raise ValueError(f"probes must be a fitted LinearProbes, 'fit' or None, got {probes!r}")
+        train, _ = scene_split(len(z), probe_train_fraction, seed)
+        probes = fit_probes(z[train], obj[train], vpc, **(probe_kw or {}))
+    rows = []
+    for name, bank in banks.items():
+        for k in ks:
+            per = evaluate_edits(z, obj, vpc, edits, bank, float(k), probes)
+            flag = per[f"shared_{shared}"].to_numpy(bool)
+            for case, mask in (("all", np.ones(len(per), bool)), ("shared", flag), ("different", ~flag)):
+                sub = per[mask]
+                row = {"bank": name, "k": float(k), "case": case, "n": len(sub),
+                       "retrieval": sub["hit"].mean() if len(sub) else np.nan,
+                       "retrieval_exact": sub["hit_exact"].mean() if len(sub) else np.nan}
+                for col in ("probe_concepts", "probe_object"):
+                    row[col] = sub[col].mean() if col in sub and len(sub) else np.nan
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# D.5 MDS
+# ---------------------------------------------------------------------------------
+def cosine_distances(X: np.ndarray) -> np.ndarray:
+    """``[K, K]`` ``1 - cos``, clipped to [0, 2]."""
+    x = np.asarray(X, dtype=np.float64)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return np.clip(1.0 - x @ x.T, 0.0, 2.0)
+
+
+def classical_mds(D: np.ndarray, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Torgerson MDS of a distance matrix: ``(coords [K, n_components], eigenvalues)``
+    (all eigenvalues of the double-centred ``-D²/2``, descending; negative ones mean
+    the distances are not Euclidean)."""
+    d = np.asarray(D, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != d.shape[1]:
+        raise ValueError(f"D must be a square distance matrix, got shape {d.shape}")
+    if not 1 <= n_components <= len(d):
+        raise ValueError(f"n_components must lie in 1..{len(d)}, got {n_components}")
+    j = np.eye(len(d)) - 1.0 / len(d)
+    b = -0.5 * j @ (d**2) @ j
+    evals, evecs = np.linalg.eigh((b + b.T) / 2)
+    order = np.argsort(evals)[::-1]
+    evals, evecs = evals[order], evecs[:, order]
+    coords = evecs[:, :n_components] * np.sqrt(np.clip(evals[:n_components], 0.0, None))
+    return coords, evals
+
+
+def mds(X: np.ndarray, n_components: int = 2, method: str = "classical", distance: str = "chord",
+        seed: int = 0) -> np.ndarray:
+    """``[K, n_components]`` MDS coordinates of the rows of ``X`` from cosine geometry.
+
+    ``distance="chord"``: Euclidean distance between the L2-normalised rows,
+    ``sqrt(2 - 2 cos)``, a monotone function of the cosine distance that is exactly
+    Euclidean (classical MDS of it is PCA of the normalised rows); ``"cosine"``:
+    ``1 - cos`` (the released ``mds.py``). ``method="classical"`` (Torgerson) or
+    ``"smacof"`` (scikit-learn's metric MDS, ``n_init=4``, as the release)."""
+    d = cosine_distances(X)
+    if distance == "chord":
+        d = np.sqrt(2.0 * d)
+    elif distance != "cosine":
+        raise ValueError(f"distance must be 'chord' or 'cosine', got {distance!r}")
+    if method == "classical":
+        return classical_mds(d, n_components)[0]
+    if method == "smacof":
+        import inspect
+
+        from sklearn.manifold import MDS
+
+        params = inspect.signature(MDS).parameters  # scikit-learn >= 1.8 renamed the options
+        kw: dict[str, Any] = {"metric_mds": True, "metric": "precomputed", "init": "random"} if "metric_mds" in params \
+            else {"dissimilarity": "precomputed"}
+        return MDS(n_components=n_components, random_state=seed, n_init=4, max_iter=300, **kw).fit_transform(d)
+    raise ValueError(f"method must be 'classical' or 'smacof', got {method!r}")
+
+
+def mds_frame(components: Components, n_components: int = 2, position: int | None = 0, **mds_kw: Any
+              ) -> pd.DataFrame:
+    """MDS of a bank's vectors (keys never seen are left out): :meth:`Components.frame`
+    plus columns ``mds_1 .. mds_n``. ``position``: which slot bank of a positional bank
+    (None: all slots together). The intercept is added back so cosines are those of
+    embedding-like vectors (``mu + u``), as the release's object means."""
+    df = components.frame()
+    vec = components.vectors.reshape(-1, components.dim) + components.intercept
+    keep = np.isfinite(vec).all(1)
+    if position is not None:
+        keep &= df["position"].to_numpy() == position
+    df = df[keep].reset_index(drop=True)
+    coords = mds(vec[keep], n_components, **mds_kw)
+    for i in range(n_components):
+        df[f"mds_{i + 1}"] = coords[:, i]
+    return df
+
+
+def grid_likeness(coords: np.ndarray, values: np.ndarray, n_neighbors: int = 2) -> dict[str, float]:
+    """How grid-like a layout of objects is: the share of each point's ``n_neighbors``
+    nearest neighbours (Euclidean, in ``coords``) that share at least one concept value
+    with it (``values`` ``[K, C]``), averaged over points, against the chance level (the
+    share of all other points that do). Also per concept: ``concept_c`` and
+    ``concept_c_chance``. On a clean grid with ``n_neighbors=2`` the score is 1."""
+    x = np.asarray(coords, dtype=np.float64)
+    v = np.asarray(values)
+    if x.ndim != 2 or v.ndim != 2 or len(x) != len(v):
+        raise ValueError(f"coords [K, n] and values [K, C] must have the same K, got {x.shape} and {v.shape}")
+    if not 1 <= n_neighbors < len(x):
+        raise ValueError(f"n_neighbors must lie in 1..{len(x) - 1}, got {n_neighbors}")
+    d = ((x[:, None] - x[None]) ** 2).sum(-1)
+    np.fill_diagonal(d, np.inf)
+    nn = np.argsort(d, axis=1, kind="stable")[:, :n_neighbors]
+    same = v[:, None, :] == v[None, :, :]  # [K, K, C]
+    off = ~np.eye(len(x), dtype=bool)
+    out = {"score": float(same.any(-1)[np.arange(len(x))[:, None], nn].mean()),
+           "chance": float(same.any(-1)[off].mean()), "n_points": len(x), "n_neighbors": n_neighbors}
+    for c in range(v.shape[1]):
+        out[f"concept_{c}"] = float(same[..., c][np.arange(len(x))[:, None], nn].mean())
+        out[f"concept_{c}_chance"] = float(same[..., c][off].mean())
+    return out
