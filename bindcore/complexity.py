@@ -133,16 +133,15 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
     key = {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
            "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
            **kwargs}
-    found = store.find(APPROX_STORE_KIND, key)
-    if found is not None:
-        return found.result["records"]
-    records = sweep_fractions(data, fractions, families, widths=widths, protocol=protocol, tree_grid=tree_grid,
-                              device=device, progress=False, **kwargs)
-    for r in records:
-        r.pop("predictions", None)
-    entry = store.prepare(APPROX_STORE_KIND, key)
-    store.finish(entry, {"records": records})
-    return entry.result["records"]
+
+    def compute() -> dict[str, Any]:
+        records = sweep_fractions(data, fractions, families, widths=widths, protocol=protocol, tree_grid=tree_grid,
+                                  device=device, progress=False, **kwargs)
+        for r in records:
+            r.pop("predictions", None)
+        return {"records": records}
+
+    return store.cached(APPROX_STORE_KIND, key, compute)["records"]
 
 
 def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):

@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -146,6 +146,16 @@ class ResultStore:
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         atomic_write_json(entry.path / "result.json", record)
+
+    def cached(self, kind: str, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The stored result of ``config``, or ``compute()`` (a JSON-able dict) stored
+        atomically and returned; how chapters reuse expensive analyses across builds."""
+        found = self.find(kind, config)
+        if found is not None:
+            return found.result
+        entry = self.prepare(kind, config)
+        self.finish(entry, compute())
+        return entry.result
 
     def entries(self, kind: str) -> Iterator[Entry]:
         seen = set()
