@@ -1,0 +1,126 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # §4.2 Which components carry binding?
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/04_2_component_attribution.ipynb)
+#
+# **The paper's claim (§4.2, appendix D.1).** If scene embeddings are sums of object
+# components, then removing those components should remove what probes read from
+# them. For CLIP ViT-B/32, subtracting each scene's *concept* components takes concept
+# decoding from 1.00 to 0.06 on captions (0.94 to 0.05 on images) while object decoding
+# stays high (0.99 / 0.85): objects are carried by more than their concepts' sum.
+# Subtracting the *object* components removes both (0.05 / 0.04 on captions). Controls
+# that subtract equally many vectors estimated under randomly permuted labels barely
+# change decoding (0.92-0.99).
+#
+# **What this chapter does.** For the same embedding sets as §4.1 it estimates
+# per-slot least-squares components (bag of concepts, bag of objects) on all scenes,
+# subtracts each scene's components, and fits fresh linear probes on 40 % of the
+# residuals, scored on the rest. The permuted controls estimate the components under a
+# seeded relabelling of the concept values (or objects) and subtract them looked up
+# with the true labels: a signal of the same kind and size attached to the wrong
+# scenes.
+
+# %% tags=["hide-input"]
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # install bindcore on Colab only
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "bindcore[encoders] @ git+https://github.com/bindcore-book/binding-concepts"], check=True)
+
+# %% tags=["parameters"]
+profile = "quick"
+text_space = None  # [adjectives, nouns] of the caption space
+clevr2d_size = None  # CLEVR-2D image size in pixels
+clevr3d_width = None  # width of the CLEVR-like 3-D renders (0: leave them out)
+image_scenes = None  # use the first N of the 576 two-object images (None: all)
+probe_epochs = None  # full-batch epochs of every linear probe
+controlled = None  # include the controlled models of §5.2
+controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
+workers = None
+device = None
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+import numpy as np
+
+from bindcore.geometry_sets import attribution, attribution_table, geometry_sets, sets_frame
+from bindcore.plotting import PALETTE, use_style
+from bindcore.profiles import chapter_parameters
+
+use_style()
+P = chapter_parameters("geometry", profile, text_space=text_space, clevr2d_size=clevr2d_size,
+                       clevr3d_width=clevr3d_width, image_scenes=image_scenes, probe_epochs=probe_epochs,
+                       controlled=controlled, controlled_objects=controlled_objects)
+sets, note = geometry_sets(profile, P, workers=workers, device=device)
+print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
+print(note)
+sets_frame(sets)
+
+# %% [markdown]
+# ## Subtracting components and re-probing
+#
+# Test-scene accuracy of probes fitted on each variant (strict rule: every positive
+# above every negative). "removed norm / original": the root-mean-square size of what
+# was subtracted relative to that of the centred embeddings, so the permuted controls
+# can be checked to remove as much as the real subtraction.
+
+# %%
+frames = [attribution(s, P) for s in sets]
+table = attribution_table(sets, frames)
+table.round(3)
+
+# %% tags=["hide-input"]
+variants = list(dict.fromkeys(table["variant"]))
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+x = np.arange(len(sets))
+width = 0.8 / len(variants)
+for ax, metric in zip(axes, ("concepts", "objects")):
+    for i, v in enumerate(variants):
+        sub = table[table["variant"] == v]
+        ax.bar(x + (i - (len(variants) - 1) / 2) * width, sub[metric], width, label=v, color=PALETTE[i])
+    ax.set_xticks(x, [f"{s.dataset}\n{s.encoder}" for s in sets], fontsize=6.5)
+    ax.set_title(f"{metric} decoded after subtraction", fontsize=9)
+    ax.set_ylim(0, 1.05)
+axes[0].set_ylabel("probe accuracy (test scenes)")
+axes[0].legend(fontsize=7)
+fig.suptitle(f"Component attribution (profile '{profile}')", y=1.02)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## The paper's claims next to ours
+
+# %% tags=["hide-input"]
+def drop(table, variant, metric):
+    a = table[table["variant"] == "original"].set_index(["dataset", "encoder"])[metric]
+    b = table[table["variant"] == variant].set_index(["dataset", "encoder"])[metric]
+    return (a - b).round(3)
+
+
+claims = table[table["variant"] == "original"][["dataset", "encoder", "weights"]].set_index(["dataset", "encoder"])
+claims["concepts lost, minus concepts"] = drop(table, "minus concepts", "concepts")
+claims["objects lost, minus concepts"] = drop(table, "minus concepts", "objects")
+claims["objects lost, minus objects"] = drop(table, "minus objects", "objects")
+claims["concepts lost, permuted concepts"] = drop(table, "permuted concepts", "concepts")
+claims["objects lost, permuted objects"] = drop(table, "permuted objects", "objects")
+display(claims.reset_index().assign(profile=profile))
+print("paper (CLIP ViT-B/32, captions): concepts lost 0.94 and objects lost 0.01 after removing concepts; "
+      "objects lost 0.96 after removing objects; permuted controls lose 0.08 (concepts) and 0.00 (objects) "
+      "-- text column of the D.1 table, as reported in secondary notes")
+
+# %% [markdown]
+# Reading the table: a component set "carries" what the probes lose when it is removed,
+# *beyond* what the permuted control of the same size loses. On this build the image
+# rows come from a random-weights control (see the top of the page), for which the
+# paper reports no subtraction numbers; MiniLM stands in for CLIP's text tower.
