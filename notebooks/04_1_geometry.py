@@ -55,6 +55,8 @@ workers = None
 device = None
 
 # %% tags=["hide-input"]
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -98,7 +100,7 @@ decomposition_table(sets, frames)
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(10, 3.8))
-labels = [f"{s.dataset}\n{s.encoder}" for s in sets]
+labels = [textwrap.fill(f"{s.dataset} | {s.encoder}", 24) for s in sets]
 x = np.arange(len(sets))
 bars = [("concepts", "avg", "bag of concepts (avg)"), ("concepts", "pos-avg", "bag of concepts (per slot)"),
         ("objects", "avg", "bag of objects (avg)"), ("objects", "pos-avg", "bag of objects (per slot)")]

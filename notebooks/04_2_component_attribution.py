@@ -51,6 +51,8 @@ workers = None
 device = None
 
 # %% tags=["hide-input"]
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -89,7 +91,7 @@ for ax, metric in zip(axes, ("concepts", "objects")):
     for i, v in enumerate(variants):
         sub = table[table["variant"] == v]
         ax.bar(x + (i - (len(variants) - 1) / 2) * width, sub[metric], width, label=v, color=PALETTE[i])
-    ax.set_xticks(x, [f"{s.dataset}\n{s.encoder}" for s in sets], fontsize=6.5)
+    ax.set_xticks(x, [textwrap.fill(f"{s.dataset} | {s.encoder}", 22) for s in sets], fontsize=6.5)
     ax.set_title(f"{metric} decoded after subtraction", fontsize=9)
     ax.set_ylim(0, 1.05)
 axes[0].set_ylabel("probe accuracy (test scenes)")
