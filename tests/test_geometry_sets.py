@@ -1,0 +1,151 @@
+"""The D.3 / D.5 helpers of bindcore.geometry_sets on small synthetic embedding sets.
+
+No encoder runs here: sets are built from planted arrays (three objects per scene,
+8 x 3 objects as in CLEVR), probes train for a few epochs, and every stored analysis
+goes to a temporary result store. The whole file takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from bindcore import geometry as G
+from bindcore import geometry_sets as GS
+from bindcore.store import ResultStore
+
+torch.set_num_threads(2)
+
+VPC = [8, 3]
+PARAMS = {"probe_epochs": 30, "mds_components": 2}
+
+
+def planted_three(n: int = 240, d: int = 24, interaction: float = 1.0, seed: int = 0, noise: float = 0.05,
+                  concept: float = 1.0):
+    """``n`` scenes of three objects drawn independently (repeats allowed); a scene is
+    the sum of its objects' vectors = concept part (scaled by ``concept``) + object-specific
+    part (scaled by ``interaction``) plus a little noise. Returns (Z, objects [n, 3, 2])."""
+    rng = np.random.default_rng(seed)
+    u = int(np.prod(VPC))
+    vals = G.object_values(np.arange(u), VPC)
+    parts = sum(rng.normal(size=(v, d))[vals[:, c]] for c, v in enumerate(VPC))
+    vectors = concept * parts + interaction * rng.normal(size=(u, d))
+    ids = rng.integers(0, u, size=(n, 3))
+    Z = vectors[ids].sum(1) + noise * rng.normal(size=(n, d))
+    return Z.astype(np.float32), G.object_values(ids, VPC)
+
+
+def make_set(occluded: bool, pretrained: bool = False, **kw) -> GS.EmbeddingSet:
+    Z, obj = planted_three(**kw)
+    return GS.EmbeddingSet(GS.THREE_OBJECT_DATASETS[occluded], "synthetic", "image", pretrained, Z, obj, VPC,
+                           ["color", "shape"], [[f"c{i}" for i in range(8)], ["cube", "cylinder", "sphere"]])
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return ResultStore(tmp_path, published=None)
+
+
+def test_three_object_table_columns_and_object_beats_concepts(store):
+    sets = [make_set(False, seed=0), make_set(True, seed=1)]
+    table = GS.three_object_table(sets, PARAMS, store=store)
+    assert len(table) == 2
+    for col in ("dataset", "occlusion", "encoder", "weights", "probing concepts", "probing objects",
+                "R² held-out concepts (avg)", "R² held-out objects (avg)", "R² held-out concepts (lstsq)",
+                "R² held-out objects (lstsq)", "retrieval objects (all scenes)", "retrieval objects (held-out)",
+                "retrieval chance (held-out)", "held-out scenes", "n_excluded", "paper (CLIP): retrieval"):
+        assert col in table.columns, col
+    assert table["occlusion"].tolist() == [False, True]
+    # planted object-specific parts: bags of objects explain more than bags of concepts
+    assert (table["R² held-out objects (lstsq)"] >= table["R² held-out concepts (lstsq)"]).all()
+    assert (table["R² held-out objects (avg)"] >= table["R² held-out concepts (avg)"]).all()
+    assert (table["R² held-out objects (lstsq)"] > 0.9).all()
+    # the object reconstructions of nearly additive scenes find their own scene
+    assert (table["retrieval objects (all scenes)"] > 0.9).all()
+    assert (table["retrieval chance (held-out)"] < 0.05).all()
+    assert (table["held-out scenes"] == 48).all()
+    # random-init rows never carry the paper's CLIP numbers
+    assert (table["paper (CLIP): retrieval"] == "–").all()
+    assert table["weights"].eq("random init (control)").all()
+
+
+def test_paper_numbers_sit_beside_pretrained_rows_only(store):
+    sets = [make_set(False, pretrained=True), make_set(True, pretrained=True), make_set(True, pretrained=False)]
+    table = GS.three_object_table(sets, PARAMS, store=store)
+    assert table["paper (CLIP): retrieval"].tolist() == [0.76, 0.65, "–"]
+    assert table["paper (CLIP): probing"].tolist() == ["–", "0.91–0.93", "–"]
+    claims = GS.additional_claims(table, GS.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]))
+    assert list(claims.columns) == ["claim", "paper (summary)", "ours"]
+    assert len(claims) == 4
+
+
+def test_rare_objects_are_counted_and_excluded(store):
+    s = make_set(False, n=12, seed=3)  # 36 occurrences of 24 objects: some never seen
+    occ = GS.object_occurrences(s)
+    assert occ["objects"] == 24 and occ["never_seen"] > 0
+    df = GS.three_object_analysis(s, PARAMS, store)
+    assert df.attrs["occurrences"] == occ
+    assert (df["n_excluded_heldout"] >= 0).all() and (df["n_excluded_heldout"] <= df["n_heldout"]).all()
+    row = GS.three_object_table([s], PARAMS, store)
+    assert row["objects never seen"].iloc[0] == occ["never_seen"]
+
+
+def test_stored_frame_returns_the_same_frame_twice(store):
+    s = make_set(False, n=60)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        df = pd.DataFrame({"a": [1.0, np.nan], "b": ["x", "y"]})
+        df.attrs["info"] = {"n": 2}
+        return df
+
+    first = GS.stored_frame(s, "test", {"p": 1}, compute, store)
+    second = GS.stored_frame(s, "test", {"p": 1}, compute, store)
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first, second)
+    assert first.attrs == second.attrs == {"info": {"n": 2}}
+    # the stored D.3 analysis too: computed once, read back identically
+    a = GS.three_object_analysis(s, PARAMS, store)
+    b = GS.three_object_analysis(s, PARAMS, store)
+    pd.testing.assert_frame_equal(a, b)
+    assert a.attrs == b.attrs
+
+
+def test_mds_analysis_of_a_planted_grid(store):
+    # purely concept-additive objects: the object layout is a grid, neighbours share a value
+    s = make_set(False, n=400, interaction=0.0, d=64)
+    df = GS.mds_analysis(s, PARAMS, store)
+    assert set(df["bank"]) == {"objects", "concepts"}
+    assert (df["bank"] == "objects").sum() == 24 and (df["bank"] == "concepts").sum() == 11
+    grid = GS.mds_table([s], [df])
+    assert grid["objects"].iloc[0] == 24
+    assert grid["grid-likeness (full d)"].iloc[0] > grid["chance"].iloc[0] + 0.3
+    # every object's 7 + 2 grid neighbours are its nearest points in the full embedding
+    assert grid["grid neighbours"].iloc[0] == 9
+    assert grid["grid-neighbour recall (full d)"].iloc[0] > 0.9
+    # objects without shared concept structure: neighbours share a value at chance level
+    s = make_set(False, n=400, interaction=1.0, concept=0.0, d=64)
+    grid = GS.mds_table([s], [GS.mds_analysis(s, PARAMS, store)])
+    assert grid["grid-neighbour recall (full d)"].iloc[0] < grid["chance"].iloc[0] + 0.2
+    assert 0 <= grid["grid-likeness (MDS)"].iloc[0] <= 1
+
+
+def test_visibility_frame_marks_the_least_visible_object():
+    class Fake:
+        info = {"visible_fraction": [[1.0, 0.5, 1.0], [1.0, 1.0, 1.0]]}
+
+    vf = GS.visibility_frame({True: Fake()})
+    assert len(vf) == 6
+    assert vf[vf["hidden"]]["visible_fraction"].tolist() == [0.5, 1.0]
+
+
+def test_bad_parameters_raise():
+    with pytest.raises(ValueError, match="three_object_scenes"):
+        GS.three_object_datasets({"three_object_scenes": 1, "clevr3d_width": 96})
+    with pytest.raises(ValueError, match="clevr3d_width"):
+        GS.three_object_datasets({"three_object_scenes": 4, "clevr3d_width": 2})
+    with pytest.raises(ValueError, match="holdout"):
+        GS.three_object_analysis(make_set(False, n=20), PARAMS, holdout=1.5)
