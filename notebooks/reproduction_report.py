@@ -192,6 +192,22 @@ pd.DataFrame([
 ])
 
 # %% [markdown]
+# ## Appendix D.3 and D.5: three objects and MDS
+#
+# From the appendix chapter's stored analyses (three-object CLEVR-like scenes with and
+# without occlusion; MDS of the §4 embedding sets' object components):
+
+# %% tags=["hide-input"]
+from bindcore.geometry_sets import additional_claims, mds_analysis, mds_table, three_object_sets, three_object_table
+from bindcore.geometry_sets import geometry_encoders
+
+PD = chapter_parameters("additional", profile)
+three_sets = three_object_sets(PD, geometry_encoders()[0]["image"])
+grid = mds_table(sets4, [mds_analysis(s, PD) for s in sets4])
+with pd.option_context("display.max_colwidth", None):
+    display(additional_claims(three_object_table(three_sets, PD), grid).assign(profile=profile))
+
+# %% [markdown]
 # ## Deviations from the paper
 #
 # | where | the paper | this book | why |
