@@ -159,7 +159,7 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):
     binding, rows = {}, []
     for name, enc in encoders.items():
         emb = embed_dataset(enc, space, "text", progress=False)
-        probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], seed=0)
+        probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"], seed=0)
         probes.fit(emb[tr], space.objects[tr])
         s = probes.scores(emb[te], space.objects[te])
         rows.append({"encoder": name, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],

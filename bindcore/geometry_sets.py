@@ -188,7 +188,12 @@ def stored_frame(s: EmbeddingSet, analysis: str, params: dict[str, Any],
 
 
 def _probe_kw(params: dict[str, Any]) -> dict[str, Any]:
-    return {"epochs": int(params["probe_epochs"])}
+    return {"epochs": int(params["probe_epochs"]), "lr": float(params["probe_lr"])}
+
+
+def _probe_key(params: dict[str, Any]) -> dict[str, Any]:
+    """The probe settings that key a stored analysis."""
+    return {"probe_epochs": params["probe_epochs"], "probe_lr": params["probe_lr"]}
 
 
 def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
@@ -196,7 +201,7 @@ def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) ->
     bag-of-concepts and bag-of-objects reconstructions, every estimator."""
     from .geometry import additive_decomposition
 
-    p = {"probe_epochs": params["probe_epochs"], "holdout": 0.2}
+    p = {**_probe_key(params), "holdout": 0.2}
 
     def compute() -> pd.DataFrame:
         full = additive_decomposition(*s.args(), probes="fit", probe_kw=_probe_kw(params))
@@ -212,7 +217,7 @@ def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> p
     permuted-ID controls."""
     from .geometry import component_attribution
 
-    p = {"probe_epochs": params["probe_epochs"]}
+    p = _probe_key(params)
     return stored_frame(s, "attribution", p,
                         lambda: component_attribution(*s.args(), probe_kw=_probe_kw(params)), store)
 
@@ -221,7 +226,7 @@ def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.Da
     """D.2 for one set: object-replacement edits for every bank and strength k."""
     from .geometry import editing_sweep
 
-    p = {"probe_epochs": params["probe_epochs"], "ks": list(params["ks"]), "max_edits": params["max_edits"]}
+    p = {**_probe_key(params), "ks": list(params["ks"]), "max_edits": params["max_edits"]}
 
     def compute() -> pd.DataFrame:
         return editing_sweep(*s.args(), Z_single=s.Z_single, objects_single=s.objects_single, ks=params["ks"],
@@ -446,7 +451,7 @@ def three_object_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = 
 
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout must lie in (0, 1), got {holdout}")
-    p = {"probe_epochs": params["probe_epochs"], "holdout": holdout}
+    p = {**_probe_key(params), "holdout": holdout}
 
     def compute() -> pd.DataFrame:
         full = additive_decomposition(*s.args(), probes="fit", probe_kw=_probe_kw(params))

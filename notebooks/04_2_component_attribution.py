@@ -45,6 +45,7 @@ clevr2d_size = None  # CLEVR-2D image size in pixels
 clevr3d_width = None  # width of the CLEVR-like 3-D renders (0: leave them out)
 image_scenes = None  # use the first N of the 576 two-object images (None: all)
 probe_epochs = None  # full-batch epochs of every linear probe
+probe_lr = None  # Adam learning rate of the linear probes (full batch)
 controlled = None  # include the controlled models of §5.2
 controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
 workers = None
@@ -63,6 +64,7 @@ from bindcore.profiles import chapter_parameters
 use_style()
 P = chapter_parameters("geometry", profile, text_space=text_space, clevr2d_size=clevr2d_size,
                        clevr3d_width=clevr3d_width, image_scenes=image_scenes, probe_epochs=probe_epochs,
+                       probe_lr=probe_lr,
                        controlled=controlled, controlled_objects=controlled_objects)
 sets, note = geometry_sets(profile, P, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))

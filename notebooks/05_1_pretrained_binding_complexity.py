@@ -43,6 +43,7 @@ text_space = None  # [adjectives, nouns] of the caption space
 fractions = None  # data fractions (objects whose scenes the approximators may fit)
 widths = None  # MLP hidden widths
 probe_epochs = None  # full-batch epochs of the linear probes
+probe_lr = None  # Adam learning rate of the linear probes (full batch)
 steps = None  # approximator training steps
 batch_size = None  # approximator minibatch
 lrs = None  # approximator learning rates (chosen on validation scenes)
@@ -66,7 +67,8 @@ from bindcore.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("pretrained_complexity", profile, text_space=text_space, fractions=fractions, widths=widths,
-                       probe_epochs=probe_epochs, steps=steps, batch_size=batch_size, lrs=lrs, tree_grid=tree_grid)
+                       probe_epochs=probe_epochs, probe_lr=probe_lr, steps=steps, batch_size=batch_size, lrs=lrs,
+                       tree_grid=tree_grid)
 encoders, note = pretrained_encoders()
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(encoders))
 print(note)

@@ -51,6 +51,7 @@ profile = "quick"
 three_object_scenes = None  # three-object scenes per set (with and without occlusion)
 clevr3d_width = None  # width of the 3-D renders in pixels (height is 3/4 of it)
 probe_epochs = None  # full-batch epochs of the linear probes
+probe_lr = None  # Adam learning rate of the linear probes (full batch)
 mds_components = None  # MDS dimensions (the pictures show the first two)
 workers = None  # processes for training missing §5.2 runs (D.5 controlled models)
 device = None
@@ -81,7 +82,7 @@ from bindcore.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("additional", profile, three_object_scenes=three_object_scenes, clevr3d_width=clevr3d_width,
-                       probe_epochs=probe_epochs, mds_components=mds_components)
+                       probe_epochs=probe_epochs, probe_lr=probe_lr, mds_components=mds_components)
 encoders, note = geometry_encoders()
 display(Markdown(f"> **Encoders used on this page.** {note}"))
 print(f"profile {profile!r}: {P}")

@@ -19,7 +19,7 @@ from bindcore.store import ResultStore
 torch.set_num_threads(2)
 
 VPC = [8, 3]
-PARAMS = {"probe_epochs": 30, "mds_components": 2}
+PARAMS = {"probe_epochs": 30, "probe_lr": 0.05, "mds_components": 2}
 
 
 def planted_three(n: int = 240, d: int = 24, interaction: float = 1.0, seed: int = 0, noise: float = 0.05,

@@ -11,7 +11,7 @@ from bindcore import geometry_sets as G
 from bindcore.store import ResultStore
 
 VPC = [4, 3]
-PARAMS = {"probe_epochs": 150, "ks": [0.0, 1.0], "max_edits": 40}
+PARAMS = {"probe_epochs": 150, "probe_lr": 0.05, "ks": [0.0, 1.0], "max_edits": 40}
 
 
 def _planted_set(source: str, pretrained: bool, seed: int = 0) -> G.EmbeddingSet:
