@@ -127,7 +127,18 @@ sets4, note4 = geometry_sets(profile, P4, workers=workers, device=device)
 print(note4)
 display(decomposition_table(sets4, [decomposition(s, P4) for s in sets4]).assign(profile=profile))
 display(attribution_table(sets4, [attribution(s, P4) for s in sets4]).round(3).assign(profile=profile))
-editing_table(sets4, [editing(s, P4) for s in sets4], k=1.0).round(3).assign(profile=profile)
+display(editing_table(sets4, [editing(s, P4) for s in sets4], k=1.0).round(3).assign(profile=profile))
+
+# %% [markdown]
+# Every number the paper gives for §4.1, §4.2 and D.2, one row each, with ours beside
+# it where this build has an embedding set of the same data and kind of weights:
+
+# %% tags=["hide-input"]
+from bindcore.geometry_sets import paper_section4_table
+
+with pd.option_context("display.max_rows", 200):
+    display(paper_section4_table(sets4, [decomposition(s, P4) for s in sets4], [attribution(s, P4) for s in sets4],
+                                 [editing(s, P4) for s in sets4]).round(3).assign(profile=profile))
 
 # %% [markdown]
 # ## §5.1 Binding complexity of pretrained encoders
