@@ -86,20 +86,21 @@ table.round(3)
 
 # %% tags=["hide-input"]
 variants = list(dict.fromkeys(table["variant"]))
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), sharey=True)
 x = np.arange(len(sets))
 width = 0.8 / len(variants)
 for ax, metric in zip(axes, ("concepts", "objects")):
     for i, v in enumerate(variants):
         sub = table[table["variant"] == v]
         ax.bar(x + (i - (len(variants) - 1) / 2) * width, sub[metric], width, label=v, color=PALETTE[i])
-    ax.set_xticks(x, [textwrap.fill(f"{s.dataset} | {s.encoder}", 22) for s in sets], fontsize=6.5)
+    ax.set_xticks(x, [textwrap.fill(f"{s.dataset} | {s.encoder}", 18) for s in sets], fontsize=6.5)
     ax.set_title(f"{metric} decoded after subtraction", fontsize=9)
     ax.set_ylim(0, 1.05)
 axes[0].set_ylabel("probe accuracy (test scenes)")
-axes[0].legend(fontsize=7)
-fig.suptitle(f"Component attribution (profile '{profile}')", y=1.02)
-fig.tight_layout()
+fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(variants), fontsize=8,
+           bbox_to_anchor=(0.5, 0.97))
+fig.suptitle(f"Component attribution (profile '{profile}')", y=1.03)
+fig.tight_layout(rect=(0, 0, 1, 0.92))
 plt.show()
 
 # %% [markdown]
