@@ -89,3 +89,30 @@ def test_paper_section4_table_has_every_number_and_matches_weights(store):
     assert image["ours"].isna().all() and image["our data | encoder"].str.startswith("not run").all()
     r2 = text_clip[text_clip["metric"] == "R² objects (avg)"]["ours"].iloc[0]
     assert r2 == pytest.approx(dec[0][(dec[0]["kind"] == "objects") & (dec[0]["estimator"] == "avg")]["r2_eval"].iloc[0])
+
+
+def test_encoder_choice_where_clip_is_reachable(monkeypatch):
+    """Where pretrained CLIP loads, both modalities use it, with the random-init control
+    beside it; offline, MiniLM for text and only the control for images."""
+    from bindcore import complexity, encoders
+
+    class FakeClip:
+        name, architecture, normalize, image_size, quick_gelu = "CLIP ViT-B/32 (openai)", "ViT-B-32", True, 224, True
+        _device_arg, precision = None, "fp32"
+
+    clip = FakeClip()
+    monkeypatch.setattr(encoders, "default_encoders",
+                        lambda **kw: encoders.DefaultEncoders(image=clip, text=clip, pretrained_clip=True, note="CLIP"))
+    chosen, note = G.geometry_encoders()
+    assert [(e.name, p) for e, p in chosen["image"]][0] == (clip.name, True)
+    assert [p for _, p in chosen["text"]] == [True, False] and [p for _, p in chosen["image"]] == [True, False]
+    assert isinstance(chosen["image"][1][0], encoders.RandomInitClipEncoder)
+    named, _ = complexity.pretrained_encoders()
+    assert list(named.values())[0] is clip and "pretrained" in list(named)[0]
+
+    offline = encoders.DefaultEncoders(image=encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0),
+                                       text=object(), pretrained_clip=False, note="offline")
+    monkeypatch.setattr(encoders, "default_encoders", lambda **kw: offline)
+    chosen, note = G.geometry_encoders()
+    assert [p for _, p in chosen["image"]] == [False] and [p for _, p in chosen["text"]] == [True, False]
+    assert note == "offline"
