@@ -74,35 +74,6 @@ for v in (10, 20, 50):
 pd.DataFrame(rows)
 
 # %% [markdown]
-# ## §5.2 Binding generalization
-#
-# The claims of §5.2 and what the chapter's sweep shows (from the stored runs):
-
-# %% tags=["hide-input"]
-P = chapter_parameters("binding_generalization", profile)
-base = recipe(profile)
-records = run_sweep(generalization_configs(base, P), workers=workers, device=device, progress=False)
-table = results_table(records)
-summary = generalization_summary(table)
-claims_table(summary, profile)
-
-# %% tags=["hide-input"]
-top = table[table["coverage"] == max(P["coverages"])]
-top[["objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2", "train_object_2",
-     "minutes", "device", "source"]].round(3).assign(profile=profile)
-
-# %% [markdown]
-# The two ablations of the chapter (largest coverage, first object space):
-
-# %% tags=["hide-input"]
-if P["ablations"]:
-    variants = ablation_configs(base, P)
-    ab = results_table(run_sweep(list(variants.values()), workers=workers, device=device, progress=False))
-    ab.insert(0, "variant", list(variants))
-    display(ab[["variant", "objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2"]]
-            .round(3).assign(profile=profile))
-
-# %% [markdown]
 # ## §4.1, §4.2 and D.2 Geometry of scene embeddings
 #
 # From the chapters' stored analyses. Each row names its dataset and encoder; the
@@ -164,6 +135,35 @@ P51 = chapter_parameters("pretrained_complexity", profile)
 encoders, encoder_note = pretrained_encoders()
 binding, probe_table = pretrained_binding(P51, encoders)
 pretrained_claims(pretrained_sweeps(P51, binding, device=device), profile).round(3)
+
+# %% [markdown]
+# ## §5.2 Binding generalization
+#
+# The claims of §5.2 and what the chapter's sweep shows (from the stored runs):
+
+# %% tags=["hide-input"]
+P = chapter_parameters("binding_generalization", profile)
+base = recipe(profile)
+records = run_sweep(generalization_configs(base, P), workers=workers, device=device, progress=False)
+table = results_table(records)
+summary = generalization_summary(table)
+claims_table(summary, profile)
+
+# %% tags=["hide-input"]
+top = table[table["coverage"] == max(P["coverages"])]
+top[["objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2", "train_object_2",
+     "minutes", "device", "source"]].round(3).assign(profile=profile)
+
+# %% [markdown]
+# The two ablations of the chapter (largest coverage, first object space):
+
+# %% tags=["hide-input"]
+if P["ablations"]:
+    variants = ablation_configs(base, P)
+    ab = results_table(run_sweep(list(variants.values()), workers=workers, device=device, progress=False))
+    ab.insert(0, "variant", list(variants))
+    display(ab[["variant", "objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2"]]
+            .round(3).assign(profile=profile))
 
 # %% [markdown]
 # ## §5.3 and §5.4 Binding functions of the controlled models
