@@ -130,6 +130,8 @@ def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
     # progress bars inside a kernel would land in the rendered pages as many lines of text;
     # papermill reports progress per cell instead
     os.environ["TQDM_DISABLE"] = "1"
+    # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
+    os.environ["BINDCORE_BOOK_BUILD"] = "1"
     # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved.get("PYTHONPATH")) if p)
     try:
@@ -137,6 +139,11 @@ def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+# Longest a single cell may run before the build fails instead of waiting for ever (a hung
+# kernel would otherwise stall CI): generous for each profile's heaviest cell; none on `paper`.
+CELL_TIMEOUT_S = {"smoke": 900, "quick": 3 * 3600, "paper": None}
 
 
 def _run_papermill(input_path: Path, output_path: Path, parameters: dict[str, Any], cwd: Path) -> None:
@@ -151,6 +158,7 @@ def _run_papermill(input_path: Path, output_path: Path, parameters: dict[str, An
         cwd=str(cwd),
         progress_bar=True,
         request_save_on_cell_execute=True,
+        execution_timeout=CELL_TIMEOUT_S.get(parameters.get("profile", "paper")),
     )
 
 

@@ -56,6 +56,7 @@ workers = None
 device = None
 
 # %% tags=["hide-input"]
+import os
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -207,24 +208,44 @@ fig.tight_layout()
 plt.show()
 
 # %% tags=["remove-output"]
-try:
+def explorer():
+    """Pick a set, a scene, the slot and the new object; see the nearest real scenes."""
     import ipywidgets as W
+    from IPython.display import clear_output
 
     names = [s.label for s in sets]
+    pick = dict(set_name=W.Dropdown(options=names, description="set"), scene=W.IntText(0, description="scene"),
+                slot=W.Dropdown(options=[0, 1], description="slot"), new=W.IntText(1, description="new object"),
+                bank=W.Dropdown(options=["obj-avg", "pos-avg", "single"], description="bank"),
+                k=W.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.25, description="k"))
+    out = W.Output()
 
-    def explore(set_name=names[0], scene=0, slot=0, new_object=0, bank="obj-avg", k=1.0):
-        s = sets[names.index(set_name)]
-        scene = min(scene, len(s.Z) - 1)
-        new_object = min(new_object, int(np.prod(s.values_per_concept)) - 1)
-        new_vals = object_values(np.array([new_object]), s.values_per_concept)[0]
-        print("base:", scene_caption(s, s.objects[scene]), "| new object:",
-              " ".join(s.value_names[c][v] for c, v in enumerate(new_vals)))
-        display(nearest_after_edit(s, scene, slot, new_object, bank, k))
+    def show(_=None):
+        s = sets[names.index(pick["set_name"].value)]
+        scene = min(max(pick["scene"].value, 0), len(s.Z) - 1)
+        new = min(max(pick["new"].value, 0), int(np.prod(s.values_per_concept)) - 1)
+        bank = pick["bank"].value if pick["bank"].value != "single" or s.Z_single is not None else "obj-avg"
+        with out:
+            clear_output()
+            vals = object_values(np.array([new]), s.values_per_concept)[0]
+            print("base:", scene_caption(s, s.objects[scene]), "| new object:",
+                  " ".join(s.value_names[c][v] for c, v in enumerate(vals)), "| bank:", bank)
+            display(nearest_after_edit(s, scene, pick["slot"].value, new, bank, pick["k"].value))
 
-    W.interact(explore, set_name=names, scene=W.IntText(0), slot=[0, 1], new_object=W.IntText(1),
-               bank=["obj-avg", "pos-avg", "single"], k=W.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.25))
-except ImportError:
-    print("ipywidgets is not installed: the static figure above shows one edit per set")
+    for w in pick.values():
+        w.observe(show, names="value")
+    display(W.VBox([W.HBox(list(pick.values())[:3]), W.HBox(list(pick.values())[3:]), out]))
+    show()
+
+
+# The book's build executes the chapter without a live kernel for widgets: it skips this.
+if os.environ.get("BINDCORE_BOOK_BUILD"):
+    print("the interactive explorer runs in a live notebook (Jupyter, Colab)")
+else:
+    try:
+        explorer()
+    except ImportError:
+        print("ipywidgets is not installed: the static figure above shows one edit per set")
 
 # %% [markdown]
 # ## The paper's claims next to ours

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import shutil
 import subprocess
 import textwrap
@@ -107,7 +108,8 @@ class FakePapermill:
 
     def __call__(self, input_path, output_path, parameters, cwd):
         nb = nbformat.read(input_path, as_version=4)
-        env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE")}
+        env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE",
+                                              "BINDCORE_BOOK_BUILD")}
         self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env})
         nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
         code = [c for c in nb.cells if c.cell_type == "code"]
@@ -183,7 +185,7 @@ def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeyp
     book.execute_notebook("ch1", "smoke", tmp_path / "out", root=fake_repo)
     call = fake_papermill.calls[0]
     assert call["env"] == {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-                           "BINDCORE_PROFILE": "smoke"}
+                           "BINDCORE_PROFILE": "smoke", "BINDCORE_BOOK_BUILD": "1"}
     assert call["cwd"] == fake_repo / "notebooks"
     assert "BINDCORE_PROFILE" not in os.environ  # restored afterwards
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
@@ -305,3 +307,17 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
 
     assert _tracked_status() == before, "building the book modified tracked files of the repository"
     assert list((tmp_path / "results" / STORE_KIND).glob("*/result.json")), "the chapters stored no training run"
+
+
+def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_path):
+    seen = {}
+
+    class Fake:
+        @staticmethod
+        def execute_notebook(*args, **kwargs):
+            seen.update(kwargs)
+
+    monkeypatch.setitem(sys.modules, "papermill", Fake)
+    for profile, limit in (("smoke", 900), ("quick", 3 * 3600), ("paper", None)):
+        book._run_papermill(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"profile": profile}, tmp_path)
+        assert seen["execution_timeout"] == limit
