@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
