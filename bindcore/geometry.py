@@ -711,6 +711,19 @@ def edit_embeddings(Z: np.ndarray, edits: pd.DataFrame, bank: Components, k: flo
     return z[edits["scene"].to_numpy()] - k * diff
 
 
+def nearest_after_edit(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], bank: Components,
+                       scene: int, slot: int, new: int, k: float = 1.0, top: int = 5) -> pd.DataFrame:
+    """One edit (object ``new`` into ``slot`` of ``scene``) and the ``top`` real scenes
+    nearest (cosine) to the edited embedding: columns ``rank, scene, cosine``."""
+    ids = object_ids(check_objects(objects, values_per_concept), values_per_concept)
+    edit = pd.DataFrame({"scene": [scene], "slot": [slot], "old": [ids[scene, slot]], "new": [new]})
+    z = edit_embeddings(Z, edit, bank, k)[0]
+    zn = np.asarray(Z, dtype=np.float64)
+    cos = (zn / np.linalg.norm(zn, axis=1, keepdims=True)) @ (z / np.linalg.norm(z))
+    order = np.argsort(-cos, kind="stable")[:top]
+    return pd.DataFrame({"rank": np.arange(1, len(order) + 1), "scene": order, "cosine": cos[order]})
+
+
 def evaluate_edits(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], edits: pd.DataFrame,
                    bank: Components, k: float = 1.0, probes: LinearProbes | None = None) -> pd.DataFrame:
     """Per edit: ``hit`` / ``hit_exact`` (the cosine-nearest real scene is the

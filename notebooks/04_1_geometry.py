@@ -64,7 +64,8 @@ import numpy as np
 import pandas as pd
 
 from bindcore.data import caption
-from bindcore.geometry import object_banks, object_ids, object_values, sample_edits
+from bindcore.geometry import nearest_after_edit as nearest_scenes_after_edit
+from bindcore.geometry import object_banks, object_values, sample_edits
 from bindcore.geometry_sets import (
     decomposition,
     decomposition_table,
@@ -169,17 +170,10 @@ def scene_caption(s, objects):
 
 
 def nearest_after_edit(s, scene, slot, new, bank="obj-avg", k=1.0, top=5):
-    """The edited embedding's ``top`` nearest real scenes (cosine)."""
-    banks = object_banks(*s.args(), s.Z_single, s.objects_single)
-    comp = banks[bank]
-    p = slot if comp.positional else 0
-    old = object_ids(s.objects[scene:scene + 1], s.values_per_concept)[0, slot]
-    z = s.Z[scene] - k * (comp.vectors[p, old] - comp.vectors[p, new])
-    zn = s.Z / np.linalg.norm(s.Z, axis=1, keepdims=True)
-    cos = zn @ (z / np.linalg.norm(z))
-    order = np.argsort(-cos)[:top]
-    return pd.DataFrame({"rank": np.arange(1, top + 1), "scene": [scene_caption(s, s.objects[i]) for i in order],
-                         "cosine": cos[order].round(3)})
+    """The edited embedding's ``top`` nearest real scenes, as captions."""
+    comp = object_banks(*s.args(), s.Z_single, s.objects_single)[bank]
+    near = nearest_scenes_after_edit(*s.args(), comp, scene, slot, new, k, top)
+    return near.assign(scene=[scene_caption(s, s.objects[i]) for i in near["scene"]], cosine=near["cosine"].round(3))
 
 
 def example_edit(s, seed=0):

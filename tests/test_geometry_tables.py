@@ -116,3 +116,18 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     chosen, note = G.geometry_encoders()
     assert [p for _, p in chosen["image"]] == [False] and [p for _, p in chosen["text"]] == [True, False]
     assert note == "offline"
+
+
+def test_nearest_after_edit_finds_the_counterfactual():
+    from bindcore.geometry import nearest_after_edit, object_banks, object_ids
+
+    s = _planted_set("text", True)
+    bank = object_banks(*s.args(), s.Z_single, s.objects_single)["single"]  # the exact object vectors
+    ids = object_ids(s.objects, VPC)
+    scene, new = 5, int((ids[5, 0] + 1) % 12)
+    if new == ids[5, 1]:
+        new = (new + 1) % 12
+    near = nearest_after_edit(*s.args(), bank, scene, 0, new, k=1.0, top=3)
+    assert list(near["rank"]) == [1, 2, 3] and near["cosine"].is_monotonic_decreasing
+    assert tuple(ids[near["scene"].iloc[0]]) == (new, ids[scene, 1])
+    assert near["scene"].iloc[0] != scene
