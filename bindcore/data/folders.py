@@ -105,12 +105,7 @@ def _load_clevr(folder: Path, labels: Path, kind: str) -> SceneDataset:
     n_obj = max((int(m.group(1)) for m in idx_cols), default=2)
     expected = (["filename"] + [f"object{i}_{c}" for i in range(1, n_obj + 1) for c in concepts]
                 + [f"object{i}_{c}_idx" for i in range(1, n_obj + 1) for c in concepts])
-    missing = [c for c in expected if c not in df.columns]
-    if missing:
-        extra = [c for c in df.columns if c not in expected]
-        raise ValueError(f"{labels}: missing column {missing[0]!r}"
-                         + (f" (unexpected columns: {extra})" if extra else "")
-                         + f"; a {kind} labels.csv has the columns {expected}")
+    _require_columns(labels, df, expected, kind)
     # validate every cell before trusting the indices
     for i in range(1, n_obj + 1):
         present = None
@@ -149,14 +144,19 @@ def _load_clevr(folder: Path, labels: Path, kind: str) -> SceneDataset:
     )
 
 
-def _load_pug(folder: Path, labels: Path, world: str) -> SceneDataset:
-    df = _read_raw(labels)
-    missing = [c for c in PUG_COLUMNS if c not in df.columns]
+def _require_columns(labels: Path, df, expected: list[str], kind: str) -> None:
+    """A ValueError naming the first missing column, the unexpected ones and the layout."""
+    missing = [c for c in expected if c not in df.columns]
     if missing:
-        extra = [c for c in df.columns if c not in PUG_COLUMNS]
+        extra = [c for c in df.columns if c not in expected]
         raise ValueError(f"{labels}: missing column {missing[0]!r}"
                          + (f" (unexpected columns: {extra})" if extra else "")
-                         + f"; a PUG:SPARE labels.csv has the columns {PUG_COLUMNS}")
+                         + f"; a {kind} labels.csv has the columns {expected}")
+
+
+def _load_pug(folder: Path, labels: Path, world: str) -> SceneDataset:
+    df = _read_raw(labels)
+    _require_columns(labels, df, PUG_COLUMNS, "PUG:SPARE")
     keep = ((df["world_name"] == world) & (df["character_pos"].str.strip() == "")
             & (df["character2_pos"].str.strip() == ""))
     if not keep.any():
