@@ -106,16 +106,9 @@ APPROX_STORE_KIND = "approximators-1"
 
 def binding_data_hash(data: Any) -> str:
     """Content hash of a :class:`~bindcore.probes.BindingData` (scenes, embeddings, probes)."""
-    import hashlib
+    from .store import arrays_hash
 
-    import numpy as np
-
-    h = hashlib.sha256()
-    for a in (data.objects, data.embeddings, data.object_probe, *data.concept_probes):
-        a = np.ascontiguousarray(a)
-        h.update(str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
+    return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 
 
 def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any,

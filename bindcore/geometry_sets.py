@@ -21,7 +21,6 @@ re-executes, and the reproduction report reads them, in seconds.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -52,13 +51,9 @@ class EmbeddingSet:
         return f"{self.dataset} | {self.encoder}"
 
     def content_hash(self) -> str:
-        h = hashlib.sha256()
-        for a in (self.Z, self.objects, self.Z_single, self.objects_single):
-            if a is not None:
-                a = np.ascontiguousarray(a)
-                h.update(str((a.shape, a.dtype.str)).encode())
-                h.update(a.tobytes())
-        return h.hexdigest()[:16]
+        from .store import arrays_hash
+
+        return arrays_hash(self.Z, self.objects, self.Z_single, self.objects_single)
 
     def args(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
         return self.Z, self.objects, self.values_per_concept

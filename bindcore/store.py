@@ -44,6 +44,21 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def arrays_hash(*arrays: Any) -> str:
+    """Stable short hash of the shapes, dtypes and contents of ``arrays`` (None skipped):
+    the key under which an analysis of those arrays is stored."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for a in arrays:
+        if a is None:
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(str((a.shape, a.dtype.str)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
