@@ -235,12 +235,13 @@ def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.Da
 # ---------------------------------------------------------------------------------
 NOTES = "as reported in secondary notes"
 
-# §4.1 reconstruction from object components (notes): R² avg / avg+pos, retrieval, probing
-PAPER_DECOMPOSITION = {
-    ("text", True): {"model": "CLIP ViT-B/32", "r2_avg": 0.90, "r2_pos": 0.92, "retrieval": 0.97, "probing": 0.99},
-    ("text", False): {"model": "random init", "r2_avg": 0.47, "r2_pos": 0.69, "retrieval": 0.42, "probing": 0.82},
-    ("CLEVR-like 3-D", True): {"model": "CLIP ViT-B/32 on CLEVR", "r2_avg": 0.78, "r2_pos": 0.83,
-                               "retrieval": 0.94, "probing": 0.96},
+# §4.1 reconstruction from object components (notes): R² avg, R² avg+pos, retrieval, probing
+PAPER_RECONSTRUCTION = {
+    ("text", "CLIP ViT-B/32"): (0.90, 0.92, 0.97, 0.99),
+    ("PUG:SPARE", "CLIP ViT-B/32"): (0.75, 0.84, 0.93, 0.98),
+    ("PUG:SPARE", "DINOv2"): (0.78, 0.86, 0.86, 0.98),
+    ("CLEVR", "CLIP ViT-B/32"): (0.78, 0.83, 0.94, 0.96),
+    ("text", "random init"): (0.47, 0.69, 0.42, 0.82),
 }
 
 # §4.2 / D.1 subtraction, CLIP ViT-B/32: (concept, object) decoding accuracy
@@ -251,21 +252,43 @@ PAPER_ATTRIBUTION = {
               "permuted concepts": (0.99, 0.97), "permuted objects": (0.86, 0.92)},
 }
 
-# D.2 editing at k = 1, CLIP ViT-B/32 (notes): probing and retrieval per bank
+# D.2 editing at k = 1 (notes): probing and retrieval per bank (obj-avg, pos-avg, single;
+# None where the paper has no single-object images)
+EDIT_BANKS = ("obj-avg", "pos-avg", "single")
 PAPER_EDITING = {
-    "CLEVR-like 3-D": {"probing": {"obj-avg": 0.98, "pos-avg": 0.98, "single": 0.86},
-                       "retrieval": {"obj-avg": 1.00, "pos-avg": 1.00, "single": 0.97}},
-    "CLEVR-2D": {"probing": {"obj-avg": 0.98, "pos-avg": 0.98, "single": 0.92},
-                 "retrieval": {"obj-avg": 0.99, "pos-avg": 0.99, "single": 0.97}},
+    ("CLEVR", "CLIP ViT-B/32"): {"probing": (0.98, 0.98, 0.86), "retrieval": (1.00, 1.00, 0.97)},
+    ("CLEVR-2D", "CLIP ViT-B/32"): {"probing": (0.98, 0.98, 0.92), "retrieval": (0.99, 0.99, 0.97)},
+    ("PUG:SPARE", "CLIP ViT-B/32"): {"probing": (0.94, 0.95, None), "retrieval": (0.86, 0.94, None)},
+    ("PUG:SPARE", "DINOv2"): {"probing": (0.97, 0.97, None), "retrieval": (0.48, 0.76, None)},
 }
+
+# our datasets standing for the paper's
+PAPER_DATA = {"CLEVR-like 3-D": "CLEVR", "CLEVR-2D": "CLEVR-2D"}
 
 
 def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
     """The paper's row for this set: same modality, and pretrained beside pretrained,
     random init beside random init (the paper's random-init row is text only)."""
     if s.source == "text":
-        return PAPER_DECOMPOSITION[("text", s.pretrained)]
-    return PAPER_DECOMPOSITION.get((s.dataset, True)) if s.source == "image" and s.pretrained else None
+        model = "CLIP ViT-B/32" if s.pretrained else "random init"
+        key, label = ("text", model), model
+    elif s.source == "image" and s.pretrained and s.dataset in PAPER_DATA:
+        key = (PAPER_DATA[s.dataset], "CLIP ViT-B/32")
+        label = f"CLIP ViT-B/32 on {key[0]}"
+    else:
+        return None
+    if key not in PAPER_RECONSTRUCTION:
+        return None
+    r2_avg, r2_pos, retrieval, probing = PAPER_RECONSTRUCTION[key]
+    return {"model": label, "r2_avg": r2_avg, "r2_pos": r2_pos, "retrieval": retrieval, "probing": probing}
+
+
+def _paper_editing(s: EmbeddingSet) -> dict[str, dict[str, float | None]]:
+    """{metric: {bank: value}} of the paper's D.2 row for a pretrained image set, else {}."""
+    if s.source != "image" or not s.pretrained or s.dataset not in PAPER_DATA:
+        return {}
+    row = PAPER_EDITING.get((PAPER_DATA[s.dataset], "CLIP ViT-B/32"), {})
+    return {metric: dict(zip(EDIT_BANKS, vals)) for metric, vals in row.items()}
 
 
 def _pick(df: pd.DataFrame, kind: str, est: str) -> pd.Series:
@@ -328,7 +351,7 @@ def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], 
     numbers (all edits) beside pretrained image encoders."""
     rows = []
     for s, df in zip(sets, frames):
-        paper = PAPER_EDITING.get(s.dataset, {}) if s.source == "image" and s.pretrained else {}
+        paper = _paper_editing(s)
         sub = df[np.isclose(df["k"], k)]
         for bank, b in sub.groupby("bank", sort=False):
             row = {"dataset": s.dataset, "encoder": s.encoder, "weights": _weights(s), "bank": bank}
@@ -339,8 +362,8 @@ def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], 
                     row[f"probing ({case})"] = r["probe_concepts"].iloc[0]
             row["edits"] = int(b[b["case"] == "all"]["n"].iloc[0]) if (b["case"] == "all").any() else 0
             row["paper (CLIP): probing / retrieval"] = (
-                f"{paper['probing'][bank]:.2f} / {paper['retrieval'][bank]:.2f}" if paper and bank in
-                paper["probing"] else "–")
+                f"{paper['probing'][bank]:.2f} / {paper['retrieval'][bank]:.2f}"
+                if paper and paper["probing"].get(bank) is not None else "–")
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -393,10 +416,7 @@ def paper_section4_table(sets: Sequence[EmbeddingSet], decomposition_frames: Seq
     dec = list(decomposition_frames)
     att = list(attribution_frames)
     edi = list(editing_frames)
-    decomp = {("text", "CLIP ViT-B/32"): (0.90, 0.92, 0.97, 0.99), ("PUG:SPARE", "CLIP ViT-B/32"): (0.75, 0.84, 0.93, 0.98),
-              ("PUG:SPARE", "DINOv2"): (0.78, 0.86, 0.86, 0.98), ("CLEVR", "CLIP ViT-B/32"): (0.78, 0.83, 0.94, 0.96),
-              ("text", "random init"): (0.47, 0.69, 0.42, 0.82)}
-    for (data, model), vals in decomp.items():
+    for (data, model), vals in PAPER_RECONSTRUCTION.items():
         for metric, v, kw in zip(("R² objects (avg)", "R² objects (avg + pos)", "retrieval", "probing"), vals,
                                  (dict(estimator="avg", metric="r2_eval"), dict(estimator="pos-avg", metric="r2_eval"),
                                   dict(estimator="avg", metric="retrieval"), dict(estimator="avg", metric="probe_object"))):
@@ -416,13 +436,9 @@ def paper_section4_table(sets: Sequence[EmbeddingSet], decomposition_frames: Seq
                     lambda i, variant=variant, metric=metric: _frame_value(
                         att[i].assign(name=att[i]["variant"].str.replace(" (control)", "", regex=False)),
                         name=variant, metric={"concepts": "concept", "objects": "object"}[metric]))
-    editing = {("CLEVR", "CLIP ViT-B/32"): ((0.98, 0.98, 0.86), (1.00, 1.00, 0.97)),
-               ("CLEVR-2D", "CLIP ViT-B/32"): ((0.98, 0.98, 0.92), (0.99, 0.99, 0.97)),
-               ("PUG:SPARE", "CLIP ViT-B/32"): ((0.94, 0.95, None), (0.86, 0.94, None)),
-               ("PUG:SPARE", "DINOv2"): ((0.97, 0.97, None), (0.48, 0.76, None))}
-    for (data, model), (probing, retrieval) in editing.items():
-        for metric, vals, col in (("probing", probing, "probe_concepts"), ("retrieval", retrieval, "retrieval")):
-            for bank, v in zip(("obj-avg", "pos-avg", "single"), vals):
+    for (data, model), row in PAPER_EDITING.items():
+        for metric, col in (("probing", "probe_concepts"), ("retrieval", "retrieval")):
+            for bank, v in zip(EDIT_BANKS, row[metric]):
                 if v is not None:
                     add("D.2 editing (k = 1)", NOTES, data, model, f"{metric} ({bank})", v,
                         lambda i, bank=bank, col=col: _frame_value(edi[i], bank=bank, k=1.0, case="all", metric=col))
