@@ -374,7 +374,7 @@ def _match(sets: Sequence[EmbeddingSet], data: str, pretrained: bool, model: str
     pretrained image rows only CLIP itself (MiniLM stands in for CLIP's text tower)."""
     if data == "PUG:SPARE" or model == "DINOv2":
         return None
-    want = {"text": "text", "CLEVR": "CLEVR-like 3-D", "CLEVR-2D": "CLEVR-2D"}[data]
+    want = {"text": "text", **{paper: ours for ours, paper in PAPER_DATA.items()}}[data]
     for i, s in enumerate(sets):
         if s.pretrained != pretrained or s.source == "controlled":
             continue
