@@ -57,7 +57,14 @@ import textwrap
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bindcore.geometry_sets import attribution, attribution_table, geometry_sets, sets_frame
+from bindcore.geometry_sets import (
+    NOTES,
+    PAPER_ATTRIBUTION,
+    attribution,
+    attribution_table,
+    geometry_sets,
+    sets_frame,
+)
 from bindcore.plotting import PALETTE, use_style
 from bindcore.profiles import chapter_parameters
 
@@ -120,9 +127,12 @@ claims["objects lost, minus objects"] = drop(table, "minus objects", "objects")
 claims["concepts lost, permuted concepts"] = drop(table, "permuted concepts", "concepts")
 claims["objects lost, permuted objects"] = drop(table, "permuted objects", "objects")
 display(claims.reset_index().assign(profile=profile))
-print("paper (CLIP ViT-B/32, captions): concepts lost 0.94 and objects lost 0.01 after removing concepts; "
-      "objects lost 0.96 after removing objects; permuted controls lose 0.08 (concepts) and 0.00 (objects) "
-      "-- text column of the D.1 table, as reported in secondary notes")
+paper = PAPER_ATTRIBUTION["text"]
+lost = {v: (paper["original"][0] - c, paper["original"][1] - o) for v, (c, o) in paper.items()}
+print(f"paper (CLIP ViT-B/32, captions): concepts lost {lost['minus concepts'][0]:.2f} and objects lost "
+      f"{lost['minus concepts'][1]:.2f} after removing concepts; objects lost {lost['minus objects'][1]:.2f} after "
+      f"removing objects; permuted controls lose {lost['permuted concepts'][0]:.2f} (concepts) and "
+      f"{lost['permuted objects'][1]:.2f} (objects) -- text column of the D.1 table, {NOTES}")
 
 # %% [markdown]
 # Reading the table: a component set "carries" what the probes lose when it is removed,
