@@ -169,9 +169,12 @@ def scene_caption(s, objects):
     return caption(s.value_names, objects)
 
 
+banks = {s.label: object_banks(*s.args(), s.Z_single, s.objects_single) for s in sets}
+
+
 def nearest_after_edit(s, scene, slot, new, bank="obj-avg", k=1.0, top=5):
     """The edited embedding's ``top`` nearest real scenes, as captions."""
-    comp = object_banks(*s.args(), s.Z_single, s.objects_single)[bank]
+    comp = banks[s.label][bank]
     near = nearest_scenes_after_edit(*s.args(), comp, scene, slot, new, k, top)
     return near.assign(scene=[scene_caption(s, s.objects[i]) for i in near["scene"]], cosine=near["cosine"].round(3))
 

@@ -96,9 +96,10 @@ from bindcore.geometry_sets import (
 P4 = chapter_parameters("geometry", profile)
 sets4, note4 = geometry_sets(profile, P4, workers=workers, device=device)
 print(note4)
-display(decomposition_table(sets4, [decomposition(s, P4) for s in sets4]).assign(profile=profile))
-display(attribution_table(sets4, [attribution(s, P4) for s in sets4]).round(3).assign(profile=profile))
-display(editing_table(sets4, [editing(s, P4) for s in sets4], k=1.0).round(3).assign(profile=profile))
+dec4, att4, edi4 = ([fn(s, P4) for s in sets4] for fn in (decomposition, attribution, editing))
+display(decomposition_table(sets4, dec4).assign(profile=profile))
+display(attribution_table(sets4, att4).round(3).assign(profile=profile))
+display(editing_table(sets4, edi4, k=1.0).round(3).assign(profile=profile))
 
 # %% [markdown]
 # Every number the paper gives for §4.1, §4.2 and D.2, one row each, with ours beside
@@ -108,8 +109,7 @@ display(editing_table(sets4, [editing(s, P4) for s in sets4], k=1.0).round(3).as
 from bindcore.geometry_sets import paper_section4_table
 
 with pd.option_context("display.max_rows", 200):
-    display(paper_section4_table(sets4, [decomposition(s, P4) for s in sets4], [attribution(s, P4) for s in sets4],
-                                 [editing(s, P4) for s in sets4]).round(3).assign(profile=profile))
+    display(paper_section4_table(sets4, dec4, att4, edi4).round(3).assign(profile=profile))
 
 # %% [markdown]
 # ## §5.1 Binding complexity of pretrained encoders
