@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bindcore import approximators as A  # noqa: E402
-from bindcore.probes import functional_binding, object_level_split  # noqa: E402
+from bindcore.analysis import approximators as A  # noqa: E402
+from bindcore.analysis.probes import functional_binding, object_level_split  # noqa: E402
 
 
 def release_style_fit(data, spec, steps: int, eval_every: int) -> float:

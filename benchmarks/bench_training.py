@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
-from bindcore.recipes import recipe  # noqa: E402
-from bindcore.scenes import sample_scenes  # noqa: E402
-from bindcore.training import (  # noqa: E402
+from bindcore.controlled.recipes import recipe  # noqa: E402
+from bindcore.controlled.scenes import sample_scenes  # noqa: E402
+from bindcore.controlled.training import (  # noqa: E402
     build_model,
     make_optimizer,
     run_training,

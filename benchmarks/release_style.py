@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bindcore.models import sinusoidal_positions
+from bindcore.controlled.models import sinusoidal_positions
 
 
 class ReleaseStyleEncoder(nn.Module):

@@ -17,7 +17,7 @@ PROFILES = ("smoke", "quick", "paper")
 
 
 def _default_build_dir() -> Path:
-    from bindcore.book import repo_root
+    from bindcore.book.build import repo_root
 
     return repo_root() / "_build"
 
@@ -45,7 +45,7 @@ def register_book(subparsers) -> None:
 
 
 def _run_book(args: argparse.Namespace) -> int:
-    from bindcore import book
+    from bindcore.book import build as book
 
     build_dir = args.build_dir if args.build_dir is not None else _default_build_dir()
     try:
@@ -72,7 +72,7 @@ def register_sync(subparsers) -> None:
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from bindcore.book import sync_pairs
+    from bindcore.book.build import sync_pairs
 
     changed = sync_pairs(check=args.check)
     verb = "out of sync" if args.check else "rewritten"
@@ -103,8 +103,8 @@ def _parse_sets(pairs: Sequence[str] | None) -> dict:
 def _config_from_args(args: argparse.Namespace):
     import json
 
-    from bindcore.recipes import recipe
-    from bindcore.training import TrainConfig
+    from bindcore.controlled.recipes import recipe
+    from bindcore.controlled.training import TrainConfig
 
     overrides = _parse_sets(args.set)
     if args.config is not None:
@@ -141,7 +141,7 @@ def _run_train(args: argparse.Namespace) -> int:
     import torch
 
     from bindcore.store import ResultStore
-    from bindcore.training import train
+    from bindcore.controlled.training import train
 
     try:
         cfg = _config_from_args(args)

@@ -18,7 +18,7 @@ from itertools import product
 from typing import Any
 
 from .store import ResultStore
-from .training import STORE_KIND, TrainConfig, resolve_device, train
+from .controlled.training import STORE_KIND, TrainConfig, resolve_device, train
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:

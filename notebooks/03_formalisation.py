@@ -20,7 +20,7 @@
 # tell not only which values are present in a scene (**concept recognition**) but also
 # which values belong to the same object (**object recognition**).
 #
-# This chapter builds that scene space with `bindcore.scenes`, shows how the controlled
+# This chapter builds that scene space with `bindcore.controlled.scenes`, shows how the controlled
 # models of §5 read scenes as token sequences (appendix B.1), and shows with numbers why
 # a model that only knows the *bag of concepts* of a scene cannot pass the object test.
 
@@ -48,15 +48,15 @@ import pandas as pd
 import torch
 
 import bindcore
-from bindcore.metrics import (
+from bindcore.analysis.metrics import (
     bag_of_concepts_accuracy,
     bag_of_concepts_scores,
     expected_bag_of_concepts_two_objects,
     strict_correct,
 )
-from bindcore.plotting import draw_token_rows, object_grid, use_style
-from bindcore.profiles import chapter_parameters
-from bindcore.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
+from bindcore.book.figures import draw_token_rows, object_grid, use_style
+from bindcore.book.profiles import chapter_parameters
+from bindcore.controlled.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
 
 use_style()
 P = chapter_parameters("formalisation", profile, n_sample_scenes=n_sample_scenes)
@@ -153,7 +153,7 @@ pd.DataFrame({"scores": [r.tolist() for r in scores], "positives": [r.int().toli
 # Take the two scenes {(a, x), (b, y)} and {(a, y), (b, x)}: they contain exactly the same
 # values, grouped differently. Any model that sees only *which values are present* gives
 # them the same representation, so at least one of them must fail object recognition.
-# `bindcore.metrics.bag_of_concepts_scores` is the strongest such model, an oracle that
+# `bindcore.analysis.metrics.bag_of_concepts_scores` is the strongest such model, an oracle that
 # scores a candidate object by how many of its values occur in the scene:
 
 # %%

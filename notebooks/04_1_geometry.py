@@ -64,9 +64,9 @@ import numpy as np
 import pandas as pd
 
 from bindcore.data import caption
-from bindcore.geometry import nearest_after_edit as nearest_scenes_after_edit
-from bindcore.geometry import object_banks, object_values, sample_edits
-from bindcore.geometry_sets import (
+from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_after_edit
+from bindcore.analysis.geometry import object_banks, object_values, sample_edits
+from bindcore.analysis.geometry_sets import (
     decomposition,
     decomposition_table,
     editing,
@@ -74,8 +74,8 @@ from bindcore.geometry_sets import (
     geometry_sets,
     sets_frame,
 )
-from bindcore.plotting import PALETTE, use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import PALETTE, use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("geometry", profile, text_space=text_space, clevr2d_size=clevr2d_size,

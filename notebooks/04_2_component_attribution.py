@@ -57,7 +57,7 @@ import textwrap
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bindcore.geometry_sets import (
+from bindcore.analysis.geometry_sets import (
     NOTES,
     PAPER_ATTRIBUTION,
     attribution,
@@ -65,8 +65,8 @@ from bindcore.geometry_sets import (
     geometry_sets,
     sets_frame,
 )
-from bindcore.plotting import PALETTE, use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import PALETTE, use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("geometry", profile, text_space=text_space, clevr2d_size=clevr2d_size,

@@ -53,7 +53,7 @@ device = None
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from bindcore.complexity import (
+from bindcore.analysis.complexity import (
     plot_by_fraction,
     pretrained_binding,
     pretrained_claims,
@@ -62,8 +62,8 @@ from bindcore.complexity import (
     protocol_for,
     true_embedding_ceiling,
 )
-from bindcore.plotting import use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("pretrained_complexity", profile, text_space=text_space, fractions=fractions, widths=widths,

@@ -52,9 +52,9 @@ import pandas as pd
 import torch
 
 import bindcore
-from bindcore.plotting import PALETTE, plot_metric_vs_coverage, use_style
-from bindcore.profiles import chapter_parameters
-from bindcore.recipes import recipe, recipe_table
+from bindcore.book.figures import PALETTE, plot_metric_vs_coverage, use_style
+from bindcore.book.profiles import chapter_parameters
+from bindcore.controlled.recipes import recipe, recipe_table
 from bindcore.sweep import (
     ablation_configs,
     claims_table,
@@ -63,7 +63,7 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
-from bindcore.training import TrainConfig, load_model, object_query_additivity, resolve_device
+from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity, resolve_device
 
 use_style()
 P = chapter_parameters("binding_generalization", profile, sizes=sizes, coverages=coverages, steps=steps,

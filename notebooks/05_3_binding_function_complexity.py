@@ -50,7 +50,7 @@ device = None
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bindcore.complexity import (
+from bindcore.analysis.complexity import (
     controlled_datasets,
     controlled_sweeps,
     plot_by_width,
@@ -58,8 +58,8 @@ from bindcore.complexity import (
     true_embedding_ceiling,
     width_claims,
 )
-from bindcore.plotting import use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,

@@ -47,8 +47,8 @@ device = None
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from bindcore.approximators import FAMILIES
-from bindcore.complexity import (
+from bindcore.analysis.approximators import FAMILIES
+from bindcore.analysis.complexity import (
     FAMILY_LABELS,
     controlled_datasets,
     controlled_sweeps,
@@ -56,8 +56,8 @@ from bindcore.complexity import (
     plot_by_fraction,
     protocol_for,
 )
-from bindcore.plotting import use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,

@@ -56,9 +56,9 @@ from bindcore.data.folders import load_folder
 from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
 from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
 from bindcore.encoders import default_encoders, embed_dataset
-from bindcore.metrics import caption_retrieval
-from bindcore.plotting import sample_grid, use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.analysis.metrics import caption_retrieval
+from bindcore.book.figures import sample_grid, use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("datasets", profile, clevr3d_width=clevr3d_width, three_object_scenes=three_object_scenes,

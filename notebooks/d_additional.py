@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bindcore.geometry_sets import (
+from bindcore.analysis.geometry_sets import (
     additional_claims,
     geometry_encoders,
     geometry_sets,
@@ -77,8 +77,8 @@ from bindcore.geometry_sets import (
     three_object_table,
     visibility_frame,
 )
-from bindcore.plotting import PALETTE, sample_grid, use_style
-from bindcore.profiles import chapter_parameters
+from bindcore.book.figures import PALETTE, sample_grid, use_style
+from bindcore.book.profiles import chapter_parameters
 
 use_style()
 P = chapter_parameters("additional", profile, three_object_scenes=three_object_scenes, clevr3d_width=clevr3d_width,

@@ -40,10 +40,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bindcore.metrics import bag_of_concepts_accuracy, expected_bag_of_concepts_two_objects
-from bindcore.profiles import chapter_parameters
-from bindcore.recipes import recipe, recipe_table
-from bindcore.scenes import SceneSpace, sample_scenes
+from bindcore.analysis.metrics import bag_of_concepts_accuracy, expected_bag_of_concepts_two_objects
+from bindcore.book.profiles import chapter_parameters
+from bindcore.controlled.recipes import recipe, recipe_table
+from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.sweep import (
     ablation_configs,
     claims_table,
@@ -83,7 +83,7 @@ pd.DataFrame(rows)
 # control.
 
 # %% tags=["hide-input"]
-from bindcore.geometry_sets import (
+from bindcore.analysis.geometry_sets import (
     attribution,
     attribution_table,
     decomposition,
@@ -106,7 +106,7 @@ display(editing_table(sets4, edi4, k=1.0).round(3).assign(profile=profile))
 # it where this build has an embedding set of the same data and kind of weights:
 
 # %% tags=["hide-input"]
-from bindcore.geometry_sets import paper_section4_table
+from bindcore.analysis.geometry_sets import paper_section4_table
 
 with pd.option_context("display.max_rows", 200):
     display(paper_section4_table(sets4, dec4, att4, edi4).round(3).assign(profile=profile))
@@ -119,8 +119,8 @@ with pd.option_context("display.max_rows", 200):
 # not CLIP):
 
 # %% tags=["hide-input"]
-from bindcore.approximators import FAMILIES
-from bindcore.complexity import (
+from bindcore.analysis.approximators import FAMILIES
+from bindcore.analysis.complexity import (
     controlled_datasets,
     controlled_sweeps,
     form_claims,
@@ -209,8 +209,8 @@ pd.DataFrame([
 # without occlusion; MDS of the §4 embedding sets' object components):
 
 # %% tags=["hide-input"]
-from bindcore.geometry_sets import additional_claims, mds_analysis, mds_table, three_object_sets, three_object_table
-from bindcore.geometry_sets import geometry_encoders
+from bindcore.analysis.geometry_sets import additional_claims, mds_analysis, mds_table, three_object_sets, three_object_table
+from bindcore.analysis.geometry_sets import geometry_encoders
 
 PD = chapter_parameters("additional", profile)
 three_sets = three_object_sets(PD, geometry_encoders()[0]["image"])
@@ -261,6 +261,6 @@ recipe_table(profile)
 # | §4 component fits | AdamW on centred embeddings, 99 % / 1 % split; the averaging estimators of the paper's table never computed as R² | averages, per-slot averages and closed-form least squares (normal equations); R² on all scenes and on a 20 % held-out split | exact and seconds instead of 10,000 optimiser steps |
 # | D.2 edits | scenes whose objects share a shape skipped; one target colour per (scene, slot) | every valid colour replacement, a seeded sample of `max_edits`; shared-concept scenes reported separately | – |
 # | approximator model selection | the best evaluation step chosen on the *test* (held-out objects) split | the learning rate (and tree settings) chosen on validation scenes carved from the training objects; numbers are final-step or validation-selected | held-out numbers are not optimistically biased |
-# | approximator product init | product-factor tables drawn from N(0, 1) | 1 + 0.1 N(0, 1) (`product_init="normal"` reproduces the release) | on synthetic product data the release's init fits training scenes but reaches held-out R² < 0; ours ~0.97 (see `bindcore.approximators`) |
+# | approximator product init | product-factor tables drawn from N(0, 1) | 1 + 0.1 N(0, 1) (`product_init="normal"` reproduces the release) | on synthetic product data the release's init fits training scenes but reaches held-out R² < 0; ours ~0.97 (see `bindcore.analysis.approximators`) |
 # | approximator schedule | a cosine scheduler created but never stepped (constant lr) | the `release` protocol keeps the constant lr; the `paper` protocol follows Appendix D | – |
 # | XGBoost / random forest (D.6) | not in the released code | one multi-output regressor on the one-hot slot codes predicts the scores of the fewest principal components of the embeddings that explain 95 % of their variance (at most 32), mapped back through the PCA basis | a tree ensemble per embedding dimension would be up to d-fold slower; `variance` and `max_components` are parameters |

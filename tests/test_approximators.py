@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from bindcore import approximators as A
-from bindcore.probes import (
+from bindcore.analysis import approximators as A
+from bindcore.analysis.probes import (
     BindingData,
     concept_recognition,
     functional_binding,
@@ -320,10 +320,10 @@ def test_sweep_fractions_stacks_families_and_fits_trees(small_data):
 
 
 # ---------------------------------------------------------------------------------
-# the chapters' helpers (bindcore.complexity)
+# the chapters' helpers (bindcore.analysis.complexity)
 # ---------------------------------------------------------------------------------
 def test_stored_sweep_is_keyed_by_content(small_data, tmp_path):
-    from bindcore.complexity import approximator_table, stored_sweep
+    from bindcore.analysis.complexity import approximator_table, stored_sweep
     from bindcore.store import ResultStore
 
     store = ResultStore(tmp_path, published=None)
@@ -342,7 +342,7 @@ def test_stored_sweep_is_keyed_by_content(small_data, tmp_path):
 
 
 def test_true_embedding_ceiling_reads_the_data_itself(additive_data):
-    from bindcore.complexity import true_embedding_ceiling
+    from bindcore.analysis.complexity import true_embedding_ceiling
 
     c = true_embedding_ceiling({"additive": additive_data}, [0.4, 0.8])
     assert list(c["fraction"]) == [0.4, 0.8]

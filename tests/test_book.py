@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from bindcore import book
+from bindcore.book import build as book
 from bindcore.cli import build_parser
-from bindcore.training import STORE_KIND
+from bindcore.controlled.training import STORE_KIND
 
 ROOT = Path(__file__).resolve().parents[1]
 

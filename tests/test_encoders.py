@@ -15,7 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from bindcore import encoders as E
+from bindcore.encoders import base as E
 from bindcore.data.core import SceneDataset
 
 TINY = "ViT-S-32-alt"
@@ -335,7 +335,7 @@ def test_make_encoder_specs():
 def test_trimmed_text_tower_equals_the_full_one():
     import torch
 
-    from bindcore.encoders import RandomInitClipEncoder, _encode_text_trimmed
+    from bindcore.encoders.base import RandomInitClipEncoder, _encode_text_trimmed
 
     enc = RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0).load()
     tokens = enc.tokenizer(["a red cat and a blue dog", "a fuzzy clock", "a tiny wooden boat and a golden apple"])

@@ -1,4 +1,4 @@
-"""bindcore.geometry on synthetic embeddings with planted structure.
+"""bindcore.analysis.geometry on synthetic embeddings with planted structure.
 
 Small on purpose (at most 30 objects, 900 scenes, d <= 32, probes of 300 epochs):
 the whole file runs in a few seconds on two shared cores.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from bindcore import geometry as G
+from bindcore.analysis import geometry as G
 
 torch.set_num_threads(2)
 

@@ -1,4 +1,4 @@
-"""The D.3 / D.5 helpers of bindcore.geometry_sets on small synthetic embedding sets.
+"""The D.3 / D.5 helpers of bindcore.analysis.geometry_sets on small synthetic embedding sets.
 
 No encoder runs here: sets are built from planted arrays (three objects per scene,
 8 x 3 objects as in CLEVR), probes train for a few epochs, and every stored analysis
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import torch
 
-from bindcore import geometry as G
-from bindcore import geometry_sets as GS
+from bindcore.analysis import geometry as G
+from bindcore.analysis import geometry_sets as GS
 from bindcore.store import ResultStore
 
 torch.set_num_threads(2)

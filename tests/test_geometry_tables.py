@@ -1,4 +1,4 @@
-"""The §4 chapters' tables (bindcore.geometry_sets) on small planted embedding sets."""
+"""The §4 chapters' tables (bindcore.analysis.geometry_sets) on small planted embedding sets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bindcore import geometry_sets as G
+from bindcore.analysis import geometry_sets as G
 from bindcore.store import ResultStore
 
 VPC = [4, 3]
@@ -94,7 +94,8 @@ def test_paper_section4_table_has_every_number_and_matches_weights(store):
 def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     """Where pretrained CLIP loads, both modalities use it, with the random-init control
     beside it; offline, MiniLM for text and only the control for images."""
-    from bindcore import complexity, encoders
+    from bindcore import encoders
+    from bindcore.analysis import complexity
 
     class FakeClip:
         name, architecture, normalize, image_size, quick_gelu = "CLIP ViT-B/32 (openai)", "ViT-B-32", True, 224, True
@@ -119,7 +120,7 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
 
 
 def test_nearest_after_edit_finds_the_counterfactual():
-    from bindcore.geometry import nearest_after_edit, object_banks, object_ids
+    from bindcore.analysis.geometry import nearest_after_edit, object_banks, object_ids
 
     s = _planted_set("text", True)
     bank = object_banks(*s.args(), s.Z_single, s.objects_single)["single"]  # the exact object vectors

@@ -6,15 +6,15 @@ import pytest
 import torch
 from torch import nn
 
-from bindcore.metrics import (
+from bindcore.analysis.metrics import (
     bag_of_concepts_accuracy,
     bag_of_concepts_scores,
     expected_bag_of_concepts_two_objects,
     strict_accuracy,
     strict_correct,
 )
-from bindcore.models import DualEncoder, Encoder, EncoderConfig, cosine_logits, sinusoidal_positions
-from bindcore.scenes import EMPTY, SceneSpace, object_labels, sample_scenes
+from bindcore.controlled.models import DualEncoder, Encoder, EncoderConfig, cosine_logits, sinusoidal_positions
+from bindcore.controlled.scenes import EMPTY, SceneSpace, object_labels, sample_scenes
 
 
 def reference_encoder(enc: Encoder) -> nn.Module:
@@ -147,7 +147,7 @@ def test_bag_of_concepts_matches_its_analytic_rate(v, c):
 
 
 def test_additive_r2_separates_sums_from_products():
-    from bindcore.metrics import additive_r2
+    from bindcore.analysis.metrics import additive_r2
 
     s = SceneSpace(2, 6, 1)
     vals = s.object_values(torch.arange(s.n_objects))
@@ -162,7 +162,7 @@ def test_additive_r2_separates_sums_from_products():
 
 
 def test_caption_retrieval_levels():
-    from bindcore.metrics import caption_retrieval
+    from bindcore.analysis.metrics import caption_retrieval
 
     objects = torch.tensor([[[0, 0], [1, 1]], [[1, 1], [0, 0]], [[0, 1], [1, 0]], [[2, 2], [-1, -1]]])
     eye = torch.eye(4)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bindcore.scenes import (
+from bindcore.controlled.scenes import (
     EMPTY,
     SceneSpace,
     attribute_swaps,

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from bindcore.scenes import sample_scenes
+from bindcore.controlled.scenes import sample_scenes
 from bindcore.store import ResultStore
-from bindcore.training import (
+from bindcore.controlled.training import (
     STORE_KIND,
     TrainConfig,
     bag_of_concepts_baseline,

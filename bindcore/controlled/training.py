@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .metrics import bag_of_concepts_scores, strict_correct
+from bindcore.analysis.metrics import bag_of_concepts_scores, strict_correct
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -28,7 +28,7 @@ from .scenes import (
 )
 
 if TYPE_CHECKING:
-    from .store import ResultStore
+    from bindcore.store import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -551,7 +551,7 @@ def train(
 
     A killed run resumes from ``checkpoint.pt`` in its store entry.
     """
-    from .store import ResultStore, atomic_torch_save, config_hash
+    from bindcore.store import ResultStore, atomic_torch_save, config_hash
 
     store = store or ResultStore()
     found = store.find(STORE_KIND, cfg.to_dict())
@@ -588,7 +588,7 @@ def train(
 
 def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
     """The trained dual encoder of a stored run (local runs keep their weights)."""
-    from .store import Entry
+    from bindcore.store import Entry
 
     cfg = TrainConfig.from_dict(record["config"])
     model = DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init)
@@ -600,7 +600,7 @@ def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder
 def object_query_additivity(cfg: TrainConfig, model: DualEncoder) -> float:
     """R² of an additive (bag-of-concepts) fit to the query encoder's normalised
     embeddings of all V**C objects (see :func:`bindcore.metrics.additive_r2`)."""
-    from .metrics import additive_r2
+    from bindcore.analysis.metrics import additive_r2
 
     space = cfg.space
     device = next(model.parameters()).device

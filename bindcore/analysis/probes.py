@@ -334,7 +334,7 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
 
     import torch.nn.functional as F
 
-    from .training import TrainConfig, embed_in_chunks, load_model
+    from bindcore.controlled.training import TrainConfig, embed_in_chunks, load_model
 
     cfg = TrainConfig.from_dict(record["config"])
     model = load_model(record, map_location=device)

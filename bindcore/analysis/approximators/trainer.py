@@ -104,7 +104,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .probes import (
+from ..probes import (
     BindingData,
     ObjectLevelSplit,
     concept_recognition,
@@ -651,7 +651,7 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     ``val_object``), ``curve`` (the same metrics at every evaluation step, step 0 =
     initialisation), ``seconds`` (the call's wall time divided by its models) and
     ``trainer_seconds``; ``predictions`` ``[N, d]`` (final) when ``keep_predictions``."""
-    from .training import resolve_device
+    from bindcore.controlled.training import resolve_device
 
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
     if batch_size is not None:

@@ -39,7 +39,7 @@ METADATA_KEY = "bindcore"
 # Files next to the notebooks that a rendered page may reference (figures).
 NOTEBOOK_ASSET_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # bindcore/
 
 
 class NotebookExecutionError(RuntimeError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .approximators import TREE_GRIDS, get_protocol, select_best
-from .plotting import PALETTE
+from bindcore.book.figures import PALETTE
 
 FAMILY_LABELS = {
     "mlp": "MLP", "additive": "additive (bag of concepts)", "global_product": "global product",
@@ -89,9 +89,9 @@ def plot_by_width(ax: Any, table: Any, metric: str, ylabel: str, group: str = "f
 def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None) -> list[dict[str, Any]]:
     """The controlled dual encoders of §5.2 trained at the largest coverage of each
     object space of ``profile`` (stored runs are reused)."""
-    from .profiles import chapter_parameters
-    from .recipes import recipe
-    from .sweep import generalization_configs, run_sweep
+    from bindcore.book.profiles import chapter_parameters
+    from bindcore.controlled.recipes import recipe
+    from bindcore.sweep import generalization_configs, run_sweep
 
     p = chapter_parameters("binding_generalization", profile)
     configs = generalization_configs(recipe(profile), {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
@@ -106,7 +106,7 @@ APPROX_STORE_KIND = "approximators-1"
 
 def binding_data_hash(data: Any) -> str:
     """Content hash of a :class:`~bindcore.probes.BindingData` (scenes, embeddings, probes)."""
-    from .store import arrays_hash
+    from bindcore.store import arrays_hash
 
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 
@@ -120,7 +120,7 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
     from dataclasses import asdict
 
     from .approximators import sweep_fractions
-    from .store import ResultStore
+    from bindcore.store import ResultStore
 
     store = store or ResultStore()
     key = {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
@@ -143,8 +143,8 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):
     Returns ({encoder name: BindingData}, table of probe accuracies on the other 60 %)."""
     import pandas as pd
 
-    from .data import make_text_space
-    from .encoders import embed_dataset
+    from bindcore.data import make_text_space
+    from bindcore.encoders import embed_dataset
     from .probes import LinearProbes, scene_split
 
     space = make_text_space(*params["text_space"], singles=False)
@@ -165,7 +165,7 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
     """The encoders of §5.1: pretrained CLIP's text tower where reachable, else the
     pretrained MiniLM text encoder; and CLIP's architecture with random weights, the
     paper's control. Returns ({name: encoder}, note for the top of the page)."""
-    from .encoders import RandomInitClipEncoder, default_encoders
+    from bindcore.encoders import RandomInitClipEncoder, default_encoders
 
     d = default_encoders()
     control = RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0)

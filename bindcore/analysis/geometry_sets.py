@@ -51,7 +51,7 @@ class EmbeddingSet:
         return f"{self.dataset} | {self.encoder}"
 
     def content_hash(self) -> str:
-        from .store import arrays_hash
+        from bindcore.store import arrays_hash
 
         return arrays_hash(self.Z, self.objects, self.Z_single, self.objects_single)
 
@@ -68,7 +68,7 @@ def _split_singles(ds: Any) -> tuple[Any, Any | None]:
 
 def _from_dataset(ds: Any, encoder: Any, modality: str, dataset: str, source: str, pretrained: bool,
                   singles: Any | None = None, progress: bool = False) -> EmbeddingSet:
-    from .encoders import embed_dataset
+    from bindcore.encoders import embed_dataset
 
     z = embed_dataset(encoder, ds, modality, progress=progress)
     zs = embed_dataset(encoder, singles, modality, progress=progress) if singles is not None else None
@@ -79,7 +79,7 @@ def _from_dataset(ds: Any, encoder: Any, modality: str, dataset: str, source: st
 
 def geometry_encoders() -> tuple[dict[str, list[tuple[Any, bool]]], str]:
     """({"text": [(encoder, pretrained)], "image": [...]}, note for the top of the page)."""
-    from .encoders import default_encoders, random_init_like
+    from bindcore.encoders import default_encoders, random_init_like
 
     d = default_encoders()
     if d.pretrained_clip:
@@ -90,7 +90,7 @@ def geometry_encoders() -> tuple[dict[str, list[tuple[Any, bool]]], str]:
 
 def caption_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
     """Two-object captions of the adjective-noun space (and its single-object captions)."""
-    from .data import make_text_space
+    from bindcore.data import make_text_space
 
     a, n = params["text_space"]
     pairs, singles = _split_singles(make_text_space(a, n, singles=True))
@@ -100,7 +100,7 @@ def caption_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -
 def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
     """CLEVR-2D and the CLEVR-like 3-D scenes (576 two-object scenes each, or the first
     ``image_scenes`` of them) with their 24 single-object scenes."""
-    from .data import make_clevr2d, make_clevr2d_singles, make_clevr3d, make_clevr3d_singles
+    from bindcore.data import make_clevr2d, make_clevr2d_singles, make_clevr3d, make_clevr3d_singles
 
     out = []
     keep = params.get("image_scenes")
@@ -167,7 +167,7 @@ def _weights(s: EmbeddingSet) -> str:
 def stored_frame(s: EmbeddingSet, analysis: str, params: dict[str, Any],
                  compute: Callable[[], pd.DataFrame], store: Any = None) -> pd.DataFrame:
     """``compute()`` for set ``s``, stored under (analysis, set content, params)."""
-    from .store import ResultStore
+    from bindcore.store import ResultStore
 
     store = store or ResultStore()
     key = {"analysis": analysis, "set": s.content_hash(), "label": s.label, "params": params}
@@ -467,7 +467,7 @@ def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dic
     """{occlusion: dataset}: ``three_object_scenes`` three-object CLEVR-like scenes
     (:func:`~bindcore.data.clevr3d.make_clevr3d_three`, seed 0) at ``clevr3d_width``
     pixels wide, without (False) and with (True) one object partly hidden per scene."""
-    from .data.clevr3d import make_clevr3d_three
+    from bindcore.data.clevr3d import make_clevr3d_three
 
     n, w = params["three_object_scenes"], params["clevr3d_width"]
     if not isinstance(n, (int, np.integer)) or n < 2:
@@ -483,7 +483,7 @@ def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool
     """The three-object scenes (made by :func:`three_object_datasets` unless given)
     embedded by each ``(encoder, pretrained)`` image encoder: one set per (occlusion,
     encoder), all three object slots kept (objects listed left to right in the image)."""
-    from .encoders import embed_dataset
+    from bindcore.encoders import embed_dataset
 
     datasets = datasets if datasets is not None else three_object_datasets(params, progress)
     out = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .scenes import SceneSpace, object_labels
+from bindcore.controlled.scenes import SceneSpace, object_labels
 
 
 def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:

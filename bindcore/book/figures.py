@@ -9,7 +9,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .scenes import SceneSpace
+from bindcore.controlled.scenes import SceneSpace
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
 PAPER_COLOUR = "#555555"
