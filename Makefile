@@ -7,7 +7,6 @@ PROFILE ?= quick
 # torch is installed first, pinned to the release that matches torchvision (open_clip needs both).
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 BIN := $(VENV)/bin
-export OMP_WAIT_POLICY := PASSIVE
 export HF_HUB_OFFLINE ?= 1
 export PYTHONDONTWRITEBYTECODE := 1
 

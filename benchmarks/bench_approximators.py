@@ -23,19 +23,19 @@ probes), as the protocol does. Usage: ``python benchmarks/bench_approximators.py
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from bindcore.analysis import approximators as A  # noqa: E402
 from bindcore.analysis.probes import functional_binding, object_level_split  # noqa: E402
+from bindcore.runtime import set_threads  # noqa: E402
 
 
 def release_style_fit(data, spec, steps: int, eval_every: int) -> float:
@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--no-release-style", action="store_true")
     ap.add_argument("--no-per-width", action="store_true")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     data = A.synthetic_binding_data(args.values, args.dim, "additive", noise=0.1, seed=0)
     specs = []

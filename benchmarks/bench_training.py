@@ -14,20 +14,20 @@ Usage: ``python benchmarks/bench_training.py [--steps 20] [--threads N] [--devic
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 import torch  # noqa: E402
 from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
 from bindcore.controlled.recipes import recipe  # noqa: E402
 from bindcore.controlled.scenes import sample_scenes  # noqa: E402
+from bindcore.runtime import resolve_device, set_threads  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
     make_optimizer,
@@ -142,9 +142,8 @@ def main() -> None:
     ap.add_argument("--time-to-accuracy", action="store_true", help="also run the quick recipe to its target")
     ap.add_argument("--target", type=float, default=0.9)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    set_threads(args.threads)
+    device = resolve_device(args.device)
     bench_steps(args.steps, device, args.precisions)
     if args.time_to_accuracy:
         bench_time_to_accuracy(device, args.target)

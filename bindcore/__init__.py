@@ -1,9 +1,8 @@
 """bindcore: the library behind the book "How can embedding models bind concepts?"."""
 
-import os as _os
+from bindcore.runtime import apply_openmp_policy
 
-# PyTorch's OpenMP threads spin-wait by default, which on a small, shared machine
-# slows training by an order of magnitude. This must be set before torch loads.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# before anything loads torch (see bindcore.runtime)
+apply_openmp_policy()
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-PROFILES = ("smoke", "quick", "paper")
+from bindcore.runtime import PROFILES
 
 
 def _default_build_dir() -> Path:
@@ -138,18 +138,16 @@ def register_train(subparsers) -> None:
 def _run_train(args: argparse.Namespace) -> int:
     import json
 
-    import torch
-
-    from bindcore.store import ResultStore
     from bindcore.controlled.training import train
+    from bindcore.runtime import set_threads
+    from bindcore.store import ResultStore
 
     try:
         cfg = _config_from_args(args)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"bindcore train: error: {exc}", file=sys.stderr)
         return 2
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     rec = train(cfg, store=ResultStore(args.results), device=args.device, progress=not args.quiet)
     summary = {k: rec[k] for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
     print(json.dumps(summary, indent=2))

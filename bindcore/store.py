@@ -11,17 +11,17 @@ stored; nothing is pickled.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
+
+from .io import atomic_write_json, config_hash
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED_ROOT = REPO_ROOT / "published"
@@ -36,58 +36,6 @@ def default_root() -> Path:
     if (REPO_ROOT / "pyproject.toml").exists():
         return REPO_ROOT / "results"
     return Path.cwd() / "results"
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    """Stable short hash of a JSON-serialisable config (key order does not matter)."""
-    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def arrays_hash(*arrays: Any) -> str:
-    """Stable short hash of the shapes, dtypes and contents of ``arrays`` (None skipped):
-    the key under which an analysis of those arrays is stored."""
-    import numpy as np
-
-    h = hashlib.sha256()
-    for a in arrays:
-        if a is None:
-            continue
-        a = np.ascontiguousarray(a)
-        h.update(str((a.shape, a.dtype.str)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
-
-
-def atomic_torch_save(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, Path):
-        return str(o)
-    if hasattr(o, "item"):
-        return o.item()
-    raise TypeError(f"not JSON serialisable: {type(o)}")
 
 
 def machine_info() -> dict[str, Any]:

@@ -4,7 +4,8 @@ Runs already in the result store are returned at once. The rest run either in th
 process (one at a time: the right choice on a GPU) or as parallel ``bindcore train``
 subprocesses, each with one CPU thread: at the model sizes of the quick profile two
 one-thread runs side by side do about twice the work of one two-thread run.
-Workers exchange nothing but JSON files in the store (no pickle crosses a process).
+Workers exchange nothing but JSON files in the store (no pickle crosses a process); a
+thread pool (``concurrent.futures``) keeps ``workers`` of them running.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import product
 from typing import Any
 
+from .controlled.training import STORE_KIND, TrainConfig, train
+from .runtime import openmp_environment, progress_bar, resolve_device
 from .store import ResultStore
-from .controlled.training import STORE_KIND, TrainConfig, resolve_device, train
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
@@ -61,13 +63,11 @@ def run_sweep(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Train every config (or fetch its stored result); results in the order given."""
-    from tqdm.auto import tqdm
-
     store = store or ResultStore()
     pending = [c for c in dict.fromkeys(configs) if store.find(STORE_KIND, c.to_dict()) is None]
     n_workers = workers if workers is not None else default_workers(len(pending), device)
     if pending and n_workers <= 1:
-        for cfg in tqdm(pending, desc="sweep", disable=not progress):
+        for cfg in progress_bar(pending, enabled=progress, desc="sweep"):
             train(cfg, store=store, device=device, progress=progress)
     elif pending:
         _run_in_subprocesses(pending, store, n_workers, device, progress)
@@ -77,33 +77,29 @@ def run_sweep(
 def _run_in_subprocesses(
     pending: list[TrainConfig], store: ResultStore, n_workers: int, device: str | None, progress: bool
 ) -> None:
-    from tqdm.auto import tqdm
+    """Each pending run as a ``bindcore train`` subprocess with one CPU thread, at most
+    ``n_workers`` at a time; its output goes to ``worker.log`` in its store entry."""
+    env = {**os.environ, **openmp_environment(threads=1)}
 
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}
-    queue = list(pending)
-    running: list[tuple[subprocess.Popen, TrainConfig]] = []
-    bar = tqdm(total=len(pending), desc=f"sweep ({n_workers} workers)", disable=not progress)
+    def run(cfg: TrainConfig) -> str | None:
+        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        cmd = [sys.executable, "-m", "bindcore", "train", "--config", str(entry.path / "config.json"),
+               "--threads", "1", "--results", str(store.root), "--quiet"]
+        if device:
+            cmd += ["--device", device]
+        log_path = entry.path / "worker.log"
+        with open(log_path, "w") as log:
+            code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+        return None if code == 0 else f"{log_path}:\n" + log_path.read_text()[-2000:]
+
     failures = []
-    while queue or running:
-        while queue and len(running) < n_workers:
-            cfg = queue.pop(0)
-            entry = store.prepare(STORE_KIND, cfg.to_dict())
-            cmd = [sys.executable, "-m", "bindcore", "train", "--config", str(entry.path / "config.json"),
-                   "--threads", "1", "--results", str(store.root), "--quiet"]
-            if device:
-                cmd += ["--device", device]
-            log = open(entry.path / "worker.log", "w")
-            running.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), cfg))
-        time.sleep(0.2)
-        for proc, cfg in list(running):
-            if proc.poll() is None:
-                continue
-            running.remove((proc, cfg))
+    with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        bar = progress_bar(total=len(pending), enabled=progress, desc=f"sweep ({n_workers} workers)")
+        for failure in (f.result() for f in as_completed(pool.submit(run, cfg) for cfg in pending)):
             bar.update(1)
-            if proc.returncode != 0:
-                log_path = store.local_dir(STORE_KIND, cfg.to_dict()) / "worker.log"
-                failures.append(f"{log_path}:\n" + log_path.read_text()[-2000:])
-    bar.close()
+            if failure:
+                failures.append(failure)
+        bar.close()
     if failures:
         raise RuntimeError(f"{len(failures)} sweep run(s) failed:\n" + "\n".join(failures))
 

@@ -63,7 +63,8 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
-from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity, resolve_device
+from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
+from bindcore.runtime import resolve_device
 
 use_style()
 P = chapter_parameters("binding_generalization", profile, sizes=sizes, coverages=coverages, steps=steps,

@@ -106,7 +106,7 @@ APPROX_STORE_KIND = "approximators-1"
 
 def binding_data_hash(data: Any) -> str:
     """Content hash of a :class:`~bindcore.probes.BindingData` (scenes, embeddings, probes)."""
-    from bindcore.store import arrays_hash
+    from bindcore.io import arrays_hash
 
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 

@@ -5,8 +5,9 @@ Every function here takes the same three things, so it runs unchanged on any enc
 * ``Z``: scene embeddings ``[N, d]`` (numpy, any float dtype; fits run in float64);
 * ``objects``: the scene label table ``[N, O_max, C]`` of concept-value indices, a row of
   ``-1`` for an absent object (the layout of :class:`~bindcore.data.core.SceneDataset`);
-* ``values_per_concept``: ``[V_0, ..., V_{C-1}]``. Object ids are mixed radix with
-  concept 0 least significant (``SceneDataset.object_ids``), ``U = prod V_c``.
+* ``values_per_concept``: ``[V_0, ..., V_{C-1}]``. Object ids are those of
+  :mod:`bindcore.ids` (mixed radix, concept 0 least significant), ``U = prod V_c``;
+  :func:`object_ids` and :func:`object_values` are re-exported here.
 
 **Components.** A :class:`Components` is a bank of vectors, one per *key* (an object id
 for ``kind="objects"``, a concept value for ``kind="concepts"``), either shared by all
@@ -57,7 +58,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .metrics import strict_correct
+from bindcore.ids import object_ids, object_values, radix
+
+from .metrics import r2, strict_correct
 from .probes import LinearProbes, scene_split
 
 KINDS = ("objects", "concepts")
@@ -111,21 +114,6 @@ def check_inputs(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequenc
         raise ValueError("Z holds NaN or infinite entries")
     obj = check_objects(objects, values_per_concept, n_scenes=len(z))
     return z, obj, check_values_per_concept(values_per_concept)
-
-
-def object_ids(objects: np.ndarray, values_per_concept: Sequence[int]) -> np.ndarray:
-    """``[N, O_max]`` object ids (mixed radix, concept 0 least significant), -1 absent."""
-    obj = np.asarray(objects, dtype=np.int64)
-    radix = np.cumprod([1] + list(values_per_concept)[:-1])
-    return np.where(obj[..., 0] >= 0, (obj * radix).sum(-1), -1)
-
-
-def object_values(ids: np.ndarray, values_per_concept: Sequence[int]) -> np.ndarray:
-    """Inverse of :func:`object_ids`: ``[..., C]`` concept values, -1 rows where id < 0."""
-    ids = np.asarray(ids, dtype=np.int64)
-    radix = np.cumprod([1] + list(values_per_concept)[:-1])
-    vals = (ids[..., None] // radix) % np.asarray(values_per_concept)
-    return np.where(ids[..., None] >= 0, vals, -1)
 
 
 def _row_codes(ids: np.ndarray, base: int) -> np.ndarray:
@@ -366,16 +354,15 @@ def estimate_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: 
 # metrics: R², retrieval, probing
 # ---------------------------------------------------------------------------------
 def r2_score(Z: np.ndarray, Z_hat: np.ndarray) -> float:
-    """``1 - SSE / SST`` over the rows where ``Z_hat`` is finite, SST around those rows'
-    own mean embedding. NaN when no row is left."""
+    """:func:`~bindcore.analysis.metrics.r2` over the rows where ``Z_hat`` is finite, SST
+    around those rows' own mean embedding. NaN when no row is left."""
     z, zh = np.asarray(Z, dtype=np.float64), np.asarray(Z_hat, dtype=np.float64)
     if z.shape != zh.shape:
         raise ValueError(f"Z {z.shape} and Z_hat {zh.shape} differ in shape")
     ok = np.isfinite(zh).all(1)
     if not ok.any():
         return float("nan")
-    z, zh = z[ok], zh[ok]
-    return float(1.0 - ((z - zh) ** 2).sum() / ((z - z.mean(0)) ** 2).sum())
+    return r2(z[ok], zh[ok])
 
 
 def nearest_scenes(queries: np.ndarray, gallery: np.ndarray, chunk: int = 2048) -> np.ndarray:
@@ -657,9 +644,9 @@ def sample_edits(objects: np.ndarray, values_per_concept: Sequence[int], *, conc
             scene, slot, old = scene[pick], slot[pick], old[pick]
         new = np.tile(np.arange(u), (len(scene), 1))
     else:
-        radix = int(np.prod(vpc[:concept]))
+        place = radix(vpc)[concept]
         vals = np.arange(vpc[concept])
-        new = old[:, None] + (vals[None, :] - obj[scene, slot, concept][:, None]) * radix
+        new = old[:, None] + (vals[None, :] - obj[scene, slot, concept][:, None]) * place
         in_scene = (obj[scene][:, :, concept][:, :, None] == vals[None, None, :]).any(1)
         new = np.where(in_scene, -1, new)
     scene = np.repeat(scene, new.shape[1])

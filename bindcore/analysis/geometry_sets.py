@@ -51,7 +51,7 @@ class EmbeddingSet:
         return f"{self.dataset} | {self.encoder}"
 
     def content_hash(self) -> str:
-        from bindcore.store import arrays_hash
+        from bindcore.io import arrays_hash
 
         return arrays_hash(self.Z, self.objects, self.Z_single, self.objects_single)
 

@@ -1,5 +1,5 @@
-"""Concept and object recognition with the strict rule, and the bag-of-concepts
-baseline (paper §3, §5.2).
+"""Concept and object recognition with the strict rule, the bag-of-concepts
+baseline (paper §3, §5.2), caption retrieval and R², the one R² of bindcore.
 
 A scene counts as recognised iff every positive candidate query scores strictly
 above every negative candidate. Ties fail. Scenes without any positive candidate
@@ -8,6 +8,9 @@ are not scored.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 
 from bindcore.controlled.scenes import SceneSpace, object_labels
@@ -83,9 +86,20 @@ def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -
     design = torch.cat([torch.ones(n, 1, dtype=torch.float64), onehot], dim=1)
     y = embeddings.to(torch.float64)
     coef = torch.linalg.lstsq(design, y, driver="gelsd").solution
-    sse = (y - design @ coef).square().sum()
-    sst = (y - y.mean(0)).square().sum()
-    return float(1.0 - sse / sst)
+    return r2(y.numpy(), (design @ coef).numpy())
+
+
+def r2(y: Any, pred: Any, reference_mean: Any = None) -> float:
+    """R² = 1 - SSE / SST of predictions ``pred`` of the rows of ``y`` ``[N, d]``, in
+    float64: ``SSE = sum_i ||y_i - pred_i||²`` and ``SST = sum_i ||y_i - m||²``, where the
+    reference mean ``m`` is ``reference_mean`` when given, else the mean of these rows of
+    ``y``. (The approximators of §5 use the mean of all scenes of their data, as the
+    released code does, also when scoring a subset; the geometry of §4 uses the mean of
+    the scenes being evaluated.)"""
+    y = np.asarray(y, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    mu = y.mean(0) if reference_mean is None else np.asarray(reference_mean, dtype=np.float64)
+    return float(1.0 - ((y - pred) ** 2).sum() / ((y - mu) ** 2).sum())
 
 
 def caption_retrieval(image_emb, text_emb, objects) -> dict[str, float]:

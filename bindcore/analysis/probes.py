@@ -21,6 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from bindcore.ids import object_ids
+
+from .metrics import r2, strict_correct
+
 
 @dataclass
 class BindingData:
@@ -70,9 +74,8 @@ class BindingData:
         return int(np.prod(self.values_per_concept))
 
     def object_ids(self) -> np.ndarray:
-        """``[N, 2]`` object ids of the two slots."""
-        radix = np.cumprod([1] + list(self.values_per_concept[:-1]))
-        return (self.objects * radix).sum(-1)
+        """``[N, 2]`` object ids of the two slots (:func:`bindcore.ids.object_ids`)."""
+        return object_ids(self.objects, self.values_per_concept)
 
     def slot_codes(self) -> np.ndarray:
         """``[N, 2C]`` concept indices per slot, object-major (o1c1, o1c2, ..., o2c1, ...):
@@ -125,12 +128,6 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
 # ---------------------------------------------------------------------------------
 # functional binding: predicted embeddings read by the frozen probes
 # ---------------------------------------------------------------------------------
-def _strict(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
-    from .metrics import strict_correct
-
-    return strict_correct(scores, positives)
-
-
 def concept_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
     """Mean over scenes and concepts of the strict criterion of each concept probe
     (positives: the values of the scene's two objects)."""
@@ -143,7 +140,7 @@ def concept_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor
         scores = z @ torch.as_tensor(w, dtype=torch.float32).T
         pos = torch.zeros_like(scores, dtype=torch.bool)
         pos.scatter_(1, objs[:, :, c], True)
-        accs.append(_strict(scores, pos).float())
+        accs.append(strict_correct(scores, pos).float())
     return float(torch.stack(accs).mean())
 
 
@@ -156,18 +153,16 @@ def object_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor,
     scores = z @ torch.as_tensor(data.object_probe, dtype=torch.float32).T
     pos = torch.zeros_like(scores, dtype=torch.bool)
     pos.scatter_(1, torch.as_tensor(data.object_ids()[index]), True)
-    return float(_strict(scores, pos).float().mean())
+    return float(strict_correct(scores, pos).float().mean())
 
 
-def r2_score(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
-    """1 - SSE/SST on ``index``, SST around the mean of all scene embeddings (as in the
-    released code)."""
+def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
+    """:func:`~bindcore.analysis.metrics.r2` of ``embeddings`` on the scenes ``index``,
+    SST around the mean of *all* of ``data``'s scene embeddings (as in the released code)."""
     if len(index) == 0:
         return float("nan")
-    y = data.embeddings[index].astype(np.float64)
-    pred = np.asarray(embeddings, dtype=np.float64)[index]
     mu = data.embeddings.astype(np.float64).mean(0)
-    return float(1.0 - ((y - pred) ** 2).sum() / ((y - mu) ** 2).sum())
+    return r2(data.embeddings[index], np.asarray(embeddings, dtype=np.float64)[index], reference_mean=mu)
 
 
 def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLevelSplit) -> dict[str, float]:
@@ -177,7 +172,7 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
     for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
-        out[f"{name}_r2"] = r2_score(data, predicted, idx)
+        out[f"{name}_r2"] = binding_r2(data, predicted, idx)
     return out
 
 
@@ -233,8 +228,7 @@ class LinearProbes:
 
     # -- fitting ------------------------------------------------------------------------
     def _object_ids(self, objects: torch.Tensor) -> torch.Tensor:
-        radix = torch.as_tensor(np.cumprod([1] + list(self.values_per_concept[:-1])))
-        return (objects.clamp(min=0) * radix).sum(-1)
+        return object_ids(objects, self.values_per_concept)  # -1 for absent objects: no target
 
     def fit(self, X: np.ndarray, objects: np.ndarray) -> "LinearProbes":
         x = torch.as_tensor(np.asarray(X), dtype=torch.float32)
@@ -288,8 +282,6 @@ class LinearProbes:
 
     def scores(self, X: np.ndarray, objects: np.ndarray) -> dict[str, float]:
         """Strict concept recognition (mean over concepts) and object recognition."""
-        from .metrics import strict_correct
-
         logits = self.decision_function(X)
         obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
         present = obj[..., 0] >= 0

@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindcore.io import atomic_write_bytes, atomic_write_text, digest
+from bindcore.runtime import check_profile, openmp_environment
+
 logger = logging.getLogger(__name__)
 
-PROFILES = ("smoke", "quick", "paper")
 KERNEL_NAME = "python3"
 # Bump when the way executed notebooks are produced changes, to invalidate old caches.
 CACHE_SCHEME = "bindcore-book-1"
@@ -79,34 +81,23 @@ def _resolve_root(root: Path | str | None) -> Path:
 
 
 def _check_profile(profile: str) -> None:
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}; got {profile!r}")
+    check_profile(profile)
 
 
 # --------------------------------------------------------------------------- cache key
 
 
 def library_hash(package_dir: Path | str | None = None) -> str:
-    """sha256 over the relative path and content of every ``*.py`` file of the package."""
+    """Hash of the relative path and content of every ``*.py`` file of the package."""
     package_dir = Path(package_dir) if package_dir is not None else _PACKAGE_DIR
-    digest = hashlib.sha256()
-    for path in sorted(package_dir.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        digest.update(path.relative_to(package_dir).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    files = [p for p in sorted(package_dir.rglob("*.py")) if "__pycache__" not in p.parts]
+    return digest(*(part for p in files for part in (p.relative_to(package_dir).as_posix(), p.read_bytes())),
+                  length=None)
 
 
 def cache_key(source: str, parameters: Mapping[str, Any], library: str) -> str:
     """Key of one execution: the notebook source, its parameters and the library code."""
-    digest = hashlib.sha256()
-    for part in (CACHE_SCHEME, source, json.dumps(parameters, sort_keys=True), library):
-        digest.update(part.encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    return digest(CACHE_SCHEME, source, json.dumps(parameters, sort_keys=True), library, length=None)
 
 
 def _stored_key(executed: Path) -> str | None:
@@ -124,7 +115,7 @@ def _stored_key(executed: Path) -> str | None:
 def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
     """Environment inherited by the kernel that papermill starts (restored afterwards)."""
     saved = dict(os.environ)
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ.update(openmp_environment())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["BINDCORE_PROFILE"] = profile
     # progress bars inside a kernel would land in the rendered pages as many lines of text;
@@ -400,10 +391,7 @@ def _sync_tree(files: Mapping[str, Path | bytes], dest: Path) -> None:
         content = src if isinstance(src, bytes) else src.read_bytes()
         if target.is_file() and target.read_bytes() == content:
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(content)
-        os.replace(tmp, target)
+        atomic_write_bytes(target, content)
     wanted = {dest / rel for rel in files}
     for path in sorted(dest.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         if path.is_file() and path not in wanted:
@@ -564,9 +552,7 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
             continue
         changed.append(ipynb)
         if not check:
-            tmp = ipynb.with_name(ipynb.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, ipynb)
+            atomic_write_text(ipynb, text)
     for ipynb in sorted(notebooks.glob("*.ipynb")):
         if not ipynb.with_suffix(".py").is_file():
             logger.warning("%s has no paired .py source (the .py is the source of truth)", ipynb)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PROFILES = ("smoke", "quick", "paper")
+from bindcore.runtime import check_profile
 
 _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "formalisation": {
@@ -82,8 +82,7 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
 
 def chapter_parameters(chapter: str, profile: str, **given: Any) -> dict[str, Any]:
     """The profile's defaults for ``chapter`` with every non-None ``given`` value on top."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    check_profile(profile)
     if chapter not in _CHAPTERS:
         raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(_CHAPTERS)}")
     params = dict(_CHAPTERS[chapter][profile])

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .training import TrainConfig
+from bindcore.runtime import PROFILES, check_profile
 
-PROFILES = ("smoke", "quick", "paper")
+from .training import TrainConfig
 
 _RECIPES: dict[str, dict[str, Any]] = {
     "paper": dict(
@@ -54,8 +54,7 @@ _RECIPES: dict[str, dict[str, Any]] = {
 
 def recipe(profile: str, **overrides: Any) -> TrainConfig:
     """The training config of a profile, with fields overridden one by one."""
-    if profile not in _RECIPES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    check_profile(profile)
     return TrainConfig(**{**_RECIPES[profile], **overrides})
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from bindcore import ids as _ids
+
 EMPTY = -1  # object-id padding inside a scene tensor
 
 
@@ -80,19 +82,20 @@ class SceneSpace:
         return self.block_len * self.max_objects + 1
 
     # -- objects ------------------------------------------------------------------
-    def _radix(self, device: torch.device | str | None = None) -> torch.Tensor:
-        return self.n_values ** torch.arange(self.n_concepts, device=device)
+    @property
+    def values_per_concept(self) -> list[int]:
+        return [self.n_values] * self.n_concepts
 
     def object_values(self, ids: torch.Tensor) -> torch.Tensor:
-        """Object ids ``[...]`` -> concept values ``[..., C]`` (v_c = id // V**c mod V)."""
-        radix = self._radix(ids.device)
-        return torch.div(ids.unsqueeze(-1), radix, rounding_mode="floor") % self.n_values
+        """Object ids ``[...]`` -> concept values ``[..., C]`` (v_c = id // V**c mod V;
+        :func:`bindcore.ids.object_values`)."""
+        return _ids.object_values(ids, self.values_per_concept)
 
     def object_ids(self, values: torch.Tensor) -> torch.Tensor:
-        """Concept values ``[..., C]`` -> object ids ``[...]``."""
+        """Concept values ``[..., C]`` -> object ids ``[...]`` (:func:`bindcore.ids.object_ids`)."""
         if values.shape[-1] != self.n_concepts:
             raise ValueError(f"last dimension must be C={self.n_concepts}, got {values.shape[-1]}")
-        return (values * self._radix(values.device)).sum(-1)
+        return _ids.object_ids(values, self.values_per_concept)
 
     def value_tokens(self, values: torch.Tensor) -> torch.Tensor:
         """Concept values ``[..., C]`` -> value tokens t(c, v) = c*V + v."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -16,6 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from bindcore.analysis.metrics import bag_of_concepts_scores, strict_correct
+from bindcore.io import atomic_torch_save, config_hash
+from bindcore.runtime import progress_bar, resolve_device
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -271,12 +272,6 @@ def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int
     return None
 
 
-def resolve_device(device: str | None = None) -> torch.device:
-    if device:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
     if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
         return torch.bfloat16
@@ -435,9 +430,8 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
 
 
 def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "history": history}, tmp)
-    os.replace(tmp, path)
+    atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                             "history": history})
 
 
 def _load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
@@ -466,8 +460,6 @@ def run_training(
     """Train one dual encoder. With ``checkpoint`` set, resume from it if it exists and
     save to it every ``checkpoint_every`` steps. ``stop_after`` ends the loop early after
     that many optimiser steps of this call (used to test resume)."""
-    from tqdm.auto import tqdm
-
     dev = resolve_device(str(device) if device is not None else None)
     space, split = cfg.space, cfg.split
     split_train = split.train.to(dev)
@@ -489,8 +481,8 @@ def run_training(
     amp = autocast_dtype(cfg, dev)
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
     t0 = time.perf_counter()
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress,
-               desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
+    bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
+                       desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
     last = {}
     done = 0
     concept_from = concept_loss_onset(cfg, history)
@@ -551,7 +543,7 @@ def train(
 
     A killed run resumes from ``checkpoint.pt`` in its store entry.
     """
-    from bindcore.store import ResultStore, atomic_torch_save, config_hash
+    from bindcore.store import ResultStore
 
     store = store or ResultStore()
     found = store.find(STORE_KIND, cfg.to_dict())

@@ -61,7 +61,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
+
+from bindcore.runtime import progress_bar
 
 from .core import SceneDataset, caption
 from .vocab import CLEVR_COLORS, CLEVR_RGB, CLEVR_SHAPES, clevr_release_order
@@ -596,7 +597,7 @@ def _build(name: str, generator: str, scenes: list[list[SceneObject]], renderer:
     n_max = n_objects or max((len(s) for s in scenes), default=1)
     objects = np.full((len(scenes), n_max, 2), -1, dtype=np.int64)
     images, visible = [], []
-    for i, scene in enumerate(tqdm(scenes, desc=f"render {name}", disable=not progress, leave=False)):
+    for i, scene in enumerate(progress_bar(scenes, enabled=progress, desc=f"render {name}", leave=False)):
         for j, o in enumerate(scene):
             objects[i, j] = (o.color, o.shape)
         r = renderer.render(scene)

@@ -18,7 +18,6 @@ layout (``filename, object1_color, object1_shape, ..., object1_color_idx, ...``)
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bindcore.ids import object_ids
+from bindcore.io import digest
 
 
 def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
@@ -96,10 +98,8 @@ class SceneDataset:
                 "values_per_concept": self.values_per_concept}
 
     def object_ids(self) -> np.ndarray:
-        """``[N, O_max]`` object ids (mixed radix, concept 0 least significant), -1 absent."""
-        radix = np.cumprod([1] + self.values_per_concept[:-1])
-        ids = (self.objects * radix).sum(-1)
-        return np.where(self.objects[..., 0] >= 0, ids, -1)
+        """``[N, O_max]`` object ids (:func:`bindcore.ids.object_ids`), -1 absent."""
+        return object_ids(self.objects, self.values_per_concept)
 
     def subset(self, index: Sequence[int] | np.ndarray) -> "SceneDataset":
         idx = np.asarray(index)
@@ -114,16 +114,9 @@ class SceneDataset:
 
     # -- identity ----------------------------------------------------------------
     def content_hash(self) -> str:
-        """sha256 over labels, captions and image pixels: the cache key of its embeddings."""
-        h = hashlib.sha256()
-        h.update(json.dumps([self.name, self.concept_names, self.value_names, self.captions]).encode())
-        h.update(self.objects.tobytes())
-        if self.images is not None:
-            for img in self.images:
-                a = np.ascontiguousarray(np.asarray(img, dtype=np.uint8))
-                h.update(str(a.shape).encode())
-                h.update(a.tobytes())
-        return h.hexdigest()[:16]
+        """Hash of labels, captions and image pixels: the key of its embeddings."""
+        images = [] if self.images is None else [np.asarray(img, dtype=np.uint8) for img in self.images]
+        return digest([self.name, self.concept_names, self.value_names, self.captions], self.objects, *images)
 
     # -- labels.csv ----------------------------------------------------------------
     def labels_frame(self):

@@ -33,13 +33,11 @@ content hash and modality).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import logging
 import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +47,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
+
+from bindcore.io import atomic_savez, atomic_write_json, digest, sha256_file
+from bindcore.runtime import env_flag, progress_bar, resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +80,6 @@ class ModalityNotSupported(ValueError):
 # ----------------------------------------------------------------------------------------------
 
 
-def pick_device(device: str | None = None):
-    """``device`` if given, else CUDA when present, else CPU."""
-    import torch
-
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -102,10 +94,7 @@ def _major_minor(version: str | None) -> str | None:
 def hf_offline() -> bool:
     """True when the user asked for no network (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``),
     read from the environment at call time."""
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
-            return True
-    return False
+    return env_flag("HF_HUB_OFFLINE") or env_flag("TRANSFORMERS_OFFLINE")
 
 
 def hub_endpoint() -> str:
@@ -151,14 +140,6 @@ def _hf_cached(repo_id: str, filename: str, cache_dir: str | None = None) -> str
         return None
     p = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir)
     return p if isinstance(p, str) and os.path.isfile(p) else None
-
-
-def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _unavailable_message(what: str, where: str, reason: str, local_hint: str) -> str:
@@ -242,7 +223,7 @@ class Encoder:
 
     def key(self) -> str:
         """sha256 of the identity JSON."""
-        return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()
+        return digest(self.identity, length=None)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -250,7 +231,7 @@ class Encoder:
     # -- loading -------------------------------------------------------------------------
     @property
     def device(self):
-        return pick_device(self._device_arg)
+        return resolve_device(self._device_arg)
 
     @property
     def loaded(self) -> bool:
@@ -318,7 +299,6 @@ class Encoder:
 
     def _run(self, items: list, batch_size: int, progress: bool, fn: Callable[[list], Any], what: str) -> np.ndarray:
         import torch
-        from tqdm.auto import tqdm
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -326,7 +306,7 @@ class Encoder:
         outs = []
         with torch.inference_mode():
             starts = range(0, len(items), batch_size)
-            for s in tqdm(starts, desc=f"{self.name}: {what}", unit="batch", disable=not progress, leave=False):
+            for s in progress_bar(starts, enabled=progress, desc=f"{self.name}: {what}", unit="batch", leave=False):
                 out = fn(items[s:s + batch_size])
                 outs.append(out.detach().float().cpu().numpy())
             if not outs:
@@ -899,9 +879,7 @@ def cache_key(identity: dict[str, Any], dataset_hash: str, modality: str) -> str
     """sha256 over the encoder identity JSON, the dataset content hash and the modality."""
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
-    blob = json.dumps({"encoder": identity, "dataset": dataset_hash, "modality": modality},
-                      sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return digest({"encoder": identity, "dataset": dataset_hash, "modality": modality}, length=None)
 
 
 class EmbeddingCache:
@@ -932,18 +910,8 @@ class EmbeddingCache:
             return None
 
     def save(self, key: str, array: np.ndarray, meta: dict[str, Any]) -> Path:
-        from bindcore.store import atomic_write_json
-
         npz, side = self.paths(key)
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=npz.parent, prefix=npz.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, embeddings=np.ascontiguousarray(array, dtype=np.float32))
-            os.replace(tmp, npz)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_savez(npz, embeddings=np.ascontiguousarray(array, dtype=np.float32))
         atomic_write_json(side, {**meta, "key": key, "shape": list(array.shape), "dtype": "float32"})
         return npz
 

@@ -104,6 +104,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bindcore.runtime import progress_bar, resolve_device
+
 from ..probes import (
     BindingData,
     ObjectLevelSplit,
@@ -559,8 +561,6 @@ def _metrics(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, 
 def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device: torch.device,
                  pad_work: float, progress: bool, desc: str,
                  keep_predictions: bool) -> tuple[list[dict[str, Any]], list[np.ndarray | None]]:
-    from tqdm.auto import tqdm
-
     codes = torch.as_tensor(global_codes(data.slot_codes(), data.values_per_concept), device=device)
     targets = torch.as_tensor(data.embeddings, device=device)
     plan = plan_stacks(specs, protocol.batch_size, data.dim, 2 * data.n_concepts, pad_work)
@@ -579,7 +579,7 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
                 k += 1
 
     evaluate(0)
-    bar = tqdm(range(1, protocol.steps + 1), desc=desc, disable=not progress, leave=False)
+    bar = progress_bar(range(1, protocol.steps + 1), enabled=progress, desc=desc, leave=False)
     for step in bar:
         loss = sum(st.loss() for st in stacks)
         loss.backward()
@@ -651,8 +651,6 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     ``val_object``), ``curve`` (the same metrics at every evaluation step, step 0 =
     initialisation), ``seconds`` (the call's wall time divided by its models) and
     ``trainer_seconds``; ``predictions`` ``[N, d]`` (final) when ``keep_predictions``."""
-    from bindcore.controlled.training import resolve_device
-
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
     if batch_size is not None:
         proto = replace(proto, batch_size=batch_size)
@@ -869,15 +867,13 @@ def fit_trees(data: BindingData, split: ObjectLevelSplit, kind: str, grid: list[
     on the split's training scenes minus the validation part; records shaped like
     :func:`train_models`'s (``width``/``lr`` None, ``params``; ``selected_*`` =
     ``final_*``, a tree has no steps). Pick the grid point with :func:`select_best`."""
-    from tqdm.auto import tqdm
-
     if kind not in TREE_KINDS:
         raise ValueError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     grid = TREE_GRIDS[kind] if grid is None else grid
     spec = make_specs(data, split, "additive", val_fraction=val_fraction, val_seed=seed, fraction=fraction)[0]
     X = one_hot_codes(data)
     out = []
-    for params in tqdm(grid, desc=f"{kind}", disable=not progress, leave=False):
+    for params in progress_bar(grid, enabled=progress, desc=f"{kind}", leave=False):
         t0 = time.perf_counter()
         reg = PCATreeRegressor(kind, variance, max_components, seed, n_jobs, **params)
         reg.fit(X[spec.fit_index], data.embeddings[spec.fit_index])

@@ -1,0 +1,134 @@
+"""Files and hashes: atomic writes and stable content hashes, used by everything that
+stores or keys results (the result store, the embedding cache, the book build).
+
+Atomic writes go to a uniquely named temporary file in the target folder
+(``tempfile.mkstemp``) that replaces the target in one ``os.replace``: a reader never
+sees a half-written file, two writers never share a temporary name, and a failed
+write leaves nothing behind. Nothing is pickled: JSON, text, ``.npz`` (read with
+``allow_pickle=False``) and torch state dicts (read with ``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+
+# ---------------------------------------------------------------------------------
+# hashes
+# ---------------------------------------------------------------------------------
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no spaces: equal configs give equal text."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _encode(part: Any) -> bytes:
+    if isinstance(part, bytes):
+        return part
+    if isinstance(part, str):
+        return part.encode()
+    if type(part).__module__ == "numpy" and hasattr(part, "tobytes"):
+        import numpy as np
+
+        a = np.ascontiguousarray(part)
+        return str((a.shape, a.dtype.str)).encode() + a.tobytes()
+    return canonical_json(part).encode()
+
+
+def digest(*parts: Any, length: int | None = 16) -> str:
+    """sha256 of ``parts`` as hex (its first ``length`` digits; None: all 64), the one hash
+    of bindcore. ``bytes`` and ``str`` count as they are, numpy arrays by shape, dtype and
+    contents, ``None`` is skipped, anything else as canonical JSON. Parts are separated,
+    so ``("ab", "c")`` and ``("a", "bc")`` differ; a single part hashes as its bytes."""
+    h = hashlib.sha256()
+    first = True
+    for part in parts:
+        if part is None:
+            continue
+        if not first:
+            h.update(b"\0")
+        h.update(_encode(part))
+        first = False
+    out = h.hexdigest()
+    return out if length is None else out[:length]
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Stable short hash of a JSON-serialisable config (key order does not matter)."""
+    return digest(canonical_json(config))
+
+
+def arrays_hash(*arrays: Any) -> str:
+    """Stable short hash of the shapes, dtypes and contents of ``arrays`` (None skipped):
+    the key under which an analysis of those arrays is stored."""
+    import numpy as np
+
+    return digest(*(None if a is None else np.asarray(a) for a in arrays))
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
+    """sha256 (64 hex digits) of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------
+# atomic writes
+# ---------------------------------------------------------------------------------
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
+    """Call ``write(f)`` on a new temporary file in ``path``'s folder, then move it onto
+    ``path`` in one step. On any error the temporary file is removed and ``path`` keeps
+    its old content."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    return atomic_write(path, lambda f: f.write(data))
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def atomic_torch_save(path: str | Path, obj: Any) -> Path:
+    """``torch.save`` of state dicts and plain containers (read back with ``weights_only=True``)."""
+    import torch
+
+    return atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def atomic_savez(path: str | Path, **arrays: Any) -> Path:
+    """An uncompressed ``.npz`` of ``arrays`` (read back with ``allow_pickle=False``)."""
+    import numpy as np
+
+    return atomic_write(path, lambda f: np.savez(f, **arrays))
