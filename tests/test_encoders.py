@@ -15,8 +15,9 @@ import pytest
 import torch
 from PIL import Image
 
-from bindcore.encoders import base as E
+from bindcore import encoders as E
 from bindcore.data.core import SceneDataset
+from bindcore.encoders import availability
 
 TINY = "ViT-S-32-alt"
 TINY_SIZE = 64
@@ -230,8 +231,8 @@ def test_offline_pretrained_clip_fails_fast_with_hf_hub_offline(tmp_path, monkey
     def no_probe(*a, **k):
         raise AssertionError("HF_HUB_OFFLINE=1 must not probe the network")
 
-    monkeypatch.setattr(E, "hub_reachable", no_probe)
-    monkeypatch.setattr(E, "host_reachable", no_probe)
+    monkeypatch.setattr(availability, "hub_reachable", no_probe)
+    monkeypatch.setattr(availability, "host_reachable", no_probe)
     enc = E.OpenClipEncoder("ViT-B-32", "openai", cache_dir=str(tmp_path))
     assert "HF_HUB_OFFLINE" in _fail_fast(enc)
     with pytest.raises(E.EncoderUnavailable):  # the embed calls fail the same way
@@ -243,7 +244,7 @@ def test_offline_pretrained_clip_fails_fast_when_hub_unreachable(tmp_path, monke
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     calls = []
-    monkeypatch.setattr(E, "hub_reachable", lambda url=None, timeout=0.5: calls.append(url) or False)
+    monkeypatch.setattr(availability, "hub_reachable", lambda url=None, timeout=0.5: calls.append(url) or False)
     _fail_fast(E.OpenClipEncoder("ViT-B-32", "laion2b_s34b_b79k", cache_dir=str(tmp_path)))
     assert calls  # the probe was asked
     _fail_fast(E.DinoV2Encoder("vitb14", cache_dir=str(tmp_path)))
@@ -335,7 +336,7 @@ def test_make_encoder_specs():
 def test_trimmed_text_tower_equals_the_full_one():
     import torch
 
-    from bindcore.encoders.base import RandomInitClipEncoder, _encode_text_trimmed
+    from bindcore.encoders.openclip import RandomInitClipEncoder, _encode_text_trimmed
 
     enc = RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0).load()
     tokens = enc.tokenizer(["a red cat and a blue dog", "a fuzzy clock", "a tiny wooden boat and a golden apple"])

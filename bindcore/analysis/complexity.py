@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from bindcore.store import Kind
+
 from .approximators import TREE_GRIDS, get_protocol, select_best
 from bindcore.book.figures import PALETTE
 
@@ -101,7 +103,7 @@ def generalizing_runs(profile: str, workers: int | None = None, device: str | No
 # ---------------------------------------------------------------------------------
 # stored sweeps and the data the chapters analyse
 # ---------------------------------------------------------------------------------
-APPROX_STORE_KIND = "approximators-1"
+APPROX_STORE_KIND = Kind("approximators-1", ("bindcore.analysis.complexity",))
 
 
 def binding_data_hash(data: Any) -> str:

@@ -27,7 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-GEOMETRY_STORE_KIND = "geometry-1"
+from bindcore.store import Kind
+
+GEOMETRY_STORE_KIND = Kind("geometry-1", ("bindcore.analysis.geometry_sets",))
 
 
 @dataclass

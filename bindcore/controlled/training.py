@@ -9,7 +9,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from bindcore.analysis.metrics import bag_of_concepts_scores, strict_correct
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
+from bindcore.store import Entry, Kind, ResultStore
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -28,15 +29,12 @@ from .scenes import (
     sample_scenes,
 )
 
-if TYPE_CHECKING:
-    from bindcore.store import ResultStore
-
 log = logging.getLogger(__name__)
 
 CANDIDATE_MODES = ("batch", "train_vocab")
-# Folder of training runs in the result store; bump the suffix whenever the meaning of a
-# stored result changes for an unchanged config, so that old records are not reused.
-STORE_KIND = "train-2"
+# Training runs in the result store: records carry the fingerprint of this module's code
+# (with its imports); a run made by other code is reused, marked stale (bindcore.store).
+STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
@@ -534,21 +532,21 @@ def steps_per_second(seconds: float, steps: int) -> float:
 # ---------------------------------------------------------------------------------
 def train(
     cfg: TrainConfig,
-    store: "ResultStore | None" = None,
+    store: ResultStore | None = None,
     device: str | None = None,
     progress: bool = True,
     keep_weights: bool = True,
 ) -> dict[str, Any]:
     """Train ``cfg`` unless the store already holds its result; return the result record.
 
-    A killed run resumes from ``checkpoint.pt`` in its store entry.
+    A killed run resumes from ``checkpoint.pt`` in its store entry. A stored run made by
+    other code is returned as it is, with ``stale=True`` (its ``code`` names the code
+    version that made it): chapters say so, nothing is retrained silently.
     """
-    from bindcore.store import ResultStore
-
     store = store or ResultStore()
     found = store.find(STORE_KIND, cfg.to_dict())
     if found is not None:
-        return {**found.result, "source": found.source, "path": str(found.path)}
+        return found.record()
     entry = store.prepare(STORE_KIND, cfg.to_dict())
     ckpt = entry.path / "checkpoint.pt"
     dev = resolve_device(device)
@@ -575,13 +573,11 @@ def train(
     }
     store.finish(entry, record)
     ckpt.unlink(missing_ok=True)
-    return {**entry.result, "source": "local", "path": str(entry.path)}
+    return entry.record()
 
 
 def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
     """The trained dual encoder of a stored run (local runs keep their weights)."""
-    from bindcore.store import Entry
-
     cfg = TrainConfig.from_dict(record["config"])
     model = DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init)
     model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))

@@ -1,0 +1,113 @@
+"""Stored embeddings: a kind of the result store (:mod:`bindcore.store`).
+
+:func:`embed_dataset` computes the image or caption embeddings of a
+:class:`~bindcore.data.core.SceneDataset` once and stores them under a hash of the
+encoder's identity, the dataset's content and the modality:
+``<results>/embeddings/<key>/`` holds ``config.json`` (those three), ``result.json``
+(encoder name, dataset, shape, device, time, the code that computed them) and
+``embeddings.npz`` (float32, read with ``allow_pickle=False``). Embeddings made by other
+code of the encoders are computed again, as every cheap kind of the store is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindcore.io import atomic_savez, config_hash
+from bindcore.store import Kind, ResultStore, default_root
+
+from .availability import package_version
+from .base import MODALITIES, Encoder
+
+log = logging.getLogger(__name__)
+
+EMBEDDINGS = Kind("embeddings", ("bindcore.encoders",))
+
+
+def embedding_config(identity: dict[str, Any], dataset_hash: str, modality: str) -> dict[str, Any]:
+    """What stored embeddings are keyed by: the encoder identity, the dataset content
+    hash and the modality."""
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+    return {"encoder": identity, "dataset": dataset_hash, "modality": modality}
+
+
+def cache_key(identity: dict[str, Any], dataset_hash: str, modality: str) -> str:
+    """The store key (folder name) of the embeddings of a dataset by an encoder."""
+    return config_hash(embedding_config(identity, dataset_hash, modality))
+
+
+class EmbeddingCache:
+    """The embeddings kind of a result store whose folder is ``root`` (default
+    ``<results root>/embeddings``)."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root() / EMBEDDINGS.name
+        self._store = ResultStore(self.root.parent, published=None)
+        self._kind = replace(EMBEDDINGS, name=self.root.name)
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        """(``embeddings.npz``, ``result.json``) of the entry ``key``."""
+        return self.root / key / "embeddings.npz", self.root / key / "result.json"
+
+    def load(self, config: dict[str, Any]) -> np.ndarray | None:
+        """The stored embeddings of ``config`` made by the current code, or None."""
+        entry = self._store.find(self._kind, config)
+        if entry is None:
+            return None
+        npz = entry.path / "embeddings.npz"
+        try:
+            with np.load(npz, allow_pickle=False) as z:
+                return np.asarray(z["embeddings"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as e:
+            log.warning("unreadable stored embeddings %s (%s); recomputing", npz, e)
+            return None
+
+    def save(self, config: dict[str, Any], array: np.ndarray, meta: dict[str, Any]) -> Path:
+        entry = self._store.prepare(self._kind, config)
+        npz = atomic_savez(entry.path / "embeddings.npz", embeddings=np.ascontiguousarray(array, dtype=np.float32))
+        self._store.finish(entry, {**meta, "key": entry.path.name, "shape": list(array.shape), "dtype": "float32"})
+        return npz
+
+
+def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCache | None | bool = None,
+                  batch_size: int | None = None, progress: bool = True) -> np.ndarray:
+    """float32 ``[N, d]`` embeddings of ``dataset``'s images (``modality="image"``) or captions
+    (``"text"``), from ``cache`` when stored (one file read; the model is not built), else
+    computed, stored atomically and returned. ``cache=None``: the default store; ``False``: none."""
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
+    encoder._require(modality)
+    if modality == "image" and dataset.images is None:
+        raise ValueError(f"dataset {dataset.name!r} has no images (a text-only dataset); use modality='text'")
+    items = dataset.images if modality == "image" else dataset.captions
+    if cache is None or cache is True:
+        cache = EmbeddingCache()
+    config = None
+    if cache:
+        dhash = dataset.content_hash()
+        config = embedding_config(encoder.identity, dhash, modality)
+        hit = cache.load(config)
+        if hit is not None and hit.ndim == 2 and hit.shape[0] == len(dataset):
+            log.info("stored embeddings %s (%s, %s, %s)", config_hash(config), encoder.name, dataset.name, modality)
+            return hit
+    kw = {} if batch_size is None else {"batch_size": batch_size}
+    t0 = time.perf_counter()
+    emb = encoder.embed(list(items), modality, progress=progress, **kw)
+    seconds = time.perf_counter() - t0
+    if cache:
+        import torch
+
+        cache.save(config, emb, {
+            "identity": encoder.identity, "encoder_name": encoder.name, "modality": modality,
+            "dataset": {"name": dataset.name, "content_hash": dhash, "n": len(dataset)},
+            "device": str(encoder.device), "torch": package_version("torch"), "seconds": round(seconds, 3),
+            "gpu": torch.cuda.get_device_name(0) if encoder.device.type == "cuda" else None,
+        })
+    return emb

@@ -1,0 +1,120 @@
+"""Which encoders run here: encoders from short spec strings (papermill parameters, the
+command line), what is available without building a model, and the default pair of a
+chapter (pretrained CLIP where reachable, else the random-init control for images and
+the pretrained MiniLM for texts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from . import availability
+from .availability import EncoderUnavailable
+from .base import Encoder
+from .dinov2 import DinoV2Encoder
+from .minilm import SentenceTransformerEncoder
+from .openclip import (
+    DEFAULT_CLIP_ARCH,
+    DEFAULT_CLIP_TAG,
+    OpenClipEncoder,
+    RandomInitClipEncoder,
+    random_init_like,
+)
+
+# ----------------------------------------------------------------------------------------------
+# Specs, availability, defaults
+# ----------------------------------------------------------------------------------------------
+
+
+def make_encoder(spec: str, **kw: Any) -> Encoder:
+    """An encoder from a short string (for papermill parameters and the CLI):
+
+    ``clip:ViT-B-32:openai`` / ``clip:ViT-B-32:/path/weights.safetensors`` (pretrained open_clip),
+    ``random-init:ViT-B-32-quickgelu[:seed]``, ``minilm`` or ``sentence-transformers:/path``,
+    ``dinov2[:facebook/dinov2-base]``.
+    """
+    kind, _, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind in ("clip", "open_clip"):
+        arch, _, tag = rest.partition(":")
+        return OpenClipEncoder(arch or DEFAULT_CLIP_ARCH, tag or DEFAULT_CLIP_TAG, **kw)
+    if kind in ("random-init", "random", "rand"):
+        arch, _, seed = rest.partition(":")
+        return RandomInitClipEncoder(arch or DEFAULT_CLIP_ARCH, seed=int(seed or 0), **kw)
+    if kind == "minilm":
+        return SentenceTransformerEncoder(**kw)
+    if kind in ("sentence-transformers", "st"):
+        return SentenceTransformerEncoder(rest or None, **kw)
+    if kind == "dinov2":
+        return DinoV2Encoder(rest or "facebook/dinov2-base", **kw)
+    raise ValueError(f"unknown encoder spec {spec!r}; kinds: clip, random-init, minilm, sentence-transformers, dinov2")
+
+
+@dataclass
+class EncoderStatus:
+    spec: str
+    name: str
+    modalities: tuple[str, ...]
+    available: bool
+    reason: str = ""
+
+
+def available_encoders(specs: Sequence[str] | None = None) -> list[EncoderStatus]:
+    """Which backends can run here, found without building a model and with at most one
+    0.5 s probe of the Hub (none under ``HF_HUB_OFFLINE=1``)."""
+    specs = list(specs or [f"clip:{DEFAULT_CLIP_ARCH}:{DEFAULT_CLIP_TAG}", "random-init:ViT-B-32-quickgelu",
+                           "minilm", "dinov2:facebook/dinov2-base"])
+    answers: dict[str, bool] = {}
+
+    def probe(url: str) -> bool:  # one probe per host
+        host = urlparse(url).hostname or ""
+        if host not in answers:
+            answers[host] = availability.hub_reachable(url)
+        return answers[host]
+
+    out = []
+    for spec in specs:
+        enc = None
+        try:
+            enc = make_encoder(spec)
+            enc.check_available(probe)
+            out.append(EncoderStatus(spec, enc.name, tuple(sorted(enc.modalities)), True))
+        except (EncoderUnavailable, ImportError, ValueError) as e:
+            name, mods = (enc.name, tuple(sorted(enc.modalities))) if enc is not None else (spec, ())
+            out.append(EncoderStatus(spec, name, mods, False, str(e)))
+    return out
+
+
+@dataclass
+class DefaultEncoders:
+    """The encoders a chapter uses here, and a note for the top of its output."""
+
+    image: Encoder
+    text: Encoder
+    pretrained_clip: bool
+    note: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def default_encoders(architecture: str = DEFAULT_CLIP_ARCH, pretrained: str = DEFAULT_CLIP_TAG,
+                     seed: int = 0, **kw: Any) -> DefaultEncoders:
+    """Pretrained CLIP for both modalities where its weights are cached or reachable; otherwise
+    the random-init control of the same architecture for images (both towers re-initialised)
+    and all-MiniLM-L6-v2 for texts. Decided in well under a second."""
+    clip = OpenClipEncoder(architecture, pretrained, **kw)
+    try:
+        clip.check_available()
+    except EncoderUnavailable as e:
+        rnd = random_init_like(clip, seed=seed)
+        text = SentenceTransformerEncoder(device=kw.get("device"))
+        note = (f"Pretrained {clip.name} weights are not available here, so image embeddings come from "
+                f"{rnd.name}: the same architecture with both towers freshly initialised (seed {seed}), the "
+                f"paper's control, not CLIP. Text embeddings come from the pretrained {text.name} "
+                f"sentence encoder. Run this chapter where the Hugging Face Hub is reachable (e.g. Colab) "
+                f"for CLIP's figures.")
+        return DefaultEncoders(image=rnd, text=text, pretrained_clip=False, note=note, extra={"reason": str(e)})
+    return DefaultEncoders(image=clip, text=clip, pretrained_clip=True,
+                           note=f"Image and text embeddings from pretrained {clip.name}.")

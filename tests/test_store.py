@@ -1,0 +1,108 @@
+"""The result store: one cache truth. Records carry the fingerprint of the code that made
+them; a record made by other code is computed again (cheap kinds) or reused marked stale
+(expensive kinds, published records)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bindcore.io import atomic_write, atomic_write_json, config_hash, digest
+from bindcore.store import PACKAGE_DIR, Kind, ResultStore, code_fingerprint, code_version, module_closure
+
+TRAINING = "bindcore.controlled.training"
+
+
+@pytest.fixture
+def package_copy(tmp_path) -> Path:
+    dest = tmp_path / "bindcore"
+    shutil.copytree(PACKAGE_DIR, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def test_closure_follows_imports_and_nothing_else():
+    names = module_closure([TRAINING])
+    for needed in (TRAINING, "bindcore.controlled.models", "bindcore.controlled.scenes", "bindcore.analysis.metrics",
+                   "bindcore.ids", "bindcore", "bindcore.controlled"):
+        assert needed in names
+    assert not [n for n in names if n.startswith(("bindcore.book", "bindcore.encoders", "bindcore.data"))]
+
+
+def test_fingerprint_changes_when_a_dependency_changes(package_copy):
+    before = code_fingerprint([TRAINING], package_copy)
+    assert before == code_fingerprint([TRAINING], PACKAGE_DIR)  # a copy of the same code
+    models = package_copy / "controlled" / "models.py"
+    models.write_text(models.read_text() + "\n# a change to a module training imports\n")
+    after = code_fingerprint([TRAINING], package_copy)
+    assert after != before
+    # code it does not import, and the store's own record keeping, leave it alone
+    for unrelated in ("book/profiles.py", "data/text.py", "store.py", "io.py"):
+        path = package_copy / unrelated
+        path.write_text(path.read_text() + "\n# unrelated\n")
+    assert code_fingerprint([TRAINING], package_copy) == after
+
+
+def _write_record(store: ResultStore, kind: Kind, config: dict, value: int, fingerprint: str | None) -> Path:
+    entry = store.prepare(kind, config)
+    store.finish(entry, {"value": value})
+    record = json.loads((entry.path / "result.json").read_text())
+    if fingerprint is not None:
+        record["code"]["fingerprint"] = fingerprint
+    atomic_write_json(entry.path / "result.json", record)
+    return entry.path
+
+
+def test_records_made_by_other_code_are_recomputed_or_reused_with_a_mark(tmp_path):
+    cheap = Kind("cheap", ("bindcore.analysis.metrics",))
+    expensive = Kind("dear", ("bindcore.analysis.metrics",), expensive=True)
+    store = ResultStore(tmp_path / "results", published=tmp_path / "published")
+    cfg = {"a": 1}
+
+    _write_record(store, cheap, cfg, 1, None)
+    assert store.find(cheap, cfg).stale is False  # made by this code
+    assert store.find(cheap, cfg).result["code"]["fingerprint"] == cheap.fingerprint()
+
+    _write_record(store, cheap, cfg, 1, "other code")
+    assert store.find(cheap, cfg) is None  # cheap: never reused ...
+    assert store.cached(cheap, cfg, lambda: {"value": 2})["value"] == 2  # ... computed again
+    assert store.find(cheap, cfg).stale is False
+
+    path = _write_record(store, expensive, cfg, 3, "other code")
+    found = store.find(expensive, cfg)  # expensive: reused, marked
+    assert found.stale and found.path == path and found.result["value"] == 3
+    assert found.record()["stale"] is True
+    assert store.cached(expensive, cfg, lambda: {"value": 4})["value"] == 3
+
+    # a published record made by other code is reused with the mark even for a cheap kind
+    pub = ResultStore(tmp_path / "published", published=None)
+    _write_record(pub, cheap, {"b": 2}, 5, "published code")
+    found = store.find(cheap, {"b": 2})
+    assert found.source == "published" and found.stale
+    # a fresh local record wins over a stale published one
+    _write_record(store, cheap, {"b": 2}, 6, None)
+    assert store.find(cheap, {"b": 2}).source == "local"
+
+
+def test_code_version_in_words():
+    assert code_version(None) == "code of unknown version"
+    words = code_version({"fingerprint": "0123456789abcdef", "bindcore": "0.1.0", "git": "2816db3"})
+    assert words == "code 0123456789ab (bindcore 0.1.0, git 2816db3)"
+
+
+def test_one_hash_and_atomic_writes(tmp_path):
+    assert config_hash({"b": 1, "a": 2}) == config_hash({"a": 2, "b": 1})
+    assert digest("ab", "c") != digest("a", "bc")
+    target = tmp_path / "x.json"
+    atomic_write_json(target, {"a": 1})
+
+    def fail(f):
+        f.write(b"half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, fail)
+    assert json.loads(target.read_text()) == {"a": 1}  # the old content survives
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]  # no temporary file left
