@@ -4,9 +4,11 @@ import json
 
 import pytest
 
-from bindcore.cli import main
 from bindcore.book.profiles import chapter_parameters
-from bindcore.controlled.recipes import PROFILES, recipe, recipe_differences, recipe_table
+from bindcore.cli import main
+from bindcore.controlled.recipes import recipe, recipe_differences, recipe_table
+from bindcore.controlled.training import STORE_KIND, concept_loss_onset
+from bindcore.runtime import PROFILES
 from bindcore.store import ResultStore
 from bindcore.sweep import (
     ablation_configs,
@@ -16,7 +18,6 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
-from bindcore.controlled.training import STORE_KIND, concept_loss_onset
 
 TINY = ["--profile", "smoke", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bindcore.runtime import PROFILES, check_profile
+from bindcore.runtime import check_profile
 
 from .training import TrainConfig
 

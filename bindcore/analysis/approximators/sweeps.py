@@ -1,0 +1,88 @@
+"""Approximator sweeps: one family on one object split, every family at every data
+fraction in one stacked run, and choosing among learning rates (or tree settings) on
+validation scenes (paper §5.1, §5.3, §5.4)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..probes import BindingData, ObjectLevelSplit, object_level_split
+from .families import FAMILIES
+from .trainer import STACK_OVERHEAD_WORK, ModelSpec, Protocol, get_protocol, make_specs, train_models
+from .trees import TREE_KINDS, fit_trees
+
+
+def fit_family(data: BindingData, split: ObjectLevelSplit, family: str, widths: Iterable[int] | None = None,
+               lrs: Iterable[float] | None = None, protocol: str | Protocol = "release", seed: int = 0,
+               val_fraction: float = 0.2, steps: int | None = None, eval_every: int | None = None,
+               device: str | None = None, progress: bool = True, fraction: float | None = None,
+               **kwargs: Any) -> list[dict[str, Any]]:
+    """Fit one family on one object split: one record per (width, lr) for the torch
+    families (all trained stacked), one per grid point for ``xgboost`` /
+    ``random_forest`` (``kwargs`` go to :func:`fit_trees`). ``lrs=None``: the
+    protocol's learning rates. Choose among learning rates with :func:`select_best`."""
+    if family in TREE_KINDS:
+        return fit_trees(data, split, family, val_fraction=val_fraction, seed=seed, progress=progress,
+                         fraction=fraction, **kwargs)
+    proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
+    specs = make_specs(data, split, family, widths, proto.lrs if lrs is None else lrs, (seed,), val_fraction,
+                       seed, fraction)
+    return train_models(data, specs, proto, device=device, progress=progress, **kwargs)
+
+
+def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Iterable[str],
+                    widths: dict[str, Iterable[int]] | Iterable[int] | None = None, lrs: Iterable[float] | None = None,
+                    protocol: str | Protocol = "release", seeds: Iterable[int] = (0,), split_seed: int = 0,
+                    val_fraction: float = 0.2, steps: int | None = None, eval_every: int | None = None,
+                    device: str | None = None, progress: bool = True, pad_work: float = STACK_OVERHEAD_WORK,
+                    tree_grid: dict[str, list[dict[str, Any]]] | None = None,
+                    tree_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every family x width x lr x seed at every data fraction (object split
+    :func:`~bindcore.probes.object_level_split` with ``split_seed``; nested across
+    fractions). All torch-family models of the whole sweep are trained in one stacked
+    run; tree kinds (``xgboost``, ``random_forest`` among ``families``) are fitted per
+    fraction. ``widths``: one list for all families or a dict family -> widths (missing:
+    :func:`default_width`)."""
+    fractions, families = list(fractions), list(families)
+    for fam in families:
+        if fam not in FAMILIES and fam not in TREE_KINDS:
+            raise ValueError(f"family must be one of {FAMILIES + TREE_KINDS}, got {fam!r}")
+    proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
+    lrs = proto.lrs if lrs is None else tuple(lrs)
+    specs: list[ModelSpec] = []
+    records: list[dict[str, Any]] = []
+    for frac in fractions:
+        split = object_level_split(data, frac, seed=split_seed)
+        for fam in families:
+            if fam in TREE_KINDS:
+                grid = (tree_grid or {}).get(fam)
+                records += fit_trees(data, split, fam, grid=grid, val_fraction=val_fraction, seed=split_seed,
+                                     progress=progress, fraction=frac, **(tree_kwargs or {}))
+                continue
+            w = widths.get(fam) if isinstance(widths, dict) else widths
+            specs += make_specs(data, split, fam, w, lrs, seeds, val_fraction, split_seed, frac)
+    records += train_models(data, specs, proto, device=device, progress=progress, pad_work=pad_work)
+    return records
+
+
+GROUP_KEYS = ("family", "width", "fraction", "seed", "protocol")
+
+
+def select_best(records: Sequence[dict[str, Any]], by: str = "selected_val_mse",
+                group: Sequence[str] = GROUP_KEYS) -> list[dict[str, Any]]:
+    """Per group (default: family, width, fraction, seed, protocol), the record with the
+    lowest ``by`` (a validation number: choosing the learning rate or the trees'
+    hyper-parameters never looks at held-out objects). Records whose ``by`` is NaN
+    (no validation scenes) lose to any finite one; ties keep the first."""
+    if not by.startswith(("selected_val", "final_val")):
+        raise ValueError(f"select on a validation number (selected_val_*, final_val_*), not {by!r}")
+    best: dict[tuple, tuple[dict[str, Any], float]] = {}
+    for r in records:
+        key = tuple(r.get(k) for k in group)
+        v = r.get(by)
+        v = float("inf") if v is None or math.isnan(v) else float(v)
+        if key not in best or v < best[key][1]:
+            best[key] = (r, v)
+    return [rv[0] for rv in best.values()]
