@@ -17,7 +17,7 @@ from bindcore.runtime import PROFILES
 
 
 def _default_build_dir() -> Path:
-    from bindcore.book.build import repo_root
+    from bindcore.book.paths import repo_root
 
     return repo_root() / "_build"
 
@@ -62,9 +62,10 @@ def _run_book(args: argparse.Namespace) -> int:
 def register_sync(subparsers) -> None:
     p = subparsers.add_parser(
         "sync",
-        help="regenerate notebooks/*.ipynb from their .py sources (outputs stripped)",
-        description="The jupytext py:percent files are the source of truth; this rewrites each "
-        "paired .ipynb from its .py, without outputs or execution counts.",
+        help="sync notebooks/*.ipynb with their .py sources (jupytext --sync, outputs stripped)",
+        description="The jupytext py:percent files are the source of truth; this runs jupytext --sync "
+        "on each pair (inputs from the most recently modified file) and strips outputs and "
+        "execution counts from the .ipynb.",
     )
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if any .ipynb is out of sync")
@@ -72,7 +73,7 @@ def register_sync(subparsers) -> None:
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from bindcore.book.build import sync_pairs
+    from bindcore.book.pairs import sync_pairs
 
     changed = sync_pairs(check=args.check)
     verb = "out of sync" if args.check else "rewritten"

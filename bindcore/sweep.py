@@ -162,37 +162,3 @@ def generalization_summary(table, concept_threshold: float = 0.9, binding_margin
             "rank correlation coverage vs objects": rho,
         })
     return pd.DataFrame(out)
-
-
-def claims_table(summary, profile: str, concept_threshold: float = 0.9, binding_margin: float = 0.1):
-    """The §5.2 claims, the paper's statement of each, and what our sweep shows."""
-    import pandas as pd
-
-    conc = summary["concepts >= %g from coverage" % concept_threshold]
-    bind = summary["objects beat oracle by %g from coverage" % binding_margin]
-
-    def order(c: float, b: float) -> str:
-        if pd.isna(c):
-            return "concepts never reach %g" % concept_threshold
-        if pd.isna(b) or c < b:
-            return f"concepts earlier ({c:g} vs {'never' if pd.isna(b) else f'{b:g}'})"
-        return f"{'same coverage' if c == b else 'binding earlier'} ({c:g} vs {b:g})"
-
-    rows = [
-        ("held-out object recognition rises with coverage", "sharp rise between coverage 0.1 and 0.9",
-         "rank correlation " + ", ".join(f"|O|={o}: {r:.2f}" for o, r in
-                                         zip(summary["objects"], summary["rank correlation coverage vs objects"]))),
-        ("at high coverage it is far above the bag-of-concepts baseline", "near 1.0",
-         ", ".join(f"|O|={o}: {a:.2f} vs oracle {b:.2f} at coverage {c:g}" for o, a, b, c in
-                   zip(summary["objects"], summary["objects at largest coverage"],
-                       summary["oracle at largest coverage"], summary["largest coverage"]))),
-        ("concept recognition generalizes at lower coverage than binding", "yes",
-         f"coverage where concepts reach {concept_threshold:g} vs where objects beat the oracle by "
-         f"{binding_margin:g}: " + "; ".join(f"|O|={o}: {order(c, b)}" for o, c, b in zip(summary["objects"], conc, bind))),
-        ("larger object spaces need a smaller fraction of their objects",
-         "|O| >= 2,500 needs about 0.3 coverage (secondary notes)",
-         "onset of binding generalization: " + ", ".join(f"|O|={o}: {b:g}" for o, b in zip(summary["objects"], bind))
-         + "; objects at the largest coverage: " + ", ".join(
-             f"|O|={o}: {a:.2f}" for o, a in zip(summary["objects"], summary["objects at largest coverage"]))),
-    ]
-    return pd.DataFrame(rows, columns=["claim", "paper", f"ours (profile '{profile}')"])

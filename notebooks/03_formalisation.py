@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -54,12 +55,11 @@ from bindcore.analysis.metrics import (
     expected_bag_of_concepts_two_objects,
     strict_correct,
 )
-from bindcore.book.figures import draw_token_rows, object_grid, use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.book.chapter import start_chapter
+from bindcore.book.figures import draw_token_rows, object_grid
 from bindcore.controlled.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
 
-use_style()
-P = chapter_parameters("formalisation", profile, n_sample_scenes=n_sample_scenes)
+P = start_chapter("formalisation", globals())
 space = SceneSpace(n_concepts, n_values, max_objects)
 print(f"bindcore {bindcore.__version__}, profile {profile!r}")
 print(f"C = {space.n_concepts} concepts x V = {space.n_values} values -> |O| = {space.n_objects} objects; "

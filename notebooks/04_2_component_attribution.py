@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -57,22 +58,13 @@ import textwrap
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bindcore.analysis.geometry_sets import (
-    NOTES,
-    PAPER_ATTRIBUTION,
-    attribution,
-    attribution_table,
-    geometry_sets,
-    sets_frame,
-)
-from bindcore.book.figures import PALETTE, use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.analysis.geometry_sets import attribution
+from bindcore.book.chapter import geometry_sets, start_chapter
+from bindcore.book.figures import PALETTE
+from bindcore.book.tables import attribution_table, sets_frame
+from bindcore.paper import NOTES, PAPER_ATTRIBUTION
 
-use_style()
-P = chapter_parameters("geometry", profile, text_space=text_space, clevr2d_size=clevr2d_size,
-                       clevr3d_width=clevr3d_width, image_scenes=image_scenes, probe_epochs=probe_epochs,
-                       probe_lr=probe_lr,
-                       controlled=controlled, controlled_objects=controlled_objects)
+P = start_chapter("geometry", globals())
 sets, note = geometry_sets(profile, P, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
 print(note)

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -53,22 +54,14 @@ device = None
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from bindcore.analysis.complexity import (
-    plot_by_fraction,
-    pretrained_binding,
-    pretrained_claims,
-    pretrained_encoders,
-    pretrained_sweeps,
-    protocol_for,
-    true_embedding_ceiling,
-)
-from bindcore.book.figures import use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
+from bindcore.analysis.embedding_sets import pretrained_binding
+from bindcore.book.chapter import pretrained_encoders, start_chapter
+from bindcore.book.claims import pretrained_claims
+from bindcore.book.figures import plot_by_fraction
+from bindcore.book.tables import pretrained_sweeps
 
-use_style()
-P = chapter_parameters("pretrained_complexity", profile, text_space=text_space, fractions=fractions, widths=widths,
-                       probe_epochs=probe_epochs, probe_lr=probe_lr, steps=steps, batch_size=batch_size, lrs=lrs,
-                       tree_grid=tree_grid)
+P = start_chapter("pretrained_complexity", globals())
 encoders, note = pretrained_encoders()
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(encoders))
 print(note)

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -52,23 +53,21 @@ import pandas as pd
 import torch
 
 import bindcore
-from bindcore.book.figures import PALETTE, plot_metric_vs_coverage, use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.book.chapter import note_stored, start_chapter
+from bindcore.book.claims import claims_table
+from bindcore.book.figures import PALETTE, plot_metric_vs_coverage
 from bindcore.controlled.recipes import recipe, recipe_table
+from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
+from bindcore.runtime import resolve_device
 from bindcore.sweep import (
     ablation_configs,
-    claims_table,
     generalization_configs,
     generalization_summary,
     results_table,
     run_sweep,
 )
-from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
-from bindcore.runtime import resolve_device
 
-use_style()
-P = chapter_parameters("binding_generalization", profile, sizes=sizes, coverages=coverages, steps=steps,
-                       seeds=seeds, ablations=ablations)
+P = start_chapter("binding_generalization", globals())
 base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
 dev = resolve_device(device)
 print(f"bindcore {bindcore.__version__}; profile {profile!r}; device {dev}; torch threads {torch.get_num_threads()}")
@@ -110,6 +109,7 @@ recipe_table(profile)
 # %%
 configs = generalization_configs(base, P)
 records = run_sweep(configs, workers=workers, device=device)
+note_stored(records)
 table = results_table(records)
 table["profile"] = profile
 print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}; "
@@ -201,6 +201,7 @@ claims_table(summary, profile)
 if P["ablations"]:
     variants = ablation_configs(base, P)
     ab = run_sweep(list(variants.values()), workers=workers, device=device)
+    note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", list(variants))
     ab_table["additive R² of object queries"] = [

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -50,20 +51,13 @@ device = None
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bindcore.analysis.complexity import (
-    controlled_datasets,
-    controlled_sweeps,
-    plot_by_width,
-    protocol_for,
-    true_embedding_ceiling,
-    width_claims,
-)
-from bindcore.book.figures import use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
+from bindcore.book.chapter import controlled_datasets, start_chapter
+from bindcore.book.claims import width_claims
+from bindcore.book.figures import plot_by_width
+from bindcore.book.tables import controlled_sweeps
 
-use_style()
-P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,
-                       batch_size=batch_size, lrs=lrs, max_objects=max_objects)
+P = start_chapter("controlled_complexity", globals())
 runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
       f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")

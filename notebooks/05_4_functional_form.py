@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -48,20 +49,13 @@ device = None
 import matplotlib.pyplot as plt
 
 from bindcore.analysis.approximators import FAMILIES
-from bindcore.analysis.complexity import (
-    FAMILY_LABELS,
-    controlled_datasets,
-    controlled_sweeps,
-    form_claims,
-    plot_by_fraction,
-    protocol_for,
-)
-from bindcore.book.figures import use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.analysis.complexity import protocol_for
+from bindcore.book.chapter import controlled_datasets, start_chapter
+from bindcore.book.claims import form_claims
+from bindcore.book.figures import plot_by_fraction
+from bindcore.book.tables import FAMILY_LABELS, controlled_sweeps
 
-use_style()
-P = chapter_parameters("controlled_complexity", profile, fractions=fractions, widths=widths, steps=steps,
-                       batch_size=batch_size, lrs=lrs, max_objects=max_objects)
+P = start_chapter("controlled_complexity", globals())
 runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 

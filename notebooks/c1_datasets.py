@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -55,14 +56,12 @@ from bindcore.data.clevr3d import make_clevr3d, make_clevr3d_singles, make_clevr
 from bindcore.data.folders import load_folder
 from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
 from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
-from bindcore.encoders import default_encoders, embed_dataset
 from bindcore.analysis.metrics import caption_retrieval
-from bindcore.book.figures import sample_grid, use_style
-from bindcore.book.profiles import chapter_parameters
+from bindcore.book.chapter import start_chapter
+from bindcore.book.figures import sample_grid
+from bindcore.encoders import default_encoders, embed_dataset
 
-use_style()
-P = chapter_parameters("datasets", profile, clevr3d_width=clevr3d_width, three_object_scenes=three_object_scenes,
-                       retrieval_scenes=retrieval_scenes)
+P = start_chapter("datasets", globals())
 encoders = default_encoders()
 print("ENCODER USED IN THIS CHAPTER:", encoders.note)
 

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -64,25 +65,15 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bindcore.analysis.geometry_sets import (
-    additional_claims,
-    geometry_encoders,
-    geometry_sets,
-    mds_analysis,
-    mds_table,
-    plot_mds,
-    three_object_datasets,
-    three_object_long,
-    three_object_sets,
-    three_object_table,
-    visibility_frame,
-)
-from bindcore.book.figures import PALETTE, sample_grid, use_style
+from bindcore.analysis.embedding_sets import three_object_datasets, three_object_sets, visibility_frame
+from bindcore.analysis.geometry_sets import mds_analysis
+from bindcore.book.chapter import geometry_encoders, geometry_sets, start_chapter
+from bindcore.book.claims import additional_claims
+from bindcore.book.figures import PALETTE, plot_mds, sample_grid
 from bindcore.book.profiles import chapter_parameters
+from bindcore.book.tables import mds_table, three_object_long, three_object_table
 
-use_style()
-P = chapter_parameters("additional", profile, three_object_scenes=three_object_scenes, clevr3d_width=clevr3d_width,
-                       probe_epochs=probe_epochs, probe_lr=probe_lr, mds_components=mds_components)
+P = start_chapter("additional", globals())
 encoders, note = geometry_encoders()
 display(Markdown(f"> **Encoders used on this page.** {note}"))
 print(f"profile {profile!r}: {P}")

@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -41,18 +42,19 @@ import pandas as pd
 import torch
 
 from bindcore.analysis.metrics import bag_of_concepts_accuracy, expected_bag_of_concepts_two_objects
-from bindcore.book.profiles import chapter_parameters
+from bindcore.book.chapter import note_stored, ran_with, start_chapter
+from bindcore.book.claims import claims_table
 from bindcore.controlled.recipes import recipe, recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.sweep import (
     ablation_configs,
-    claims_table,
     generalization_configs,
     generalization_summary,
     results_table,
     run_sweep,
 )
 
+start_chapter(None, globals())
 print(f"numbers on this page: profile {profile!r}")
 
 # %% [markdown]
@@ -83,20 +85,17 @@ pd.DataFrame(rows)
 # control.
 
 # %% tags=["hide-input"]
-from bindcore.analysis.geometry_sets import (
-    attribution,
-    attribution_table,
-    decomposition,
-    decomposition_table,
-    editing,
-    editing_table,
-    geometry_sets,
-)
+from bindcore.analysis.geometry_sets import attribution, decomposition, editing
+from bindcore.book.chapter import geometry_sets
+from bindcore.book.tables import attribution_table, decomposition_table, editing_table
 
-P4 = chapter_parameters("geometry", profile)
+P4, source4 = ran_with("04_1_geometry", "geometry", profile)
+P42, source42 = ran_with("04_2_component_attribution", "geometry", profile)
+print("parameters:", source4, "|", source42)
 sets4, note4 = geometry_sets(profile, P4, workers=workers, device=device)
 print(note4)
-dec4, att4, edi4 = ([fn(s, P4) for s in sets4] for fn in (decomposition, attribution, editing))
+dec4, edi4 = ([fn(s, P4) for s in sets4] for fn in (decomposition, editing))
+att4 = [attribution(s, P42) for s in sets4]
 display(decomposition_table(sets4, dec4).assign(profile=profile))
 display(attribution_table(sets4, att4).round(3).assign(profile=profile))
 display(editing_table(sets4, edi4, k=1.0).round(3).assign(profile=profile))
@@ -106,7 +105,7 @@ display(editing_table(sets4, edi4, k=1.0).round(3).assign(profile=profile))
 # it where this build has an embedding set of the same data and kind of weights:
 
 # %% tags=["hide-input"]
-from bindcore.analysis.geometry_sets import paper_section4_table
+from bindcore.book.tables import paper_section4_table
 
 with pd.option_context("display.max_rows", 200):
     display(paper_section4_table(sets4, dec4, att4, edi4).round(3).assign(profile=profile))
@@ -120,18 +119,13 @@ with pd.option_context("display.max_rows", 200):
 
 # %% tags=["hide-input"]
 from bindcore.analysis.approximators import FAMILIES
-from bindcore.analysis.complexity import (
-    controlled_datasets,
-    controlled_sweeps,
-    form_claims,
-    pretrained_binding,
-    pretrained_claims,
-    pretrained_encoders,
-    pretrained_sweeps,
-    width_claims,
-)
+from bindcore.analysis.embedding_sets import pretrained_binding
+from bindcore.book.chapter import controlled_datasets, pretrained_encoders
+from bindcore.book.claims import form_claims, pretrained_claims, width_claims
+from bindcore.book.tables import controlled_sweeps, pretrained_sweeps
 
-P51 = chapter_parameters("pretrained_complexity", profile)
+P51, source51 = ran_with("05_1_pretrained_binding_complexity", "pretrained_complexity", profile)
+print("parameters:", source51)
 encoders, encoder_note = pretrained_encoders()
 binding, probe_table = pretrained_binding(P51, encoders)
 pretrained_claims(pretrained_sweeps(P51, binding, device=device), profile).round(3)
@@ -142,9 +136,11 @@ pretrained_claims(pretrained_sweeps(P51, binding, device=device), profile).round
 # The claims of §5.2 and what the chapter's sweep shows (from the stored runs):
 
 # %% tags=["hide-input"]
-P = chapter_parameters("binding_generalization", profile)
-base = recipe(profile)
+P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
+print("parameters:", source)
+base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
 records = run_sweep(generalization_configs(base, P), workers=workers, device=device, progress=False)
+note_stored(records)
 table = results_table(records)
 summary = generalization_summary(table)
 claims_table(summary, profile)
@@ -172,11 +168,15 @@ if P["ablations"]:
 # how wide an MLP must be (§5.3), and additive vs multiplicative families (§5.4).
 
 # %% tags=["hide-input"]
-P53 = chapter_parameters("controlled_complexity", profile)
+P53, source53 = ran_with("05_3_binding_function_complexity", "controlled_complexity", profile)
+P54, source54 = ran_with("05_4_functional_form", "controlled_complexity", profile)
+print("parameters:", source53, "|", source54)
 runs53, datasets53 = controlled_datasets(profile, P53, workers=workers, device=device)
+datasets54 = datasets53 if P54["max_objects"] == P53["max_objects"] else controlled_datasets(
+    profile, P54, workers=workers, device=device)[1]
 display(width_claims(controlled_sweeps(datasets53, P53, ["mlp"], widths=P53["widths"], device=device),
                      profile).round(3))
-form_claims(controlled_sweeps(datasets53, P53, list(FAMILIES), widths={"mlp": [max(P53["widths"])]}, device=device),
+form_claims(controlled_sweeps(datasets54, P54, list(FAMILIES), widths={"mlp": [max(P54["widths"])]}, device=device),
             profile).round(3)
 
 # %% [markdown]
@@ -187,6 +187,7 @@ form_claims(controlled_sweeps(datasets53, P53, list(FAMILIES), widths={"mlp": [m
 
 # %% tags=["hide-input"]
 from bindcore.data import make_clevr2d, make_text_space
+from bindcore.paper import PAPER_DATASETS
 
 
 def dataset_row(name, ds, paper):
@@ -197,9 +198,9 @@ def dataset_row(name, ds, paper):
 
 
 pd.DataFrame([
-    dataset_row("CLEVR-2D", make_clevr2d(size=32), "576 scenes, 24 objects (8 x 3)"),
-    dataset_row("captions (C.3)", make_text_space(10, 10), "10,000 + 100 scenes, 10 x 10"),
-    dataset_row("captions (released code)", make_text_space(), "160,000 + 400 scenes, 20 x 20"),
+    dataset_row("CLEVR-2D", make_clevr2d(size=32), PAPER_DATASETS["CLEVR-2D"]),
+    dataset_row("captions (C.3)", make_text_space(10, 10), PAPER_DATASETS["captions (C.3)"]),
+    dataset_row("captions (released code)", make_text_space(), PAPER_DATASETS["captions (released code)"]),
 ])
 
 # %% [markdown]
@@ -209,10 +210,14 @@ pd.DataFrame([
 # without occlusion; MDS of the §4 embedding sets' object components):
 
 # %% tags=["hide-input"]
-from bindcore.analysis.geometry_sets import additional_claims, mds_analysis, mds_table, three_object_sets, three_object_table
-from bindcore.analysis.geometry_sets import geometry_encoders
+from bindcore.analysis.embedding_sets import three_object_sets
+from bindcore.analysis.geometry_sets import mds_analysis
+from bindcore.book.chapter import geometry_encoders
+from bindcore.book.claims import additional_claims
+from bindcore.book.tables import mds_table, three_object_table
 
-PD = chapter_parameters("additional", profile)
+PD, sourceD = ran_with("d_additional", "additional", profile)
+print("parameters:", sourceD)
 three_sets = three_object_sets(PD, geometry_encoders()[0]["image"])
 grid = mds_table(sets4, [mds_analysis(s, PD) for s in sets4])
 with pd.option_context("display.max_colwidth", None):

@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 import torch
 
+from bindcore.analysis import embedding_sets as ES
 from bindcore.analysis import geometry as G
 from bindcore.analysis import geometry_sets as GS
+from bindcore.book import claims as CL
+from bindcore.book import tables as T
 from bindcore.store import ResultStore
 
 torch.set_num_threads(2)
@@ -39,7 +42,7 @@ def planted_three(n: int = 240, d: int = 24, interaction: float = 1.0, seed: int
 
 def make_set(occluded: bool, pretrained: bool = False, **kw) -> GS.EmbeddingSet:
     Z, obj = planted_three(**kw)
-    return GS.EmbeddingSet(GS.THREE_OBJECT_DATASETS[occluded], "synthetic", "image", pretrained, Z, obj, VPC,
+    return GS.EmbeddingSet(ES.THREE_OBJECT_DATASETS[occluded], "synthetic", "image", pretrained, Z, obj, VPC,
                            ["color", "shape"], [[f"c{i}" for i in range(8)], ["cube", "cylinder", "sphere"]])
 
 
@@ -50,7 +53,7 @@ def store(tmp_path):
 
 def test_three_object_table_columns_and_object_beats_concepts(store):
     sets = [make_set(False, seed=0), make_set(True, seed=1)]
-    table = GS.three_object_table(sets, PARAMS, store=store)
+    table = T.three_object_table(sets, PARAMS, store=store)
     assert len(table) == 2
     for col in ("dataset", "occlusion", "encoder", "weights", "probing concepts", "probing objects",
                 "R² held-out concepts (avg)", "R² held-out objects (avg)", "R² held-out concepts (lstsq)",
@@ -73,10 +76,10 @@ def test_three_object_table_columns_and_object_beats_concepts(store):
 
 def test_paper_numbers_sit_beside_pretrained_rows_only(store):
     sets = [make_set(False, pretrained=True), make_set(True, pretrained=True), make_set(True, pretrained=False)]
-    table = GS.three_object_table(sets, PARAMS, store=store)
+    table = T.three_object_table(sets, PARAMS, store=store)
     assert table["paper (CLIP): retrieval"].tolist() == [0.76, 0.65, "–"]
     assert table["paper (CLIP): probing"].tolist() == ["–", "0.91–0.93", "–"]
-    claims = GS.additional_claims(table, GS.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]))
+    claims = CL.additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]))
     assert list(claims.columns) == ["claim", "paper (summary)", "ours"]
     assert len(claims) == 4
 
@@ -88,7 +91,7 @@ def test_rare_objects_are_counted_and_excluded(store):
     df = GS.three_object_analysis(s, PARAMS, store)
     assert df.attrs["occurrences"] == occ
     assert (df["n_excluded_heldout"] >= 0).all() and (df["n_excluded_heldout"] <= df["n_heldout"]).all()
-    row = GS.three_object_table([s], PARAMS, store)
+    row = T.three_object_table([s], PARAMS, store)
     assert row["objects never seen"].iloc[0] == occ["never_seen"]
 
 
@@ -120,7 +123,7 @@ def test_mds_analysis_of_a_planted_grid(store):
     df = GS.mds_analysis(s, PARAMS, store)
     assert set(df["bank"]) == {"objects", "concepts"}
     assert (df["bank"] == "objects").sum() == 24 and (df["bank"] == "concepts").sum() == 11
-    grid = GS.mds_table([s], [df])
+    grid = T.mds_table([s], [df])
     assert grid["objects"].iloc[0] == 24
     assert grid["grid-likeness (full d)"].iloc[0] > grid["chance"].iloc[0] + 0.3
     # every object's 7 + 2 grid neighbours are its nearest points in the full embedding
@@ -128,7 +131,7 @@ def test_mds_analysis_of_a_planted_grid(store):
     assert grid["grid-neighbour recall (full d)"].iloc[0] > 0.9
     # objects without shared concept structure: neighbours share a value at chance level
     s = make_set(False, n=400, interaction=1.0, concept=0.0, d=64)
-    grid = GS.mds_table([s], [GS.mds_analysis(s, PARAMS, store)])
+    grid = T.mds_table([s], [GS.mds_analysis(s, PARAMS, store)])
     assert grid["grid-neighbour recall (full d)"].iloc[0] < grid["chance"].iloc[0] + 0.2
     assert 0 <= grid["grid-likeness (MDS)"].iloc[0] <= 1
 
@@ -137,15 +140,15 @@ def test_visibility_frame_marks_the_least_visible_object():
     class Fake:
         info = {"visible_fraction": [[1.0, 0.5, 1.0], [1.0, 1.0, 1.0]]}
 
-    vf = GS.visibility_frame({True: Fake()})
+    vf = ES.visibility_frame({True: Fake()})
     assert len(vf) == 6
     assert vf[vf["hidden"]]["visible_fraction"].tolist() == [0.5, 1.0]
 
 
 def test_bad_parameters_raise():
     with pytest.raises(ValueError, match="three_object_scenes"):
-        GS.three_object_datasets({"three_object_scenes": 1, "clevr3d_width": 96})
+        ES.three_object_datasets({"three_object_scenes": 1, "clevr3d_width": 96})
     with pytest.raises(ValueError, match="clevr3d_width"):
-        GS.three_object_datasets({"three_object_scenes": 4, "clevr3d_width": 2})
+        ES.three_object_datasets({"three_object_scenes": 4, "clevr3d_width": 2})
     with pytest.raises(ValueError, match="holdout"):
         GS.three_object_analysis(make_set(False, n=20), PARAMS, holdout=1.5)

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from bindcore.analysis import geometry_sets as G
+from bindcore.book import chapter
+from bindcore.book import tables as T
 from bindcore.store import ResultStore
 
 VPC = [4, 3]
@@ -40,7 +42,7 @@ def test_decomposition_table_objects_beat_concepts_and_paper_rows_match_weights(
         c = df[(df["kind"] == "concepts") & (df["estimator"] == "avg")].iloc[0]
         assert o["r2_eval"] > 0.99 > c["r2_eval"]
         assert o["retrieval"] > 0.95
-    table = G.decomposition_table(sets, frames)
+    table = T.decomposition_table(sets, frames)
     assert list(table["paper: model"]) == ["CLIP ViT-B/32", "random init", "–"]  # random init never beside CLIP
     assert len(table) == 3
 
@@ -58,14 +60,14 @@ def test_stored_frames_are_reused(store):
 
 def test_attribution_and_editing_tables(store):
     sets = [_planted_set("text", True), _planted_set("image", False, 3)]
-    att = G.attribution_table(sets, [G.attribution(s, PARAMS, store=store) for s in sets])
+    att = T.attribution_table(sets, [G.attribution(s, PARAMS, store=store) for s in sets])
     assert set(att["variant"]) == {"original", "minus concepts", "minus objects", "permuted concepts",
                                    "permuted objects"}
     first = att[att["encoder"] == "text-True"].set_index("variant")
     assert first.loc["minus objects", "objects"] < 0.2 < first.loc["permuted objects", "objects"]
     assert (att[att["encoder"] == "image-False"]["paper (CLIP): concepts / objects"] == "–").all()
     assert (first["paper (CLIP): concepts / objects"] != "–").all()
-    ed = G.editing_table(sets, [G.editing(s, PARAMS, store=store) for s in sets])
+    ed = T.editing_table(sets, [G.editing(s, PARAMS, store=store) for s in sets])
     assert set(ed["bank"]) == {"obj-avg", "pos-avg", "single"}
     assert (ed["retrieval (all)"] > 0.9).all()  # exact object vectors: edits land on the counterfactual
 
@@ -76,7 +78,7 @@ def test_paper_section4_table_has_every_number_and_matches_weights(store):
     dec = [G.decomposition(s, PARAMS, store=store) for s in sets]
     att = [G.attribution(s, PARAMS, store=store) for s in sets]
     edi = [G.editing(s, PARAMS, store=store) for s in sets]
-    t = G.paper_section4_table(sets, dec, att, edi)
+    t = T.paper_section4_table(sets, dec, att, edi)
     # 5 reconstruction rows x 4 metrics, 2 x 2 variance claims, 2 modalities x 5 variants x 2,
     # D.2: 2 CLEVR datasets x 6 + 2 PUG models x 4
     assert len(t) == 20 + 4 + 20 + 20
@@ -95,7 +97,6 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     """Where pretrained CLIP loads, both modalities use it, with the random-init control
     beside it; offline, MiniLM for text and only the control for images."""
     from bindcore import encoders
-    from bindcore.analysis import complexity
 
     class FakeClip:
         name, architecture, normalize, image_size, quick_gelu = "CLIP ViT-B/32 (openai)", "ViT-B-32", True, 224, True
@@ -104,17 +105,17 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     clip = FakeClip()
     monkeypatch.setattr(encoders, "default_encoders",
                         lambda **kw: encoders.DefaultEncoders(image=clip, text=clip, pretrained_clip=True, note="CLIP"))
-    chosen, note = G.geometry_encoders()
+    chosen, note = chapter.geometry_encoders()
     assert [(e.name, p) for e, p in chosen["image"]][0] == (clip.name, True)
     assert [p for _, p in chosen["text"]] == [True, False] and [p for _, p in chosen["image"]] == [True, False]
     assert isinstance(chosen["image"][1][0], encoders.RandomInitClipEncoder)
-    named, _ = complexity.pretrained_encoders()
+    named, _ = chapter.pretrained_encoders()
     assert list(named.values())[0] is clip and "pretrained" in list(named)[0]
 
     offline = encoders.DefaultEncoders(image=encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0),
                                        text=object(), pretrained_clip=False, note="offline")
     monkeypatch.setattr(encoders, "default_encoders", lambda **kw: offline)
-    chosen, note = G.geometry_encoders()
+    chosen, note = chapter.geometry_encoders()
     assert [p for _, p in chosen["image"]] == [False] and [p for _, p in chosen["text"]] == [True, False]
     assert note == "offline"
 

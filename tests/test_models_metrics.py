@@ -13,7 +13,13 @@ from bindcore.analysis.metrics import (
     strict_accuracy,
     strict_correct,
 )
-from bindcore.controlled.models import DualEncoder, Encoder, EncoderConfig, cosine_logits, sinusoidal_positions
+from bindcore.controlled.models import (
+    DualEncoder,
+    Encoder,
+    EncoderConfig,
+    cosine_logits,
+    sinusoidal_positions,
+)
 from bindcore.controlled.scenes import EMPTY, SceneSpace, object_labels, sample_scenes
 
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from bindcore.controlled.scenes import sample_scenes
-from bindcore.store import ResultStore
 from bindcore.controlled.training import (
     STORE_KIND,
     TrainConfig,
@@ -21,6 +20,7 @@ from bindcore.controlled.training import (
     step_generator,
     train,
 )
+from bindcore.store import ResultStore
 
 TINY = dict(n_values=4, coverage=0.75, d_model=16, n_heads=2, n_layers=1, d_ff=32, d_out=8, steps=12,
             batch_size=32, lr=1e-3, eval_every=6, eval_scenes=32, checkpoint_every=4)

@@ -2,19 +2,23 @@
 
 The jupytext ``py:percent`` files under ``notebooks/`` are the source of truth. A build
 
-1. executes every notebook listed in ``_toc.yml`` with papermill (``profile`` injected
-   as a parameter) into ``<build_dir>/executed/<profile>/<name>.ipynb``, skipping a
-   notebook whose source, parameters and ``bindcore`` code are unchanged since its last
-   successful execution (the cache key is stored in the executed notebook's metadata);
+1. executes every notebook listed in ``_toc.yml`` (:mod:`bindcore.book.toc`) with
+   papermill (``profile`` injected as a parameter) into
+   ``<build_dir>/executed/<profile>/<name>.ipynb``, skipping a notebook whose source,
+   parameters and ``bindcore`` code are unchanged since its last successful execution
+   (the cache key is stored in the executed notebook's metadata, with the parameters
+   the chapter ran with, :func:`bindcore.book.chapter.start_chapter`); a page that
+   reads other chapters' parameters (the reproduction report,
+   :func:`bindcore.book.chapter.ran_with`) is keyed by those too;
 2. stages a source tree ``<build_dir>/src/<profile>/`` (config, toc, ``book/``, the
-   executed notebooks) so that the repository itself is never written to;
+   executed notebooks as pages for readers: :func:`reader_page`) so that the
+   repository itself is never written to;
 3. runs Jupyter Book 1.x on it (its own execution is off) and swaps the result into
    ``<build_dir>/html``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -22,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,19 +34,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindcore.io import atomic_write_bytes, atomic_write_text, digest
+from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
+
+from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
+from .pairs import sync_pairs
+from .paths import PACKAGE_DIR, repo_root
+from .paths import resolve_root as _resolve_root
+from .toc import toc_files, toc_notebooks
+
+__all__ = [
+    "BookBuildError", "NotebookExecutionError", "NotebookRun", "build_book", "build_html", "cache_key", "execute_book",
+    "execute_notebook", "library_hash", "reader_page", "repo_root", "sync_pairs", "toc_files", "toc_notebooks",
+]
 
 logger = logging.getLogger(__name__)
 
 KERNEL_NAME = "python3"
-# Bump when the way executed notebooks are produced changes, to invalidate old caches.
-CACHE_SCHEME = "bindcore-book-1"
-METADATA_KEY = "bindcore"
 # Files next to the notebooks that a rendered page may reference (figures).
 NOTEBOOK_ASSET_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
-
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # bindcore/
+# A page that calls this reads the parameters other chapters ran with (its key includes them).
+READS_CHAPTERS = "ran_with("
+PARAMETERS_PROMPT = "Parameters of this run"
 
 
 class NotebookExecutionError(RuntimeError):
@@ -62,24 +76,6 @@ class NotebookRun:
     seconds: float
 
 
-# --------------------------------------------------------------------------- paths
-
-
-def repo_root() -> Path:
-    """The source checkout that holds ``_toc.yml``, ``notebooks/`` and ``bindcore/``."""
-    root = _PACKAGE_DIR.parent
-    if not (root / "_toc.yml").is_file():
-        raise FileNotFoundError(
-            f"no _toc.yml next to the bindcore package ({root}); building the book needs a source "
-            "checkout of the repository with bindcore installed from it (pip install -e .)"
-        )
-    return root
-
-
-def _resolve_root(root: Path | str | None) -> Path:
-    return Path(root).resolve() if root is not None else repo_root()
-
-
 def _check_profile(profile: str) -> None:
     check_profile(profile)
 
@@ -89,15 +85,17 @@ def _check_profile(profile: str) -> None:
 
 def library_hash(package_dir: Path | str | None = None) -> str:
     """Hash of the relative path and content of every ``*.py`` file of the package."""
-    package_dir = Path(package_dir) if package_dir is not None else _PACKAGE_DIR
+    package_dir = Path(package_dir) if package_dir is not None else PACKAGE_DIR
     files = [p for p in sorted(package_dir.rglob("*.py")) if "__pycache__" not in p.parts]
     return digest(*(part for p in files for part in (p.relative_to(package_dir).as_posix(), p.read_bytes())),
                   length=None)
 
 
-def cache_key(source: str, parameters: Mapping[str, Any], library: str) -> str:
-    """Key of one execution: the notebook source, its parameters and the library code."""
-    return digest(CACHE_SCHEME, source, json.dumps(parameters, sort_keys=True), library, length=None)
+def cache_key(source: str, parameters: Mapping[str, Any], library: str, chapters: Any = None) -> str:
+    """Key of one execution: the notebook source, its parameters and the library code
+    (which includes this build code), and for a page that reads other chapters'
+    parameters, those (``chapters``)."""
+    return digest(source, json.dumps(parameters, sort_keys=True), library, chapters, length=None)
 
 
 def _stored_key(executed: Path) -> str | None:
@@ -112,7 +110,8 @@ def _stored_key(executed: Path) -> str | None:
 
 
 @contextmanager
-def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
+def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
+                        executed_dir: Path | None = None) -> Iterator[None]:
     """Environment inherited by the kernel that papermill starts (restored afterwards)."""
     saved = dict(os.environ)
     os.environ.update(openmp_environment())
@@ -123,6 +122,10 @@ def _kernel_environment(profile: str, root: Path) -> Iterator[None]:
     os.environ["TQDM_DISABLE"] = "1"
     # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
     os.environ["BINDCORE_BOOK_BUILD"] = "1"
+    # where the chapter records the parameters it ran with, and the other chapters' records
+    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir)):
+        if path is not None:
+            os.environ[var] = str(path)
     # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved.get("PYTHONPATH")) if p)
     try:
@@ -194,6 +197,21 @@ def _failure_message(name: str, source_nb, exc: BaseException, partial: Path) ->
     return f"notebook {name} (notebooks/{name}.py) failed in {where}\n{ename}: {evalue}{detail}"
 
 
+def _run_records(out_dir: Path, but: str) -> dict[str, Any]:
+    """{notebook: the parameters it ran with} of the executed notebooks in ``out_dir``
+    (all but ``but``)."""
+    records = {}
+    for path in sorted(out_dir.glob("*.ipynb")):
+        if path.stem == but:
+            continue
+        try:
+            records[path.stem] = json.loads(path.read_text(encoding="utf-8"))["metadata"][METADATA_KEY].get(
+                "run_parameters")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return records
+
+
 def _execute(
     name: str,
     profile: str,
@@ -211,22 +229,22 @@ def _execute(
         raise FileNotFoundError(f"notebook source {py_path} does not exist")
     source = py_path.read_text(encoding="utf-8")
     params: dict[str, Any] = {"profile": profile, **(parameters or {})}
-    key = cache_key(source, params, library if library is not None else library_hash(root / "bindcore"))
-
     out_dir.mkdir(parents=True, exist_ok=True)
+    chapters = _run_records(out_dir, but=name) if READS_CHAPTERS in source else None
+    key = cache_key(source, params, library if library is not None else library_hash(root / "bindcore"), chapters)
+
     executed = out_dir / f"{name}.ipynb"
     if not force and executed.is_file() and _stored_key(executed) == key:
         return NotebookRun(name, executed, cached=True, seconds=0.0)
 
     source_nb = _read_py_notebook(py_path)
-    tag = f"{os.getpid()}"
-    input_path = out_dir / f".{name}.{tag}.input.ipynb"
-    partial = out_dir / f".{name}.{tag}.partial.ipynb"
+    work = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}."))  # this execution's own files
+    input_path, partial, recorded = work / "input.ipynb", work / "partial.ipynb", work / "parameters.json"
     print(f"[book] executing {name} (profile={profile}, parameters={json.dumps(params)})", flush=True)
     start = time.perf_counter()
     try:
         nbformat.write(source_nb, input_path)
-        with _kernel_environment(profile, root):
+        with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir):
             try:
                 _run_papermill(input_path, partial, params, root / "notebooks")
             except Exception as exc:
@@ -237,6 +255,8 @@ def _execute(
             "cache_key": key,
             "profile": profile,
             "parameters": params,
+            # the parameters the chapter ran with (profile defaults with the given ones on top)
+            "run_parameters": json.loads(recorded.read_text()) if recorded.is_file() else None,
             "source": f"notebooks/{name}.py",
             "seconds": round(seconds, 3),
         }
@@ -244,11 +264,9 @@ def _execute(
         if papermill_meta is not None:  # record the real source, not the temporary input
             papermill_meta["input_path"] = f"notebooks/{name}.py"
             papermill_meta["output_path"] = executed.name
-        nbformat.write(nb, partial)
-        os.replace(partial, executed)
+        atomic_write_bytes(executed, nbformat.writes(nb).encode("utf-8"))
     finally:
-        for leftover in (input_path, partial):
-            leftover.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
     return NotebookRun(name, executed, cached=False, seconds=seconds)
 
 
@@ -269,47 +287,6 @@ def execute_notebook(
     """
     run = _execute(name, profile, Path(out_dir), parameters, force, _resolve_root(root))
     return run.path
-
-
-# --------------------------------------------------------------------------- table of contents
-
-
-def toc_files(root: Path | str | None = None) -> list[str]:
-    """Every ``file`` entry of ``_toc.yml`` (the root first), in reading order."""
-    import yaml
-
-    root = _resolve_root(root)
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    files: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if isinstance(node.get(key), str):
-                    files.append(node[key])
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key) or []:
-                    walk(child)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
-
-    walk(toc)
-    return files
-
-
-def toc_notebooks(root: Path | str | None = None) -> list[str]:
-    """Names of the notebooks (``notebooks/<name>``) listed in ``_toc.yml``."""
-    root = _resolve_root(root)
-    names = []
-    for entry in toc_files(root):
-        path = Path(entry)
-        if path.parts[:1] == ("notebooks",) and len(path.parts) == 2:
-            name = path.with_suffix("").name if path.suffix in (".py", ".ipynb") else path.name
-            if not (root / "notebooks" / f"{name}.py").is_file():
-                raise FileNotFoundError(f"_toc.yml lists {entry} but notebooks/{name}.py does not exist")
-            names.append(name)
-    return names
 
 
 # --------------------------------------------------------------------------- whole book
@@ -351,8 +328,34 @@ def _absolute(path: Path | str) -> Path:
     return Path(path).resolve()
 
 
+def reader_page(nb: Any) -> bytes:
+    """An executed notebook (an ``nbformat`` node) as the page a reader meets: the
+    parameters cell and papermill's injected-parameters cell merged into one cell,
+    collapsed under one "Parameters of this run" toggle (a myst-nb ``hide-cell`` with
+    its own prompt). Everything else is left as it is."""
+    import nbformat
+
+    cells = nb.cells
+    at = next((i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if at is not None:
+        cell = cells[at]
+        if at + 1 < len(cells) and "injected-parameters" in cells[at + 1].get("metadata", {}).get("tags", []):
+            injected = cells.pop(at + 1)
+            body = injected.source.replace("# Parameters\n", "", 1).strip()
+            cell.source = (f"{cell.source.rstrip()}\n\n# {PARAMETERS_PROMPT} (given to papermill; they replace the "
+                           f"defaults above)\n{body}")
+            cell.outputs = list(cell.get("outputs", [])) + list(injected.get("outputs", []))
+        tags = list(cell.metadata.get("tags", []))
+        cell.metadata["tags"] = tags + [t for t in ("hide-cell",) if t not in tags]
+        cell.metadata["mystnb"] = {"code_prompt_show": PARAMETERS_PROMPT, "code_prompt_hide": f"Hide the {PARAMETERS_PROMPT.lower()}"}
+    return nbformat.writes(nb).encode("utf-8")
+
+
 def _staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Path | bytes]:
-    """Relative path in the staged tree -> source file (or content)."""
+    """Relative path in the staged tree -> source file (or content). ``book/_static/``
+    (the book's CSS) becomes the staged ``_static/``."""
+    import nbformat
+
     files: dict[str, Path | bytes] = {
         "_config.yml": root / "_config.yml",
         "_toc.yml": root / "_toc.yml",
@@ -363,7 +366,8 @@ def _staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Pa
     if book.is_dir():
         for path in sorted(book.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and ".ipynb_checkpoints" not in path.parts:
-                files[path.relative_to(root).as_posix()] = path
+                rel = path.relative_to(book)
+                files[rel.as_posix() if rel.parts[0] == "_static" else path.relative_to(root).as_posix()] = path
     notebooks = root / "notebooks"
     for path in sorted(notebooks.rglob("*")):
         if path.is_file() and path.suffix.lower() in NOTEBOOK_ASSET_SUFFIXES:
@@ -371,15 +375,13 @@ def _staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Pa
     for name in toc_notebooks(root):
         executed = executed_dir / f"{name}.ipynb"
         if executed.is_file():
-            files[f"notebooks/{name}.ipynb"] = executed
+            nb = nbformat.read(executed, as_version=4)
         else:
             # Only possible with --only: render the page without outputs rather than not at all.
-            import jupytext
-
             print(f"[book] warning: {name} has no executed copy for profile {profile}; "
                   "its page is rendered without outputs", flush=True)
             nb = _read_py_notebook(root / "notebooks" / f"{name}.py")
-            files[f"notebooks/{name}.ipynb"] = jupytext.writes(nb, fmt="ipynb").encode()
+        files[f"notebooks/{name}.ipynb"] = reader_page(nb)
     return files
 
 
@@ -500,61 +502,3 @@ def build_book(
     print(f"[book]   {'total':<40} {time.perf_counter() - start:8.1f} s", flush=True)
     print(f"[book] open {index}", flush=True)
     return index
-
-
-# --------------------------------------------------------------------------- pairs
-
-
-def _stable_ids(nb, previous) -> None:
-    """Reuse the cell ids of the previous .ipynb (same position, same type); else derive them."""
-    old = previous.cells if previous is not None else []
-    for i, cell in enumerate(nb.cells):
-        if i < len(old) and old[i].cell_type == cell.cell_type and old[i].get("id"):
-            cell["id"] = old[i]["id"]
-        else:
-            cell["id"] = hashlib.sha1(f"{i}\0{cell.cell_type}\0{cell.source}".encode()).hexdigest()[:8]
-
-
-def paired_ipynb_text(py_path: Path, previous_ipynb: Path | None = None) -> str:
-    """The .ipynb that pairs with ``py_path``: no outputs, no execution counts."""
-    import jupytext
-    import nbformat
-
-    nb = _read_py_notebook(py_path)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell["outputs"] = []
-            cell["execution_count"] = None
-    previous = None
-    if previous_ipynb is not None and previous_ipynb.is_file():
-        try:
-            previous = nbformat.read(previous_ipynb, as_version=4)
-        except Exception:  # noqa: BLE001 - an unreadable old copy is simply regenerated
-            previous = None
-    _stable_ids(nb, previous)
-    text = jupytext.writes(nb, fmt="ipynb")
-    return text if text.endswith("\n") else text + "\n"  # as `jupytext --to ipynb` writes it
-
-
-def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path]:
-    """Regenerate every ``notebooks/*.ipynb`` from its ``.py`` (the source of truth).
-
-    Returns the .ipynb files that changed (with ``check=True``: that would change; nothing
-    is written). An .ipynb without a .py is reported, never deleted.
-    """
-    root = _resolve_root(root)
-    notebooks = root / "notebooks"
-    changed = []
-    for py_path in sorted(notebooks.glob("*.py")):
-        ipynb = py_path.with_suffix(".ipynb")
-        text = paired_ipynb_text(py_path, ipynb)
-        if ipynb.is_file() and ipynb.read_text(encoding="utf-8") == text:
-            continue
-        changed.append(ipynb)
-        if not check:
-            atomic_write_text(ipynb, text)
-    for ipynb in sorted(notebooks.glob("*.ipynb")):
-        if not ipynb.with_suffix(".py").is_file():
-            logger.warning("%s has no paired .py source (the .py is the source of truth)", ipynb)
-            print(f"[sync] warning: {ipynb.relative_to(root)} has no paired .py", flush=True)
-    return changed

@@ -1,4 +1,6 @@
-"""One figure style for the whole book, and the figures the chapters share."""
+"""One figure style for the whole book, and the figures the chapters share: tokens and
+object grids (§3), metrics against coverage (§5.2), approximators against data fraction
+and width (§5.1, §5.3, §5.4), MDS pictures of embedding sets (D.5)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib as mpl
+import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
+from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace
+
+from .tables import FAMILY_LABELS
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
 PAPER_COLOUR = "#555555"
@@ -127,3 +134,91 @@ def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str
         fig.suptitle(title, y=1.0)
     fig.tight_layout()
     return fig
+
+
+def plot_by_fraction(ax: Any, table: Any, metric: str, ylabel: str, families: Sequence[str] | None = None) -> None:
+    """``metric`` against the data fraction, one line per family (the widest width of
+    each family, whose capacity is least in doubt)."""
+    fams = families or list(dict.fromkeys(table["family"]))
+    for i, fam in enumerate(fams):
+        sub = table[table["family"] == fam]
+        if sub.empty:
+            continue
+        if sub["width"].notna().any():
+            sub = sub[sub["width"] == sub["width"].max()]
+        sub = sub.groupby("fraction", as_index=False)[metric].mean().sort_values("fraction")
+        width = table[table["family"] == fam]["width"].max()
+        label = fam if width != width or width is None else f"{fam} (width {int(width)})"
+        ax.plot(sub["fraction"], sub[metric], "o-", color=PALETTE[i % len(PALETTE)], label=label)
+    ax.set_xlabel("data fraction (objects available for fitting)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.03, 1.03)
+
+
+def plot_by_width(ax: Any, table: Any, metric: str, ylabel: str, group: str = "fraction") -> None:
+    """MLP ``metric`` against hidden width (log scale), one line per ``group`` value."""
+    mlp = table[table["family"] == FAMILY_LABELS["mlp"]]
+    for i, (key, sub) in enumerate(mlp.groupby(group)):
+        sub = sub.groupby("width", as_index=False)[metric].mean().sort_values("width")
+        ax.plot(sub["width"], sub[metric], "o-", color=PALETTE[i % len(PALETTE)], label=f"{group} {key:g}"
+                if isinstance(key, float) else f"{key}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("MLP hidden width")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.03, 1.03)
+
+
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
+
+
+def _value_colours(names: Sequence[str]) -> list[Any]:
+    """Colours of concept 0's values: the values themselves where all are colour names
+    (CLEVR colours, colour adjectives), else a qualitative colour map."""
+    if names and all(mcolors.is_color_like(n) for n in names):
+        return [mcolors.to_rgba(n) for n in names]
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(len(names))]
+
+
+def _names(s: EmbeddingSet, c: int) -> list[str]:
+    if c < len(s.value_names) and len(s.value_names[c]) == s.values_per_concept[c]:
+        return [str(v) for v in s.value_names[c]]
+    return [str(v) for v in range(s.values_per_concept[c])]
+
+
+def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 30) -> None:
+    """Draw the D.5 picture of one set on two axes: the objects (colour = concept 0,
+    marker = concept 1, labelled when there are at most ``annotate_max``) and the
+    concept values (labelled). The first two MDS dimensions are drawn."""
+    ax_o, ax_c = axes
+    objs = df[df["bank"] == "objects"]
+    cols = _value_colours(_names(s, 0))
+    names0 = _names(s, 0)
+    names1 = _names(s, 1) if len(s.values_per_concept) > 1 else [""]
+    for v1 in range(len(names1)):
+        sub = objs[objs["value_1"].astype(int) == v1] if len(s.values_per_concept) > 1 else objs
+        ax_o.scatter(sub["mds_1"], sub["mds_2"], c=[cols[int(v)] for v in sub["value_0"]],
+                     marker=_MARKERS[v1 % len(_MARKERS)], s=42, edgecolors="black", linewidths=0.4,
+                     label=names1[v1])
+        if len(objs) <= annotate_max:
+            for _, r in sub.iterrows():
+                ax_o.annotate(f"{names0[int(r['value_0'])]} {names1[v1]}".strip(), (r["mds_1"], r["mds_2"]),
+                              fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax_o.legend(fontsize=6, title=s.concept_names[1] if len(s.concept_names) > 1 else None, title_fontsize=7,
+                loc="best", ncol=2 if len(names1) > 5 else 1)
+    ax_o.set_title(f"objects: {s.label}", fontsize=8)
+    conc = df[df["bank"] == "concepts"]
+    for c in range(len(s.values_per_concept)):
+        sub = conc[conc["concept"].astype(int) == c]
+        name = s.concept_names[c] if c < len(s.concept_names) else f"concept {c}"
+        ax_c.scatter(sub["mds_1"], sub["mds_2"], marker=_MARKERS[c % len(_MARKERS)], s=42, label=name,
+                     c=[cols[int(v)] for v in sub["value"]] if c == 0 else "#7f7f7f", edgecolors="black",
+                     linewidths=0.4)
+        for _, r in sub.iterrows():
+            ax_c.annotate(_names(s, c)[int(r["value"])], (r["mds_1"], r["mds_2"]), fontsize=6, xytext=(3, 3),
+                          textcoords="offset points")
+    ax_c.legend(fontsize=6)
+    ax_c.set_title(f"concept values: {s.label}", fontsize=8)
+    for ax in axes:
+        ax.set_xlabel("MDS 1")
+        ax.set_ylabel("MDS 2")

@@ -1,9 +1,11 @@
-"""Per-chapter parameters of each profile.
+"""Per-chapter parameters of each profile (:data:`bindcore.runtime.PROFILES`).
 
 A notebook's parameters cell starts with ``profile = "quick"`` and sets every other
 parameter to ``None``; :func:`chapter_parameters` fills what was left ``None`` from the
 profile, so that papermill can override parameters one by one
-(``papermill ... -p profile paper -p steps 20000``).
+(``papermill ... -p profile paper -p steps 20000``). Chapters call it through
+:func:`bindcore.book.chapter.start_chapter`, which collects the parameters from the
+notebook itself.
 """
 
 from __future__ import annotations
@@ -78,6 +80,13 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
                       ablations=True),
     },
 }
+
+
+def parameter_names(chapter: str) -> list[str]:
+    """The parameters of ``chapter`` (besides ``profile``), in the profile table's order."""
+    if chapter not in _CHAPTERS:
+        raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(_CHAPTERS)}")
+    return list(_CHAPTERS[chapter]["quick"])
 
 
 def chapter_parameters(chapter: str, profile: str, **given: Any) -> dict[str, Any]:

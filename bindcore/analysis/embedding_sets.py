@@ -1,0 +1,155 @@
+"""The embeddings the chapters analyse, made from the book's datasets and encoders:
+the embedding sets of §4 and appendix D and the binding data of §5.1.
+
+* captions of the adjective-noun space (C.3), embedded by each given text encoder;
+* CLEVR-2D and the CLEVR-like 3-D scenes (C.1), by each given image encoder;
+* three-object CLEVR-like scenes with and without occlusion (D.3);
+* the scene tower of a trained controlled dual encoder (§5.2) on all ordered pairs of a
+  sub-grid of objects (:func:`controlled_set`);
+* §5.1: the two-object captions embedded by each encoder, with linear probes fitted and
+  frozen (:func:`pretrained_binding`).
+
+Which encoders run (pretrained CLIP where reachable, the random-init control, MiniLM)
+is the chapters' choice (:mod:`bindcore.book.chapter`); embeddings are stored
+(:func:`bindcore.encoders.embed_dataset`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from bindcore.data import make_clevr2d, make_clevr2d_singles, make_clevr3d, make_clevr3d_singles, make_text_space
+from bindcore.data.clevr3d import make_clevr3d_three
+from bindcore.encoders import embed_dataset
+
+from .geometry_sets import EmbeddingSet
+from .probes import BindingData, LinearProbes, scene_split
+
+THREE_OBJECT_DATASETS = {False: "CLEVR-like 3-D, three objects", True: "CLEVR-like 3-D, three objects, occluded"}
+THREE_OBJECT_SEED = 0
+
+
+def _split_singles(ds: Any) -> tuple[Any, Any | None]:
+    """(two-object scenes, single-object scenes or None) of a dataset."""
+    n = ds.n_objects_per_scene
+    pairs, singles = np.flatnonzero(n == 2), np.flatnonzero(n == 1)
+    return ds.subset(pairs), (ds.subset(singles) if len(singles) else None)
+
+
+def _from_dataset(ds: Any, encoder: Any, modality: str, dataset: str, source: str, pretrained: bool,
+                  singles: Any | None = None, progress: bool = False) -> EmbeddingSet:
+    z = embed_dataset(encoder, ds, modality, progress=progress)
+    zs = embed_dataset(encoder, singles, modality, progress=progress) if singles is not None else None
+    return EmbeddingSet(dataset, encoder.name, source, pretrained, z, ds.objects[:, :2], ds.values_per_concept,
+                        list(ds.concept_names), [list(v) for v in ds.value_names], zs,
+                        singles.objects[:, :2] if singles is not None else None)
+
+
+def caption_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+    """Two-object captions of the adjective-noun space (and its single-object captions)."""
+    a, n = params["text_space"]
+    pairs, singles = _split_singles(make_text_space(a, n, singles=True))
+    return [_from_dataset(pairs, enc, "text", f"captions {a}x{n}", "text", pre, singles) for enc, pre in encoders]
+
+
+def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+    """CLEVR-2D and the CLEVR-like 3-D scenes (576 two-object scenes each, or the first
+    ``image_scenes`` of them) with their 24 single-object scenes."""
+    out = []
+    keep = params.get("image_scenes")
+    w3 = params["clevr3d_width"]
+    w2 = params["clevr2d_size"]
+    makers = [("CLEVR-2D", lambda: make_clevr2d(size=w2), lambda: make_clevr2d_singles(size=w2))]
+    if w3:
+        size = (w3, w3 * 3 // 4)
+        sub = None if keep is None else list(range(min(keep, 576)))
+        makers.append(("CLEVR-like 3-D", lambda: make_clevr3d(size=size, subset=sub, progress=False),
+                       lambda: make_clevr3d_singles(size=size, progress=False)))
+    for name, pairs_fn, singles_fn in makers:
+        pairs, singles = pairs_fn(), singles_fn()
+        if keep is not None and len(pairs) > keep:
+            pairs = pairs.subset(np.arange(keep))
+        out += [_from_dataset(pairs, enc, "image", name, "image", pre, singles) for enc, pre in encoders]
+    return out
+
+
+def controlled_set(data: BindingData) -> EmbeddingSet:
+    """A controlled model's binding data (:func:`~bindcore.analysis.probes.controlled_binding_data`)
+    as an embedding set (no single-object scenes)."""
+    vpc = data.values_per_concept
+    return EmbeddingSet(data.name, "controlled dual encoder (scene tower)", "controlled", True,
+                        data.embeddings, data.objects, vpc, [f"concept {c}" for c in range(len(vpc))],
+                        [[str(v) for v in range(V)] for V in vpc])
+
+
+def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dict[bool, Any]:
+    """{occlusion: dataset}: ``three_object_scenes`` three-object CLEVR-like scenes
+    (:func:`~bindcore.data.clevr3d.make_clevr3d_three`, seed 0) at ``clevr3d_width``
+    pixels wide, without (False) and with (True) one object partly hidden per scene."""
+    n, w = params["three_object_scenes"], params["clevr3d_width"]
+    if not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"three_object_scenes must be an integer >= 2, got {n!r}")
+    if not isinstance(w, (int, np.integer)) or w < 8:
+        raise ValueError(f"clevr3d_width must be an integer >= 8 (pixels), got {w!r}")
+    return {occ: make_clevr3d_three(int(n), occlusion=occ, seed=THREE_OBJECT_SEED, size=(int(w), int(w) * 3 // 4),
+                                    progress=progress) for occ in (False, True)}
+
+
+def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]],
+                      datasets: dict[bool, Any] | None = None, progress: bool = False) -> list[EmbeddingSet]:
+    """The three-object scenes (made by :func:`three_object_datasets` unless given)
+    embedded by each ``(encoder, pretrained)`` image encoder: one set per (occlusion,
+    encoder), all three object slots kept (objects listed left to right in the image)."""
+    datasets = datasets if datasets is not None else three_object_datasets(params, progress)
+    out = []
+    for occ, ds in datasets.items():
+        for enc, pre in encoders:
+            z = embed_dataset(enc, ds, "image", progress=progress)
+            out.append(EmbeddingSet(THREE_OBJECT_DATASETS[bool(occ)], enc.name, "image", bool(pre), z, ds.objects,
+                                    list(ds.values_per_concept), list(ds.concept_names),
+                                    [list(v) for v in ds.value_names]))
+    return out
+
+
+def is_occluded(s: EmbeddingSet) -> bool:
+    """Whether a set of :func:`three_object_sets` holds the occluded scenes."""
+    return s.dataset == THREE_OBJECT_DATASETS[True]
+
+
+def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
+    """One row per object of every scene: ``occlusion, scene, slot, visible_fraction``
+    (the share of the object's image area that no other object hides) and ``hidden``
+    (the least visible object of its scene)."""
+    rows = []
+    for occ, ds in datasets.items():
+        vf = np.asarray(ds.info["visible_fraction"], dtype=float)
+        least = vf.argmin(1)
+        for i in range(vf.shape[0]):
+            for j in range(vf.shape[1]):
+                rows.append({"occlusion": bool(occ), "scene": i, "slot": j, "visible_fraction": vf[i, j],
+                             "hidden": j == least[i]})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# §5.1: binding data of pretrained text encoders
+# ---------------------------------------------------------------------------------
+def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):
+    """§5.1's data: the two-object captions of the adjective-noun space, each encoder's
+    (cached) embeddings, linear probes fitted on 40 % of the scenes and frozen.
+    Returns ({encoder name: BindingData}, table of probe accuracies on the other 60 %)."""
+    space = make_text_space(*params["text_space"], singles=False)
+    tr, te = scene_split(len(space), 0.4, seed=0)
+    binding, rows = {}, []
+    for name, enc in encoders.items():
+        emb = embed_dataset(enc, space, "text", progress=False)
+        probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"], seed=0)
+        probes.fit(emb[tr], space.objects[tr])
+        s = probes.scores(emb[te], space.objects[te])
+        rows.append({"encoder": name, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
+                     "probe object recognition (test scenes)": s["object"]})
+        binding[name] = probes.binding_data(space.objects, emb, name=name)
+    return binding, pd.DataFrame(rows)

@@ -1,0 +1,222 @@
+"""What a chapter does around its science: its parameters and its page, its notes on
+stored results, and the encoders and trained models it uses.
+
+Every chapter's code starts, after its ``parameters`` cell, with
+``P = start_chapter("<chapter>", globals())``: the figure style, library logging kept
+out of the page (a chapter speaks in its own one-line notes), tables without pandas'
+0..n-1 index, and ``P``, the parameters of this run: the chapter's profile defaults
+(:mod:`bindcore.book.profiles`) with every parameter the parameters cell (or papermill)
+set on top. A new parameter is added to the profile table and to the parameters cell;
+nothing else. When the book build executes a chapter, the parameters it ran with are
+recorded in the executed notebook's metadata, where the reproduction report reads them
+(:func:`ran_with`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bindcore.io import atomic_write_json
+from bindcore.runtime import check_profile
+from bindcore.store import Kind, code_version
+
+from .profiles import chapter_parameters, parameter_names
+
+# set by the book build (bindcore.book.build) in the environment of the kernel it starts
+PARAMETERS_FILE_ENV = "BINDCORE_PARAMETERS_FILE"  # where a chapter records the parameters it ran with
+EXECUTED_DIR_ENV = "BINDCORE_EXECUTED_DIR"  # the executed notebooks of this build
+METADATA_KEY = "bindcore"  # of an executed notebook's metadata
+
+_PLAIN = (type(None), bool, int, float, str, list, tuple, dict)
+
+
+# ---------------------------------------------------------------------------------
+# parameters and page
+# ---------------------------------------------------------------------------------
+def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """Set up the page and return the parameters of this run (see the module docstring).
+
+    ``namespace``: the notebook's ``globals()``; every parameter of ``chapter``'s profile
+    table found there with a plain value (None, a number, a string, a list ...) counts;
+    None leaves the profile's default. ``chapter=None``: a page without a profile table
+    (only ``profile``)."""
+    prepare_page()
+    profile = check_profile(namespace["profile"])
+    if chapter is None:
+        params: dict[str, Any] = {"profile": profile}
+    else:
+        given = {k: namespace[k] for k in parameter_names(chapter)
+                 if k in namespace and isinstance(namespace[k], _PLAIN)}
+        params = chapter_parameters(chapter, profile, **given)
+    record_run_parameters(params)
+    return params
+
+
+def record_run_parameters(params: Mapping[str, Any]) -> None:
+    """Hand the parameters of this run to the book build (a JSON file it names), which
+    puts them in the executed notebook's metadata; nothing outside a book build."""
+    path = os.environ.get(PARAMETERS_FILE_ENV)
+    if path:
+        atomic_write_json(Path(path), dict(params))
+
+
+def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any], str]:
+    """(the parameters ``notebooks/<notebook>`` ran with in this book build, read from its
+    executed copy, and where they come from); the chapter's profile defaults when this
+    build has no executed copy of it on ``profile`` (e.g. a page run on its own)."""
+    folder = os.environ.get(EXECUTED_DIR_ENV)
+    if folder:
+        try:
+            meta = json.loads((Path(folder) / f"{notebook}.ipynb").read_text(encoding="utf-8"))["metadata"]
+            params = meta[METADATA_KEY]["run_parameters"]
+        except (OSError, ValueError, KeyError, TypeError):
+            params = None
+        if params and params.get("profile") == profile:
+            return params, f"{notebook}: the parameters it ran with in this build"
+    return chapter_parameters(chapter, profile), f"{notebook}: the '{profile}' profile's defaults (not run in this build)"
+
+
+def prepare_page() -> None:
+    """The book's figure style; library logging kept out of the page; tables without a
+    meaningless index (:func:`table_html`)."""
+    from .figures import use_style
+
+    use_style()
+    quiet_library_logging()
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        import pandas as pd
+
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+def quiet_library_logging() -> None:
+    """Give the root logger a handler that drops records, so that a library's
+    ``logging.warning(...)`` does not configure logging to print every warning (e.g.
+    open_clip's "No pretrained weights loaded") into the page."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+def table_html(df: Any) -> str:
+    """A DataFrame as HTML for a page: without its index when that is a plain row number
+    (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``)."""
+    import pandas as pd
+
+    index = df.index
+    plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
+    return df.to_html(index=not plain, classes="bindcore-table", border=0,
+                      max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
+                      show_dimensions=False)
+
+
+# ---------------------------------------------------------------------------------
+# notes on stored results
+# ---------------------------------------------------------------------------------
+def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, what: str = "training runs") -> None:
+    """Print the code version of stored records a chapter uses: one line for those made
+    by the current code, one line for each made by other code and reused without being
+    computed again (an expensive kind, or a published record)."""
+    from bindcore.controlled.training import STORE_KIND
+
+    kind = kind or STORE_KIND
+    recs = list(records)
+    fresh = [r for r in recs if not r.get("stale")]
+    if fresh:
+        versions = sorted({code_version(r.get("code")) for r in fresh})
+        sources = sorted({r.get("source", "local") for r in fresh})
+        print(f"{len(fresh)} {what} ({', '.join(sources)}) made by the current code: {'; '.join(versions)}")
+    for r in recs:
+        if r.get("stale"):
+            print(f"Note: {what[:-1] if what.endswith('s') else what} {r.get('hash', Path(r['path']).name)} "
+                  f"({r.get('source', 'local')}, finished {r.get('finished_at', '?')}) was made by "
+                  f"{code_version(r.get('code'))}, not by the current code ({kind.fingerprint()[:12]}); it is "
+                  f"shown as stored, not recomputed (delete {r['path']} to compute it again).")
+
+
+# ---------------------------------------------------------------------------------
+# the encoders and trained models the chapters use
+# ---------------------------------------------------------------------------------
+def geometry_encoders() -> tuple[dict[str, list[tuple[Any, bool]]], str]:
+    """The encoders of the §4 chapters: ({"text": [(encoder, pretrained)], "image": [...]},
+    note for the top of the page). Pretrained CLIP for both modalities where its weights
+    are reachable, each with the random-init control beside it; otherwise MiniLM and the
+    control for texts and only the control for images."""
+    from bindcore import encoders
+
+    d = encoders.default_encoders()
+    if d.pretrained_clip:
+        control = encoders.random_init_like(d.image, seed=0)
+        return {"text": [(d.text, True), (control, False)], "image": [(d.image, True), (control, False)]}, d.note
+    return {"text": [(d.text, True), (d.image, False)], "image": [(d.image, False)]}, d.note
+
+
+def pretrained_encoders() -> tuple[dict[str, Any], str]:
+    """The encoders of §5.1: pretrained CLIP's text tower where reachable, else the
+    pretrained MiniLM text encoder; and CLIP's architecture with random weights, the
+    paper's control. Returns ({name: encoder}, note for the top of the page)."""
+    from bindcore import encoders
+
+    d = encoders.default_encoders()
+    control = encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0)
+    if d.pretrained_clip:
+        return {"CLIP ViT-B/32 (pretrained)": d.text, "ViT-B/32 (random init)": control}, d.note
+    return {"all-MiniLM-L6-v2 (pretrained text encoder)": d.text,
+            "ViT-B/32 text tower (random init)": control}, d.note
+
+
+def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None) -> list[dict[str, Any]]:
+    """The controlled dual encoders of §5.2 trained at the largest coverage of each
+    object space of ``profile`` (stored runs are reused; their code version is printed)."""
+    from bindcore.controlled.recipes import recipe
+    from bindcore.sweep import generalization_configs, run_sweep
+
+    p = chapter_parameters("binding_generalization", profile)
+    configs = generalization_configs(recipe(profile), {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
+    runs = run_sweep(configs, workers=workers, device=device, progress=False)
+    note_stored(runs, what="controlled models (stored §5.2 training runs)")
+    return runs
+
+
+def controlled_datasets(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None):
+    """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3, §5.4)."""
+    from bindcore.analysis.probes import controlled_binding_data
+
+    runs = generalizing_runs(profile, workers=workers, device=device)
+    return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
+
+
+def controlled_sets(profile: str, params: dict[str, Any], workers: int | None = None,
+                    device: str | None = None) -> list[Any]:
+    """The generalizing controlled models of §5.2 as embedding sets: scene embeddings of
+    all ordered pairs of a sub-grid of at most ``controlled_objects`` objects."""
+    from bindcore.analysis.embedding_sets import controlled_set
+    from bindcore.analysis.probes import controlled_binding_data
+
+    return [controlled_set(controlled_binding_data(rec, max_objects=params["controlled_objects"],
+                                                   device=device or "cpu"))
+            for rec in generalizing_runs(profile, workers=workers, device=device)]
+
+
+def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = None,
+                  device: str | None = None) -> tuple[list[Any], str]:
+    """Every embedding set of the §4 chapters and the encoder note for the top of the page:
+    captions and images by :func:`geometry_encoders`, and (``controlled``) the controlled
+    models of §5.2."""
+    from bindcore.analysis.embedding_sets import caption_sets, image_sets
+
+    encoders, note = geometry_encoders()
+    sets = caption_sets(params, encoders["text"]) + image_sets(params, encoders["image"])
+    if params.get("controlled", True):
+        sets += controlled_sets(profile, params, workers=workers, device=device)
+    return sets, note
