@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis import approximators as A  # noqa: E402
 from bindcore.analysis.probes import functional_binding, object_level_split  # noqa: E402
 from bindcore.runtime import set_threads  # noqa: E402

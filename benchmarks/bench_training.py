@@ -21,13 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 import torch  # noqa: E402
 from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
+import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.controlled.recipes import recipe  # noqa: E402
 from bindcore.controlled.scenes import sample_scenes  # noqa: E402
-from bindcore.runtime import resolve_device, set_threads  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
     make_optimizer,
@@ -35,6 +34,7 @@ from bindcore.controlled.training import (  # noqa: E402
     step_generator,
     train_loss,
 )
+from bindcore.runtime import resolve_device, set_threads  # noqa: E402
 
 SIZES = dict(n_concepts=2, n_values=10, max_objects=2, coverage=0.8, batch_size=256, d_model=128, n_heads=4,
              n_layers=4, d_ff=2048, d_out=64)

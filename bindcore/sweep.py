@@ -132,7 +132,13 @@ def results_table(records: list[dict[str, Any]]):
     return pd.DataFrame(rows)
 
 
-def generalization_summary(table, concept_threshold: float = 0.9, binding_margin: float = 0.1) -> "Any":
+def _first_coverage(sub, mask) -> float:
+    """The smallest coverage of the rows of ``sub`` (sorted by coverage) where ``mask`` holds."""
+    hit = sub[mask]
+    return float(hit["coverage"].iloc[0]) if len(hit) else float("nan")
+
+
+def generalization_summary(table, concept_threshold: float = 0.9, binding_margin: float = 0.1) -> Any:
     """Per object-space size, from the held-out two-object scenes: the smallest coverage
     at which concept recognition reaches ``concept_threshold``; the smallest coverage at
     which object recognition beats the bag-of-concepts oracle by ``binding_margin`` (the
@@ -145,17 +151,14 @@ def generalization_summary(table, concept_threshold: float = 0.9, binding_margin
     for objects, sub in table.groupby("objects"):
         sub = sub.groupby("coverage", as_index=False).mean(numeric_only=True).sort_values("coverage")
 
-        def first(mask) -> float:
-            hit = sub[mask]
-            return float(hit["coverage"].iloc[0]) if len(hit) else float("nan")
-
         last = sub.iloc[-1]
         rho = sub["coverage"].rank().corr(sub["test_object_2"].rank()) if len(sub) > 1 else float("nan")
         out.append({
             "objects": objects,
-            "concepts >= %g from coverage" % concept_threshold: first(sub["test_concept_2"] >= concept_threshold),
-            "objects beat oracle by %g from coverage" % binding_margin:
-                first(sub["test_object_2"] >= sub["boc_test_object_2"] + binding_margin),
+            f"concepts >= {concept_threshold:g} from coverage":
+                _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
+            f"objects beat oracle by {binding_margin:g} from coverage":
+                _first_coverage(sub, sub["test_object_2"] >= sub["boc_test_object_2"] + binding_margin),
             "largest coverage": float(last["coverage"]),
             "objects at largest coverage": float(last["test_object_2"]),
             "oracle at largest coverage": float(last["boc_test_object_2"]),

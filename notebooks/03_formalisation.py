@@ -44,7 +44,6 @@ seed = 0
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
@@ -95,7 +94,7 @@ obj_query = space.object_query_tokens(full[0, :1])
 con_query = space.concept_query_tokens(space.value_tokens(space.object_values(full[0, :1]))[0, :1])
 names = ["colour", "shape", "size", "material", "texture"][: space.n_concepts] if space.n_concepts <= 5 else None
 rows = [scene_tokens[0].tolist(), scene_tokens[1].tolist(), obj_query[0].tolist(), con_query[0].tolist()]
-labels = [f"scene, 1 object", f"scene, {max_objects} objects", "object query", "concept query"]
+labels = ["scene, 1 object", f"scene, {max_objects} objects", "object query", "concept query"]
 ax = draw_token_rows(space, rows, labels, concept_names=names)
 ax.set_title(f"Token sequences (C={space.n_concepts}, V={space.n_values}; L_max={space.max_len}); "
              "numbers in brackets are token ids")

@@ -5,8 +5,9 @@ fitting)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -16,12 +16,19 @@ is the chapters' choice (:mod:`bindcore.book.chapter`); embeddings are stored
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bindcore.data import make_clevr2d, make_clevr2d_singles, make_clevr3d, make_clevr3d_singles, make_text_space
+from bindcore.data import (
+    make_clevr2d,
+    make_clevr2d_singles,
+    make_clevr3d,
+    make_clevr3d_singles,
+    make_text_space,
+)
 from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
 

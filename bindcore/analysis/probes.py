@@ -82,7 +82,7 @@ class BindingData:
         the approximators' input."""
         return self.objects.reshape(len(self.objects), -1)
 
-    def subset(self, index: np.ndarray) -> "BindingData":
+    def subset(self, index: np.ndarray) -> BindingData:
         return BindingData(self.objects[index], self.embeddings[index], list(self.values_per_concept),
                            self.concept_probes, self.object_probe, self.name, dict(self.info))
 
@@ -219,7 +219,7 @@ class LinearProbes:
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("values_per_concept", "fit_objects", "lr", "epochs", "seed")}
 
-    def set_params(self, **params: Any) -> "LinearProbes":
+    def set_params(self, **params: Any) -> LinearProbes:
         for k, v in params.items():
             if k not in self.get_params():
                 raise ValueError(f"LinearProbes has no parameter {k!r}")
@@ -230,7 +230,7 @@ class LinearProbes:
     def _object_ids(self, objects: torch.Tensor) -> torch.Tensor:
         return object_ids(objects, self.values_per_concept)  # -1 for absent objects: no target
 
-    def fit(self, X: np.ndarray, objects: np.ndarray) -> "LinearProbes":
+    def fit(self, X: np.ndarray, objects: np.ndarray) -> LinearProbes:
         x = torch.as_tensor(np.asarray(X), dtype=torch.float32)
         obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
         if obj.ndim != 3 or obj.shape[2] != len(self.values_per_concept) or len(obj) != len(x):

@@ -5,7 +5,8 @@ chapter's results; "ours" names the profile or the encoder it comes from."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -87,12 +88,12 @@ def form_claims(table: Any, profile: str):
 
 def claims_table(summary, profile: str, concept_threshold: float = 0.9, binding_margin: float = 0.1):
     """The §5.2 claims, the paper's statement of each, and what our sweep shows."""
-    conc = summary["concepts >= %g from coverage" % concept_threshold]
-    bind = summary["objects beat oracle by %g from coverage" % binding_margin]
+    conc = summary[f"concepts >= {concept_threshold:g} from coverage"]
+    bind = summary[f"objects beat oracle by {binding_margin:g} from coverage"]
 
     def order(c: float, b: float) -> str:
         if pd.isna(c):
-            return "concepts never reach %g" % concept_threshold
+            return f"concepts never reach {concept_threshold:g}"
         if pd.isna(b) or c < b:
             return f"concepts earlier ({c:g} vs {'never' if pd.isna(b) else f'{b:g}'})"
         return f"{'same coverage' if c == b else 'binding earlier'} ({c:g} vs {b:g})"

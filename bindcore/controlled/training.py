@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,7 @@ from bindcore.analysis.metrics import bag_of_concepts_scores, strict_correct
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.store import Entry, Kind, ResultStore
+
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -114,14 +116,14 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown TrainConfig field(s): {sorted(unknown)}")
         return cls(**d)
 
-    def with_(self, **changes: Any) -> "TrainConfig":
+    def with_(self, **changes: Any) -> TrainConfig:
         return replace(self, **changes)
 
 

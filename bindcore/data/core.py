@@ -101,7 +101,7 @@ class SceneDataset:
         """``[N, O_max]`` object ids (:func:`bindcore.ids.object_ids`), -1 absent."""
         return object_ids(self.objects, self.values_per_concept)
 
-    def subset(self, index: Sequence[int] | np.ndarray) -> "SceneDataset":
+    def subset(self, index: Sequence[int] | np.ndarray) -> SceneDataset:
         idx = np.asarray(index)
         return SceneDataset(
             name=self.name, concept_names=list(self.concept_names), value_names=[list(v) for v in self.value_names],

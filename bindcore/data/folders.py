@@ -56,7 +56,7 @@ class LazyImages(Sequence):
         with Image.open(self.paths[i]) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
-    def take(self, index: Sequence[int]) -> "LazyImages":
+    def take(self, index: Sequence[int]) -> LazyImages:
         """The images at ``index``, still lazy."""
         return LazyImages([self.paths[i] for i in index])
 

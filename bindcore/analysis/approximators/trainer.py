@@ -218,7 +218,7 @@ class _Stack:
         # padded rows repeat the model's first fitting scene (weight 0): no other scene's
         # target is ever read, not even multiplied by zero (a NaN would survive that)
         index = torch.stack([f[:1].expand(self.B) for f in self.fit]).clone()
-        for m, (n, s) in enumerate(zip(self.rows, specs)):
+        for m, n in enumerate(self.rows):
             weights[m, :n] = 1.0 / (n * data.dim)
             if not self.sampled[m]:
                 index[m, :n] = self.fit[m]
@@ -335,11 +335,11 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
     info = [{} for _ in specs]
     k = 0
     for st in stacks:
-        for m in range(len(st.specs)):
+        for _ in st.specs:
             info[order[k]] = {"stack_size": len(st.specs), "padded_width": max(st.model.widths), "padded_rows": st.B}
             k += 1
     records = []
-    for spec, curve, extra in zip(specs, curves, info):
+    for curve, extra in zip(curves, info):
         records.append({"curve": curve, **extra})
     return records, finals
 
