@@ -89,7 +89,7 @@ sets_frame(sets)
 # reconstruction one with the same two objects, in either order? Probing: linear probes
 # fitted on 40 % of the real embeddings read the reconstructions of the other scenes.
 
-# %%
+# %% tags=["full-width"]
 frames = [decomposition(s, P) for s in sets]
 decomposition_table(sets, frames)
 
@@ -127,7 +127,7 @@ plt.show()
 # probing: the concept probes read the intended colours and shapes. "Shared": the
 # replaced object shares a colour or shape with the other object of its scene.
 
-# %%
+# %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]
 editing_table(sets, edit_frames, k=1.0)
 

@@ -121,7 +121,7 @@ print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}
 # held-out scenes; the candidate set is always the full vocabulary (all $V^C$ objects,
 # all $C \cdot V$ concept values).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 cols = ["C", "V", "objects", "coverage", "seed", "values seen in training", "test_object_2", "boc_test_object_2",
         "test_object_1", "test_concept_2", "test_concept_1", "train_object_2", "minutes"]
 table[cols].round(3)

@@ -138,7 +138,7 @@ t0 = time.perf_counter()
 three_sets = three_object_sets(P, encoders["image"], datasets)
 three = three_object_table(three_sets, P)
 print(f"embedded and analysed in {time.perf_counter() - t0:.1f} s")
-three.drop(columns=["dataset"]).round(3).T
+three.drop(columns=["dataset"]).set_index(["occlusion", "encoder"]).round(3).T
 
 # %% tags=["hide-input"]
 long = three_object_long(three_sets, P)
@@ -195,7 +195,7 @@ plt.show()
 # split between sharing concept 0 and sharing concept 1, while clusters by one concept
 # (say, all objects with the same noun together) put every neighbour in that concept.
 
-# %%
+# %% tags=["full-width"]
 t0 = time.perf_counter()
 gsets, _ = geometry_sets(profile, chapter_parameters("geometry", profile), workers=workers, device=device)
 mds_frames = [mds_analysis(s, P) for s in gsets]

@@ -64,7 +64,7 @@ print(f"numbers on this page: profile {profile!r}")
 # for the bag-of-concepts baseline. Ours, for the setting of §5.2 ($C = 2$), with the full
 # object vocabulary as candidates:
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 rows = []
 for v in (10, 20, 50):
     sp = SceneSpace(2, v, 2)
@@ -84,7 +84,7 @@ pd.DataFrame(rows)
 # the pretrained text encoder is MiniLM and every image row is a random-weights
 # control.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 from bindcore.analysis.geometry_sets import attribution, decomposition, editing
 from bindcore.book.chapter import geometry_sets
 from bindcore.book.tables import attribution_table, decomposition_table, editing_table
@@ -104,7 +104,7 @@ display(editing_table(sets4, edi4, k=1.0).round(3).assign(profile=profile))
 # Every number the paper gives for §4.1, §4.2 and D.2, one row each, with ours beside
 # it where this build has an embedding set of the same data and kind of weights:
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 from bindcore.book.tables import paper_section4_table
 
 with pd.option_context("display.max_rows", 200):
@@ -117,7 +117,7 @@ with pd.option_context("display.max_rows", 200):
 # load; without the Hugging Face Hub that is MiniLM and a random-init CLIP text tower,
 # not CLIP):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 from bindcore.analysis.approximators import FAMILIES
 from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.book.chapter import controlled_datasets, pretrained_encoders
@@ -135,7 +135,7 @@ pretrained_claims(pretrained_sweeps(P51, binding, device=device), profile).round
 #
 # The claims of §5.2 and what the chapter's sweep shows (from the stored runs):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
 print("parameters:", source)
 base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
@@ -145,7 +145,7 @@ table = results_table(records)
 summary = generalization_summary(table)
 claims_table(summary, profile)
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 top = table[table["coverage"] == max(P["coverages"])]
 top[["objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2", "train_object_2",
      "minutes", "device", "source"]].round(3).assign(profile=profile)
@@ -153,7 +153,7 @@ top[["objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_
 # %% [markdown]
 # The two ablations of the chapter (largest coverage, first object space):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
     ab = results_table(run_sweep(list(variants.values()), workers=workers, device=device, progress=False))
@@ -167,7 +167,7 @@ if P["ablations"]:
 # The generalizing controlled models of §5.2 (largest coverage of each object space):
 # how wide an MLP must be (§5.3), and additive vs multiplicative families (§5.4).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 P53, source53 = ran_with("05_3_binding_function_complexity", "controlled_complexity", profile)
 P54, source54 = ran_with("05_4_functional_form", "controlled_complexity", profile)
 print("parameters:", source53, "|", source54)
@@ -185,7 +185,7 @@ form_claims(controlled_sweeps(datasets54, P54, list(FAMILIES), widths={"mlp": [m
 # Scene and object counts of the datasets this book makes, beside the paper's (the
 # images of CLEVR and PUG:SPARE are the authors'; see the chapter for loading them):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 from bindcore.data import make_clevr2d, make_text_space
 from bindcore.paper import PAPER_DATASETS
 
@@ -209,7 +209,7 @@ pd.DataFrame([
 # From the appendix chapter's stored analyses (three-object CLEVR-like scenes with and
 # without occlusion; MDS of the §4 embedding sets' object components):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 from bindcore.analysis.embedding_sets import three_object_sets
 from bindcore.analysis.geometry_sets import mds_analysis
 from bindcore.book.chapter import geometry_encoders
@@ -240,7 +240,7 @@ with pd.option_context("display.max_colwidth", None):
 #
 # The recipe of this build's profile, where it differs from the `paper` recipe:
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 recipe_table(profile)
 
 # %% [markdown]

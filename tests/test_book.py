@@ -308,6 +308,39 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
     assert _tracked_status() == before, "building the book modified tracked files of the repository"
     assert list((tmp_path / "results" / STORE_KIND).glob("*/result.json")), "the chapters stored no training run"
 
+    assert "pre-wrap" in (html / "_static" / "bindcore.css").read_text(), "the book's CSS does not wrap output lines"
+    for name in book.toc_notebooks():
+        _check_reader_page(name, (html / "notebooks" / f"{name}.html").read_text(encoding="utf-8"))
+        run = nbformat.read(tmp_path / "executed" / "smoke" / f"{name}.ipynb", as_version=4).metadata["bindcore"]
+        assert run["run_parameters"]["profile"] == "smoke", f"{name}: no record of the parameters it ran with"
+
+
+def _check_reader_page(name: str, page: str) -> None:
+    """A chapter's page as a reader meets it (issue 9): one "Parameters of this run" toggle
+    holding the parameters cell and papermill's injected parameters; no library log lines;
+    the book's CSS (output lines wrap); tables without pandas' 0..n index; a table wider
+    than 10 columns only in a full-width cell."""
+    import re
+
+    assert page.count('collapsed admonition-title">Parameters of this run<') == 1, f"{name}: no parameters toggle"
+    toggle = page[page.index("Parameters of this run"):]
+    toggle = toggle[:toggle.index("</details>")]
+    assert "profile" in toggle and "given to papermill" in toggle, f"{name}: the injected parameters are not in it"
+    assert "tag_injected-parameters" not in page, f"{name}: papermill's parameters cell shown on its own"
+    for line in ("WARNING:root", "No pretrained weights loaded", "INFO:"):
+        assert line not in page, f"{name}: library logging ({line!r}) printed into the page"
+    assert "_static/bindcore.css" in page, f"{name}: the page does not load the book's CSS"
+    cells = re.split(r'<div class="cell ', page)[1:]
+    for cell in cells:
+        for table in re.findall(r'<table class="dataframe[^"]*">(.*?)</table>', cell, re.S):
+            body = re.search(r"<tbody>(.*?)</tbody>", table, re.S).group(1)
+            first = [re.sub(r"<.*?>", "", row).split() for row in re.findall(r"<tr>\s*<th>(.*?)</th>", body, re.S)]
+            assert first != [[str(i)] for i in range(len(first))] or not first, f"{name}: a table shows a 0..n index"
+            head = re.search(r"<thead>(.*?)</thead>", table, re.S).group(1)
+            n_columns = len(re.findall(r"<th", head.split("</tr>")[0]))
+            assert n_columns <= 10 or "tag_full-width" in cell[:200], (
+                f"{name}: a table of {n_columns} columns in the narrow text column")
+
 
 def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_path):
     seen = {}

@@ -106,3 +106,43 @@ def test_one_hash_and_atomic_writes(tmp_path):
         atomic_write(target, fail)
     assert json.loads(target.read_text()) == {"a": 1}  # the old content survives
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]  # no temporary file left
+
+
+def test_a_training_run_made_by_other_code_is_reused_and_the_chapter_names_its_code(tmp_path, capsys):
+    from bindcore.book.chapter import note_stored
+    from bindcore.controlled.recipes import recipe
+    from bindcore.controlled.training import STORE_KIND, train
+
+    store = ResultStore(tmp_path, published=None)
+    cfg = recipe("smoke", steps=4, eval_every=2, eval_scenes=16)
+    first = train(cfg, store=store, device="cpu", progress=False)
+    assert first["stale"] is False and first["code"]["fingerprint"] == STORE_KIND.fingerprint()
+    note_stored([first])
+    assert code_version(first["code"]) in capsys.readouterr().out
+
+    result = Path(first["path"]) / "result.json"
+    record = json.loads(result.read_text())
+    record["code"] = {"fingerprint": "f" * 64, "bindcore": "0.0.1", "git": "abc1234", "modules": []}
+    atomic_write_json(result, record)
+    again = train(cfg, store=store, device="cpu", progress=False)  # not retrained: the same record
+    assert again["stale"] is True and again["finished_at"] == first["finished_at"]
+    note_stored([again])
+    note = capsys.readouterr().out
+    assert "code ffffffffffff (bindcore 0.0.1, git abc1234)" in note and STORE_KIND.fingerprint()[:12] in note
+
+
+def test_the_report_reads_the_parameters_a_chapter_ran_with(tmp_path, monkeypatch):
+    import nbformat
+
+    from bindcore.book.chapter import ran_with
+    from bindcore.book.profiles import chapter_parameters
+
+    nb = nbformat.v4.new_notebook()
+    ran = {**chapter_parameters("geometry", "smoke"), "max_edits": 7}
+    nb.metadata["bindcore"] = {"run_parameters": ran}
+    nbformat.write(nb, tmp_path / "04_1_geometry.ipynb")
+    monkeypatch.setenv("BINDCORE_EXECUTED_DIR", str(tmp_path))
+    assert ran_with("04_1_geometry", "geometry", "smoke")[0] == ran
+    # another profile, or no executed copy: the profile's defaults
+    assert ran_with("04_1_geometry", "geometry", "quick")[0] == chapter_parameters("geometry", "quick")
+    assert ran_with("04_2_component_attribution", "geometry", "smoke")[0] == chapter_parameters("geometry", "smoke")

@@ -30,7 +30,7 @@ def protocol_for(params: dict[str, Any]):
 
 def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
     """``small``: one configuration per tree kind (smoke, quick); ``full``: the grids of
-    :data:`bindcore.approximators.TREE_GRIDS`."""
+    :data:`bindcore.analysis.approximators.TREE_GRIDS`."""
     if name == "full":
         return TREE_GRIDS
     return {"xgboost": [dict(n_estimators=150, learning_rate=0.1, max_depth=4, subsample=0.8, colsample_bytree=0.8)],
@@ -38,14 +38,14 @@ def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def binding_data_hash(data: Any) -> str:
-    """Content hash of a :class:`~bindcore.probes.BindingData` (scenes, embeddings, probes)."""
+    """Content hash of a :class:`~bindcore.analysis.probes.BindingData` (scenes, embeddings, probes)."""
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 
 
 def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any,
                  widths: Any = None, tree_grid: Any = None, device: str | None = None, store: Any = None,
                  **kwargs: Any) -> list[dict[str, Any]]:
-    """:func:`bindcore.approximators.sweep_fractions`, stored under a hash of its inputs
+    """:func:`bindcore.analysis.approximators.sweep_fractions`, stored under a hash of its inputs
     (the binding data's content, fractions, families, widths, protocol, tree grid), so
     that a chapter re-executes, and the reproduction report reads it, in seconds."""
     store = store or ResultStore()

@@ -44,7 +44,7 @@ value of every present object). Estimators (:func:`estimate_components`):
 same multiset of objects as the intended one, in any order (paper C.2); the stricter
 exact-order rule of the released code is reported beside it (``retrieval_exact``).
 
-**Probing.** :class:`~bindcore.probes.LinearProbes` fitted on real embeddings (or on
+**Probing.** :class:`~bindcore.analysis.probes.LinearProbes` fitted on real embeddings (or on
 residuals for §4.2), strict criterion (all positives above all negatives).
 """
 
@@ -474,7 +474,7 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
     (kind, estimator).
 
     ``holdout``: None (fit and evaluate on all scenes), a fraction of scenes held out
-    (seeded :func:`~bindcore.probes.scene_split`) or ``(fit_index, eval_index)``.
+    (seeded :func:`~bindcore.analysis.probes.scene_split`) or ``(fit_index, eval_index)``.
     Columns: ``kind, estimator, r2_fit, r2_eval, n_fit, n_eval, n_excluded`` (eval scenes
     whose reconstruction needs an unseen key); with ``retrieval``: ``retrieval`` (any
     order), ``retrieval_exact``, ``retrieval_chance`` for the reconstructions of the eval

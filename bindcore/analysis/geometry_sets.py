@@ -140,7 +140,7 @@ def object_occurrences(s: EmbeddingSet) -> dict[str, int | float]:
 def three_object_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = None,
                           holdout: float = 0.2) -> pd.DataFrame:
     """D.3 for one set, one row per (kind, estimator) of
-    :func:`~bindcore.geometry.additive_decomposition`:
+    :func:`~bindcore.analysis.geometry.additive_decomposition`:
 
     * on all scenes: ``r2_eval``, ``retrieval`` (reconstructions of every scene, components
       estimated from all scenes, as §4.1) and ``probe_concept, probe_object`` (probes fitted
@@ -177,7 +177,7 @@ def mds_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = None, n_n
     ``mds_components`` dimensions) of the obj-avg object bank (``bank="objects"``, one
     row per object seen, ``value_c`` columns) and of the averaging concept bank
     (``bank="concepts"``, ``concept``/``value`` columns), each computed separately.
-    ``attrs["grid"]``: :func:`~bindcore.geometry.grid_likeness` of the objects in the
+    ``attrs["grid"]``: :func:`~bindcore.analysis.geometry.grid_likeness` of the objects in the
     MDS coordinates (``"mds"``) and in the full normalised embedding (``"full"``) with
     ``n_neighbors`` neighbours, and the same with as many neighbours as an object has
     grid neighbours, ``sum(V_c - 1)`` (``"mds_grid"``, ``"full_grid"``): a stricter

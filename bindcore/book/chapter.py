@@ -110,14 +110,16 @@ def quiet_library_logging() -> None:
 
 def table_html(df: Any) -> str:
     """A DataFrame as HTML for a page: without its index when that is a plain row number
-    (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``)."""
+    (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``);
+    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own."""
     import pandas as pd
 
     index = df.index
     plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
-    return df.to_html(index=not plain, classes="bindcore-table", border=0,
+    html = df.to_html(index=not plain, classes="bindcore-table", border=0,
                       max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
                       show_dimensions=False)
+    return html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
 
 
 # ---------------------------------------------------------------------------------

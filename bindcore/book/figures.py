@@ -19,7 +19,7 @@ from bindcore.controlled.scenes import SceneSpace
 from .tables import FAMILY_LABELS
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
-PAPER_COLOUR = "#555555"
+REFERENCE_COLOUR = "#555555"  # a paper number drawn as a reference line
 
 
 def use_style() -> None:

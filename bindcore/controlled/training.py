@@ -589,7 +589,7 @@ def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder
 @torch.no_grad()
 def object_query_additivity(cfg: TrainConfig, model: DualEncoder) -> float:
     """R² of an additive (bag-of-concepts) fit to the query encoder's normalised
-    embeddings of all V**C objects (see :func:`bindcore.metrics.additive_r2`)."""
+    embeddings of all V**C objects (see :func:`bindcore.analysis.metrics.additive_r2`)."""
     from bindcore.analysis.metrics import additive_r2
 
     space = cfg.space

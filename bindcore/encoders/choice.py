@@ -111,8 +111,8 @@ def default_encoders(architecture: str = DEFAULT_CLIP_ARCH, pretrained: str = DE
         rnd = random_init_like(clip, seed=seed)
         text = SentenceTransformerEncoder(device=kw.get("device"))
         note = (f"Pretrained {clip.name} weights are not available here, so image embeddings come from "
-                f"{rnd.name}: the same architecture with both towers freshly initialised (seed {seed}), the "
-                f"paper's control, not CLIP. Text embeddings come from the pretrained {text.name} "
+                f"{rnd.name}: the same architecture with both towers freshly initialised (seed {seed}), a "
+                f"random-weights control, not CLIP. Text embeddings come from the pretrained {text.name} "
                 f"sentence encoder. Run this chapter where the Hugging Face Hub is reachable (e.g. Colab) "
                 f"for CLIP's figures.")
         return DefaultEncoders(image=rnd, text=text, pretrained_clip=False, note=note, extra={"reason": str(e)})

@@ -3,7 +3,7 @@
 An approximator maps a two-object scene's slot codes (``BindingData.slot_codes()``,
 ``[N, 2C]``: one concept index per object slot, object-major) to the frozen encoder's
 scene embedding ``[N, d]``. Its quality is read with the encoder's frozen probes
-(:func:`bindcore.probes.functional_binding`): can the probes still recognise the
+(:func:`bindcore.analysis.probes.functional_binding`): can the probes still recognise the
 concepts and the objects of held-out scenes from the *predicted* embedding?
 
 The package, one module per concept:

@@ -40,7 +40,7 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
                     tree_grid: dict[str, list[dict[str, Any]]] | None = None,
                     tree_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every family x width x lr x seed at every data fraction (object split
-    :func:`~bindcore.probes.object_level_split` with ``split_seed``; nested across
+    :func:`~bindcore.analysis.probes.object_level_split` with ``split_seed``; nested across
     fractions). All torch-family models of the whole sweep are trained in one stacked
     run; tree kinds (``xgboost``, ``random_forest`` among ``families``) are fitted per
     fraction. ``widths``: one list for all families or a dict family -> widths (missing:

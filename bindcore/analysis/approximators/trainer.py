@@ -382,7 +382,7 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     :func:`plan_stacks`, one fused Adam step per iteration); ``stacked=False`` trains
     the same models one at a time with the same code (the reference the stacked
     trainer is tested and benchmarked against). Records: the spec's fields, ``final_*``
-    and ``selected_*`` metrics (:func:`bindcore.probes.functional_binding` on train /
+    and ``selected_*`` metrics (:func:`bindcore.analysis.probes.functional_binding` on train /
     heldout / mixed scenes, plus ``fit_mse``, ``val_mse``, ``val_concept``,
     ``val_object``), ``curve`` (the same metrics at every evaluation step, step 0 =
     initialisation), ``seconds`` (the call's wall time divided by its models) and

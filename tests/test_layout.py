@@ -1,0 +1,122 @@
+"""The shape of the library (bindcore/__init__ and shared/DESIGN.md): the science never
+imports the book; the paper's numbers and claims live in bindcore/paper.py and
+bindcore/book/ only; chapters collect their parameters from their own namespace."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from bindcore.book.chapter import start_chapter
+from bindcore.book.profiles import _CHAPTERS, chapter_parameters, parameter_names
+from bindcore.runtime import PROFILES
+
+PACKAGE = Path(__file__).resolve().parents[1] / "bindcore"
+ENTRY_POINTS = {"cli.py", "__main__.py"}  # the command line builds the book: it may import it
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def _is_book(rel: str) -> bool:
+    return rel.startswith("book/")
+
+
+SCIENCE = [p for p in sorted(PACKAGE.rglob("*.py"))
+           if not _is_book(_rel(p)) and _rel(p) not in ENTRY_POINTS | {"paper.py"}]
+
+
+def _module(path: Path) -> str:
+    parts = ["bindcore", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, anywhere in it, as an absolute name."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            out.add(name)
+            out |= {f"{name}.{a.name}" for a in node.names}
+    return out
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """String constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_there_is_science_and_a_book():
+    names = {_rel(p) for p in SCIENCE}
+    assert {"controlled/training.py", "analysis/metrics.py", "encoders/base.py", "data/core.py", "store.py"} <= names
+    assert (PACKAGE / "book" / "build.py").is_file() and (PACKAGE / "paper.py").is_file()
+
+
+@pytest.mark.parametrize("path", SCIENCE, ids=_rel)
+def test_science_never_imports_the_book(path):
+    book = sorted(m for m in _imports(path) if m == "bindcore.book" or m.startswith("bindcore.book."))
+    assert not book, f"bindcore/{_rel(path)} imports {book}: science modules import nothing from bindcore.book"
+
+
+def test_paper_numbers_are_defined_once_in_paper_py():
+    owners = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                # PAPER_DATA (book/tables.py) names our datasets standing for the paper's
+                if isinstance(t, ast.Name) and t.id.startswith("PAPER_") and t.id != "PAPER_DATA":
+                    owners.setdefault(t.id, []).append(_rel(path))
+    assert owners, "bindcore/paper.py defines no PAPER_* table"
+    assert {name: where for name, where in owners.items() if where != ["paper.py"]} == {}
+
+
+@pytest.mark.parametrize("path", SCIENCE, ids=_rel)
+def test_science_holds_no_claim_or_paper_statement(path):
+    """A string of a science module that speaks of the paper (beyond the profile or
+    protocol named "paper") is a claim or a paper number: it belongs in paper.py or book/."""
+    found = [(line, s[:80]) for line, s in _strings(path) if re.search(r"\bpaper\b", s, re.I) and s != "paper"]
+    assert not found, f"bindcore/{_rel(path)}: {found}"
+
+
+def test_every_chapter_has_the_same_parameters_in_every_profile():
+    for chapter, table in _CHAPTERS.items():
+        assert set(table) == set(PROFILES), chapter
+        for profile in PROFILES:
+            assert list(table[profile]) == parameter_names(chapter), (chapter, profile)
+
+
+def test_start_chapter_collects_the_parameters_cell(monkeypatch, tmp_path):
+    recorded = tmp_path / "parameters.json"
+    monkeypatch.setenv("BINDCORE_PARAMETERS_FILE", str(recorded))
+    namespace = {"profile": "smoke", "fractions": [0.3], "steps": None, "workers": 2,
+                 "tree_grid": lambda: None,  # a function of the same name is no parameter
+                 "In": [], "np": object()}
+    P = start_chapter("controlled_complexity", namespace)
+    defaults = chapter_parameters("controlled_complexity", "smoke")
+    assert P == {**defaults, "fractions": [0.3]}
+    import json
+
+    assert json.loads(recorded.read_text()) == P  # what the book build puts in the executed notebook
