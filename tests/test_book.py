@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from bindcore.book import build as book
+from bindcore.book import render
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
 
@@ -243,7 +244,7 @@ def test_staging_holds_only_executed_ipynb(fake_repo, fake_papermill, tmp_path):
     staging = tmp_path / "staging"
     (staging / "notebooks").mkdir(parents=True)
     (staging / "notebooks" / "stale.ipynb").write_text("{}")
-    book._sync_tree(book._staging_files(fake_repo, "smoke", build / "executed" / "smoke"), staging)
+    render.sync_tree(render.staging_files(fake_repo, "smoke", build / "executed" / "smoke"), staging)
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     assert files == ["_config.yml", "_toc.yml", "book/intro.md", "notebooks/ch1.ipynb", "notebooks/ch2.ipynb"]
     assert nbformat.read(staging / "notebooks" / "ch1.ipynb", as_version=4).metadata["bindcore"]
