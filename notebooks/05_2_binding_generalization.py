@@ -103,8 +103,10 @@ recipe_table(profile)
 # ## The sweep
 #
 # One run per object-space size, coverage and seed. Runs are stored under a hash of
-# their config (`results/train-2/<hash>/`), so re-executing this chapter costs seconds once
-# they exist; on a CPU, runs go to parallel one-thread worker processes.
+# their config (`results/train-2/<hash>/`) with the version of the code that trained them,
+# so re-executing this chapter costs seconds once they exist (a run made by other code is
+# shown with a note naming that code); on a CPU, runs go to parallel one-thread worker
+# processes.
 
 # %%
 configs = generalization_configs(base, P)

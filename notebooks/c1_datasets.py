@@ -194,7 +194,7 @@ else:
 # other order, or only the same bag of colours and shapes. Pretrained CLIP typically gets
 # the bag right more often than the binding; a model with random weights is near chance
 # on all three. The encoder is the one named at the top of this page; embeddings are
-# cached on disk by encoder and dataset content.
+# stored by encoder, dataset content and code (`results/embeddings/`).
 
 # %%
 n = P["retrieval_scenes"] or len(clevr2d)
