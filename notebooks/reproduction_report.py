@@ -156,7 +156,9 @@ top[["objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_
 # %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab = results_table(run_sweep(list(variants.values()), workers=workers, device=device, progress=False))
+    ab_runs = run_sweep(list(variants.values()), workers=workers, device=device, progress=False)
+    note_stored(ab_runs, what="ablation runs")
+    ab = results_table(ab_runs)
     ab.insert(0, "variant", list(variants))
     display(ab[["variant", "objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2"]]
             .round(3).assign(profile=profile))

@@ -6,6 +6,13 @@ target is regressed through a low-rank projection: PCA on the *fitting* embeddin
 the top k components (the fewest that keep ``variance`` of the fitting variance, at
 most ``max_components``) are the regression targets, predictions are mapped back with
 the PCA basis and mean.
+
+The PCA is NumPy's SVD, not scikit-learn's ``PCA``: scikit-learn's computes the SVD
+with SciPy, whose LAPACK build differs from NumPy's in the last bits on matrices of the
+book's sizes (its own comment in ``PCA._fit_full`` says as much), and a random forest
+on one-hot codes turns last-bit differences of its targets into other trees (its many
+exact ties between splits break another way): the switch would change the book's
+random-forest numbers, here and in every build since.
 """
 
 from __future__ import annotations
@@ -30,31 +37,17 @@ TREE_GRIDS: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def _centred_pca(n_components: int):
-    """scikit-learn's ``PCA`` whose ``transform`` centres before it projects,
-    ``(Y - mean) @ components.T``, where scikit-learn projects and then subtracts the
-    projected mean. The two differ in the last bits, and a random forest's splits turn
-    such differences into other trees (its exact ties break another way)."""
-    from sklearn.decomposition import PCA
-
-    class CentredPCA(PCA):
-        def transform(self, X):
-            return (np.asarray(X, dtype=np.float64) - self.mean_) @ self.components_.T
-
-    return CentredPCA(n_components, svd_solver="full")
-
-
 class PCATreeRegressor:
     """XGBoost or Random Forest on one-hot slot codes, predicting a d-dimensional
-    embedding through PCA: scikit-learn's ``TransformedTargetRegressor`` with a ``PCA``
-    of the targets.
+    embedding through PCA.
 
-    ``fit(X, Y)``: the fewest top principal components of ``Y`` whose explained variance
-    reaches ``variance`` (at most ``max_components``, at least 1) are the targets of one
+    ``fit(X, Y)``: centre ``Y`` on its mean, take its principal directions (SVD), keep
+    the fewest top components whose explained variance reaches ``variance`` (at most
+    ``max_components``, at least 1), regress those k component scores on ``X`` with one
     multi-output regressor (XGBoost: one tree per component per round; Random Forest:
-    trees with k-dimensional leaves); ``predict`` maps the k predicted scores back through
-    the PCA (``mean + scores @ components``). The discarded directions are predicted as
-    the mean. Everything is seeded with ``seed``."""
+    trees with k-dimensional leaves), and ``predict`` maps the k predicted scores back:
+    ``mean + scores @ components``. The discarded directions are predicted as the mean.
+    Everything is seeded with ``seed``."""
 
     def __init__(self, kind: str = "xgboost", variance: float = 0.95, max_components: int = 32, seed: int = 0,
                  n_jobs: int = 1, **params: Any):
@@ -77,35 +70,32 @@ class PCATreeRegressor:
 
         return RandomForestRegressor(random_state=self.seed, n_jobs=self.n_jobs, **self.params)
 
-    def _n_components(self, Y: np.ndarray) -> tuple[int, float]:
-        """(k, the share of the variance the top k components explain)."""
-        from sklearn.decomposition import PCA
-
-        spectrum = PCA(svd_solver="full").fit(Y)
-        if spectrum.explained_variance_.sum() <= 0:
-            return 1, 0.0
-        ratio = np.cumsum(spectrum.explained_variance_ratio_)
-        k = int(np.searchsorted(ratio, self.variance - 1e-12) + 1)
-        k = max(1, min(k, self.max_components, len(ratio)))
-        return k, float(ratio[k - 1])
-
     def fit(self, X: np.ndarray, Y: np.ndarray) -> PCATreeRegressor:
-        from sklearn.compose import TransformedTargetRegressor
-
         X = np.asarray(X, dtype=np.float32)
         Y = np.asarray(Y, dtype=np.float64)
         if len(X) != len(Y) or len(X) < 1:
             raise ValueError(f"X has {len(X)} rows and Y {len(Y)}")
-        self.n_components_, self.explained_variance_ratio_ = self._n_components(Y)
-        self.model_ = TransformedTargetRegressor(
-            regressor=self._regressor(), transformer=_centred_pca(self.n_components_),
-            check_inverse=False).fit(X, Y)
-        pca = self.model_.transformer_
-        self.mean_, self.components_ = pca.mean_, pca.components_
+        self.mean_ = Y.mean(0)
+        _, s, vt = np.linalg.svd(Y - self.mean_, full_matrices=False)
+        var = s ** 2
+        total = var.sum()
+        if total <= 0:
+            k = 1
+            ratio = np.ones(1)
+        else:
+            ratio = np.cumsum(var) / total
+            k = int(np.searchsorted(ratio, self.variance - 1e-12) + 1)
+        self.n_components_ = max(1, min(k, self.max_components, len(vt)))
+        self.components_ = vt[: self.n_components_]
+        self.explained_variance_ratio_ = float(ratio[self.n_components_ - 1]) if total > 0 else 0.0
+        scores = (Y - self.mean_) @ self.components_.T
+        self.model_ = self._regressor().fit(X, scores if scores.shape[1] > 1 else scores[:, 0])
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(self.model_.predict(np.asarray(X, dtype=np.float32)), dtype=np.float32)
+        s = np.asarray(self.model_.predict(np.asarray(X, dtype=np.float32)), dtype=np.float64)
+        s = s.reshape(len(X), self.n_components_)
+        return (self.mean_ + s @ self.components_).astype(np.float32)
 
 
 def fit_trees(data: BindingData, split: ObjectLevelSplit, kind: str, grid: list[dict[str, Any]] | None = None,
