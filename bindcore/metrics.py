@@ -153,17 +153,18 @@ def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, t
     return uniq[:, 0], uniq[:, 1:]
 
 
-def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
     """Per two-object scene, the best strict object recognition any scorer of the bag of
-    concepts alone can reach, in expectation over scenes drawn as these were (objects
-    i.i.d. uniform from ``allowed``, e.g. the held-out objects).
+    concepts alone can reach, in expectation over scenes whose objects are drawn i.i.d.
+    uniformly from ``allowed`` (default: every object, i.e. a scorer that does not know
+    which objects were held out).
 
     A scene's bag admits k bindings made of allowed objects (pairs of objects with the
-    same values per concept; k = 1 when the objects differ in at most one concept). They
-    are equally likely, and a bag scorer gives all k the same ranking, so it recognises at
-    most one of them: its best rate on this scene is 1/k. ``[S]`` float. The mean over
-    scenes is the ceiling; the tie-failing oracle of :func:`bag_of_concepts_scores` is a
-    floor below it.
+    same values per concept; k = 2**(m-1) when the objects differ in m >= 1 concepts).
+    They are equally likely, and a bag scorer gives all k the same ranking, so it
+    recognises at most one of them: its best rate on this scene is 1/k. ``[S]`` float.
+    The mean over scenes is the ceiling; the tie-failing oracle of
+    :func:`bag_of_concepts_scores` is a floor below it.
     """
     v = _pair_values(space, scenes)
     c = space.n_concepts
@@ -171,7 +172,7 @@ def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor) 
     swap = ((masks[:, None] >> torch.arange(c, device=scenes.device)) & 1).bool()  # [M, C]
     first = torch.where(swap[None, :, None, :], v[:, None, [1, 0], :], v[:, None, :, :])  # [S, M, 2, C]
     pairs = _canonical_pairs(space, first)  # [S, M, 2]
-    ok = isin_pool(pairs, allowed).all(-1)
+    ok = torch.ones_like(pairs[..., 0], dtype=torch.bool) if allowed is None else isin_pool(pairs, allowed).all(-1)
     keys = torch.where(ok, pairs[..., 0] * space.n_objects + pairs[..., 1], torch.full_like(pairs[..., 0], -1))
     keys = keys.sort(dim=1).values
     distinct = (keys[:, :1] >= 0).sum(1) + ((keys[:, 1:] != keys[:, :-1]) & (keys[:, 1:] >= 0)).sum(1)
