@@ -80,6 +80,11 @@ class TrainConfig:
     beta2: float = 0.999
     warmup_frac: float = 0.1
     grad_steps_per_batch: int = 1
+    # curriculum over values: > 0 starts training on the training objects whose values all
+    # lie below this number, and lets that number grow linearly to V over the first
+    # ``curriculum_frac`` of the steps (held-out objects are never used either way)
+    curriculum_values: int = 0
+    curriculum_frac: float = 0.0
     seed: int = 0
     precision: str = "auto"  # "auto": bf16 autocast on CUDA, fp32 on CPU
     # evaluation
@@ -161,6 +166,10 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
     need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
     need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
+    need(0 <= cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
+    need(0 <= cfg.curriculum_frac < 1, "curriculum_frac", "must lie in [0, 1)")
+    need(cfg.curriculum_values == 0 or cfg.curriculum_frac > 0, "curriculum_frac",
+         "must be > 0 when curriculum_values is set")
     need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
     need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
 
@@ -281,6 +290,30 @@ def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None
     if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
         return torch.bfloat16
     return None
+
+
+def curriculum_limit(cfg: TrainConfig, step: int) -> int:
+    """Number of values per concept that training scenes may use at ``step`` (V when
+    the curriculum is off or over)."""
+    if not cfg.curriculum_values:
+        return cfg.n_values
+    ramp = cfg.curriculum_frac * cfg.steps
+    grown = cfg.curriculum_values + (cfg.n_values - cfg.curriculum_values) * step / ramp
+    return min(cfg.n_values, int(grown))
+
+
+def curriculum_objects(cfg: TrainConfig, train_objects: torch.Tensor, step: int) -> torch.Tensor:
+    """The training objects a batch at ``step`` is drawn from: those whose values all lie
+    below :func:`curriculum_limit` (at least the objects of the smallest non-empty range)."""
+    limit = curriculum_limit(cfg, step)
+    if limit >= cfg.n_values:
+        return train_objects
+    top = cfg.space.object_values(train_objects).amax(1)
+    for lim in range(limit, cfg.n_values + 1):
+        keep = train_objects[top < lim]
+        if len(keep):
+            return keep
+    return train_objects
 
 
 def step_generator(cfg: TrainConfig, step: int, device: torch.device) -> torch.Generator:
@@ -535,7 +568,7 @@ def run_training(
     concept_from = concept_loss_onset(cfg, history)
     for step in bar:
         gen = step_generator(cfg, step, dev)
-        scenes = sample_scenes(split_train, cfg.batch_size, cfg.max_objects, gen)
+        scenes = sample_scenes(curriculum_objects(cfg, split_train, step), cfg.batch_size, cfg.max_objects, gen)
         for _ in range(cfg.grad_steps_per_batch):
             with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
                 loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen,
