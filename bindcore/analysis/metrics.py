@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bindcore.controlled.scenes import SceneSpace, object_labels
+from bindcore.controlled.scenes import SceneSpace, isin, object_labels
 
 
 def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
@@ -130,3 +130,79 @@ def caption_retrieval(image_emb, text_emb, objects) -> dict[str, float]:
         "same bag of concepts": sum(same_bag[i] == same_bag[j] for i, j in enumerate(idx)) / n,
         "chance (exact scene)": 1.0 / n,
     }
+
+
+# -- telling binding from a bag of concepts -------------------------------------------
+def _pair_values(space: SceneSpace, scenes: torch.Tensor) -> torch.Tensor:
+    if scenes.dim() != 2 or scenes.shape[1] != 2 or bool((scenes < 0).any()):
+        raise ValueError(f"expected two-object scenes [S, 2] of object ids, got {tuple(scenes.shape)}")
+    return space.object_values(scenes)  # [S, 2, C]
+
+
+def _canonical_pairs(space: SceneSpace, values: torch.Tensor) -> torch.Tensor:
+    """Concept values of object pairs ``[..., 2, C]`` -> sorted object ids ``[..., 2]``."""
+    return space.object_ids(values).sort(dim=-1).values
+
+
+def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The attribute-swapped twins of two-object scenes.
+
+    For a scene whose two objects differ in at least two concepts, a twin swaps the
+    values of one concept between the two objects: {(a, x), (b, y)} -> {(a, y), (b, x)}.
+    Scene and twin have the same bag of concept values and a different binding, so a
+    scorer that sees only the bag ranks every candidate alike for both and can be right
+    on at most one of them. Returns ``(source, twins)``: for each distinct twin the index
+    of its scene in ``scenes`` ``[T]`` and its object ids ``[T, 2]`` (sorted).
+    """
+    v = _pair_values(space, scenes)
+    differ = v[:, 0] != v[:, 1]  # [S, C]
+    eligible = differ.sum(1) >= 2
+    rows = []
+    for c in range(space.n_concepts):
+        ok = (eligible & differ[:, c]).nonzero().squeeze(1)
+        w = v[ok].clone()
+        w[:, 0, c], w[:, 1, c] = v[ok, 1, c], v[ok, 0, c]
+        rows.append(torch.cat([ok[:, None], _canonical_pairs(space, w)], dim=1))
+    uniq = torch.cat(rows).unique(dim=0)  # swapping c or its complement gives the same twin
+    return uniq[:, 0], uniq[:, 1:]
+
+
+def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Per two-object scene, the best strict object recognition any scorer of the bag of
+    concepts alone can reach, in expectation over scenes whose objects are drawn i.i.d.
+    uniformly from ``allowed`` (default: every object, i.e. a scorer that does not know
+    which objects were held out).
+
+    A scene's bag admits k bindings made of allowed objects (pairs of objects with the
+    same values per concept; k = 2**(m-1) when the objects differ in m >= 1 concepts).
+    They are equally likely, and a bag scorer gives all k the same ranking, so it
+    recognises at most one of them: its best rate on this scene is 1/k. ``[S]`` float.
+    The mean over scenes is the ceiling; the tie-failing oracle of
+    :func:`bag_of_concepts_scores` is a floor below it.
+    """
+    v = _pair_values(space, scenes)
+    c = space.n_concepts
+    masks = torch.arange(2**c, device=scenes.device)
+    swap = ((masks[:, None] >> torch.arange(c, device=scenes.device)) & 1).bool()  # [M, C]
+    first = torch.where(swap[None, :, None, :], v[:, None, [1, 0], :], v[:, None, :, :])  # [S, M, 2, C]
+    pairs = _canonical_pairs(space, first)  # [S, M, 2]
+    ok = torch.ones_like(pairs[..., 0], dtype=torch.bool) if allowed is None else isin(pairs, allowed).all(-1)
+    keys = torch.where(ok, pairs[..., 0] * space.n_objects + pairs[..., 1], torch.full_like(pairs[..., 0], -1))
+    keys = keys.sort(dim=1).values
+    distinct = (keys[:, :1] >= 0).sum(1) + ((keys[:, 1:] != keys[:, :-1]) & (keys[:, 1:] >= 0)).sum(1)
+    return 1.0 / distinct.clamp(min=1).float()
+
+
+def swap_pair_recognition(
+    scene_correct: torch.Tensor, source: torch.Tensor, twin_correct: torch.Tensor,
+    twin_heldout: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Fraction of (scene, twin) pairs in which both are strictly recognised; any bag of
+    concepts scores 0 here. With ``twin_heldout`` (bool per twin: both twin objects are
+    held-out objects) also the rate over those twins alone. A rate without any pair is
+    left out (not NaN)."""
+    both = scene_correct[source] & twin_correct
+    parts = {"swap_pair": both}
+    if twin_heldout is not None:
+        parts["swap_pair_heldout"] = both[twin_heldout]
+    return {k: float(m.float().mean()) for k, m in parts.items() if len(m)}

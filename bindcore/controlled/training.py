@@ -15,7 +15,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bindcore.analysis.metrics import bag_of_concepts_scores, strict_correct
+from bindcore.analysis.metrics import (
+    bag_ceiling,
+    bag_of_concepts_scores,
+    strict_correct,
+    swap_pair_recognition,
+    swap_twins,
+)
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.store import Entry, Kind, ResultStore
@@ -81,6 +87,11 @@ class TrainConfig:
     beta2: float = 0.999
     warmup_frac: float = 0.1
     grad_steps_per_batch: int = 1
+    # curriculum over values: > 0 starts training on the training objects whose values all
+    # lie below this number, and lets that number grow linearly to V over the first
+    # ``curriculum_frac`` of the steps (held-out objects are never used either way)
+    curriculum_values: int = 0
+    curriculum_frac: float = 0.0
     seed: int = 0
     precision: str = "auto"  # "auto": bf16 autocast on CUDA, fp32 on CPU
     # evaluation
@@ -162,6 +173,10 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
     need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
     need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
+    need(0 <= cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
+    need(0 <= cfg.curriculum_frac < 1, "curriculum_frac", "must lie in [0, 1)")
+    need(cfg.curriculum_values == 0 or cfg.curriculum_frac > 0, "curriculum_frac",
+         "must be > 0 when curriculum_values is set")
     need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
     need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
 
@@ -278,6 +293,30 @@ def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None
     return None
 
 
+def curriculum_limit(cfg: TrainConfig, step: int) -> int:
+    """Number of values per concept that training scenes may use at ``step`` (V when
+    the curriculum is off or over)."""
+    if not cfg.curriculum_values:
+        return cfg.n_values
+    ramp = cfg.curriculum_frac * cfg.steps
+    grown = cfg.curriculum_values + (cfg.n_values - cfg.curriculum_values) * step / ramp
+    return min(cfg.n_values, int(grown))
+
+
+def curriculum_objects(cfg: TrainConfig, train_objects: torch.Tensor, step: int) -> torch.Tensor:
+    """The training objects a batch at ``step`` is drawn from: those whose values all lie
+    below :func:`curriculum_limit` (at least the objects of the smallest non-empty range)."""
+    limit = curriculum_limit(cfg, step)
+    if limit >= cfg.n_values:
+        return train_objects
+    top = cfg.space.object_values(train_objects).amax(1)
+    for lim in range(limit, cfg.n_values + 1):
+        keep = train_objects[top < lim]
+        if len(keep):
+            return keep
+    return train_objects
+
+
 def step_generator(cfg: TrainConfig, step: int, device: torch.device) -> torch.Generator:
     """The sampler's randomness is a function of (seed, step): resuming is exact."""
     return torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
@@ -354,17 +393,17 @@ def embed_in_chunks(encoder: torch.nn.Module, tokens: torch.Tensor, chunk: int =
 
 
 @torch.no_grad()
-def recognition(
+def recognition_flags(
     space: SceneSpace,
     model: DualEncoder,
     scenes: torch.Tensor,
     object_emb: torch.Tensor,
     concept_emb: torch.Tensor,
     task_candidates: torch.Tensor | None = None,
-) -> dict[str, float]:
-    """Strict concept and object recognition of ``scenes`` against the full vocabularies
+) -> dict[str, torch.Tensor]:
+    """Per scene, strict concept and object recognition against the full vocabularies
     (all V**C objects, all C*V concept values); with ``task_candidates`` also object
-    recognition among those objects only ("task")."""
+    recognition among those objects only ("task"). bool ``[S]`` each."""
     z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
     all_obj = torch.arange(space.n_objects, device=scenes.device)
     ok: dict[str, list[torch.Tensor]] = {"object": [], "concept": [], "task": []}
@@ -375,7 +414,21 @@ def recognition(
         ok["concept"].append(strict_correct(cosine_logits(zi, concept_emb, 1.0), space.concept_multi_hot(sc)))
         if task_candidates is not None:
             ok["task"].append(strict_correct(obj_scores[:, task_candidates], object_labels(sc, task_candidates)))
-    return {k: torch.cat(v).float().mean().item() for k, v in ok.items() if v}
+    return {k: torch.cat(v) for k, v in ok.items() if v}
+
+
+@torch.no_grad()
+def recognition(
+    space: SceneSpace,
+    model: DualEncoder,
+    scenes: torch.Tensor,
+    object_emb: torch.Tensor,
+    concept_emb: torch.Tensor,
+    task_candidates: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Strict concept and object recognition rates of ``scenes`` (see :func:`recognition_flags`)."""
+    flags = recognition_flags(space, model, scenes, object_emb, concept_emb, task_candidates)
+    return {k: v.float().mean().item() for k, v in flags.items()}
 
 
 @torch.no_grad()
@@ -393,22 +446,45 @@ def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, flo
     concept_emb = embed_in_chunks(
         model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))
     )
-    train_ids = cfg.split.train.to(device)
+    split = cfg.split
+    train_ids = split.train.to(device)
     out: dict[str, float] = {}
     for which, sets in (("test", es.test), ("train", es.train)):
         for n, scenes in sets.items():
-            r = recognition(space, model, scenes, object_emb, concept_emb,
-                            task_candidates=train_ids if which == "train" else None)
-            out[f"{which}_object_{n}"] = r["object"]
-            out[f"{which}_concept_{n}"] = r["concept"]
+            r = recognition_flags(space, model, scenes, object_emb, concept_emb,
+                                  task_candidates=train_ids if which == "train" else None)
+            out[f"{which}_object_{n}"] = r["object"].float().mean().item()
+            out[f"{which}_concept_{n}"] = r["concept"].float().mean().item()
             if "task" in r:
-                out[f"task_object_{n}"] = r["task"]
+                out[f"task_object_{n}"] = r["task"].float().mean().item()
+            if which == "test" and n == 2:
+                out.update(_swap_pairs(space, model, scenes, r["object"], object_emb, split.test.to(device)))
     model.train(was_training)
     return out
 
 
+@torch.no_grad()
+def _swap_pairs(space: SceneSpace, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
+                object_emb: torch.Tensor, heldout: torch.Tensor) -> dict[str, float]:
+    """Swap-pair recognition of held-out two-object scenes (keys ``test_swap_pair`` and
+    ``test_swap_pair_heldout``): scene and attribute-swapped twin both recognised."""
+    source, twins = swap_twins(space, scenes[:, :2])
+    if len(twins) == 0:
+        return {}
+    twins = torch.nn.functional.pad(twins, (0, space.max_objects - 2), value=-1)
+    z = embed_in_chunks(model.scene, space.tokenize_scenes(twins))
+    all_obj = torch.arange(space.n_objects, device=scenes.device)
+    twin_ok = torch.cat([strict_correct(cosine_logits(z[i:i + 1024], object_emb, 1.0),
+                                        object_labels(twins[i:i + 1024], all_obj)) for i in range(0, len(z), 1024)])
+    r = swap_pair_recognition(scene_correct, source, twin_ok, isin(twins[:, :2], heldout).all(1))
+    return {f"test_{k}": v for k, v in r.items()}
+
+
 def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
-    """The oracle bag-of-concepts scorer on the same held-out scenes and candidates."""
+    """Bag-of-concepts baselines on the same held-out scenes and candidates: the
+    tie-failing oracle (a floor, keys ``test_object_n``) and, for two-object scenes, the
+    best any scorer of the bag alone can do (a ceiling, ``ceiling_test_object_2``; it
+    does not know which objects were held out, so every binding of a bag is plausible)."""
     space = cfg.space
     out = {}
     for n, scenes in es.test.items():
@@ -418,6 +494,8 @@ def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
             sc = scenes[i : i + 1024]
             ok.append(strict_correct(bag_of_concepts_scores(space, sc, all_obj), object_labels(sc, all_obj)))
         out[f"test_object_{n}"] = torch.cat(ok).float().mean().item()
+        if n == 2:
+            out["ceiling_test_object_2"] = bag_ceiling(space, scenes[:, :2]).mean().item()
     return out
 
 
@@ -488,7 +566,7 @@ def run_training(
     concept_from = concept_loss_onset(cfg, history)
     for step in bar:
         gen = step_generator(cfg, step, dev)
-        scenes = sample_scenes(split_train, cfg.batch_size, cfg.max_objects, gen)
+        scenes = sample_scenes(curriculum_objects(cfg, split_train, step), cfg.batch_size, cfg.max_objects, gen)
         for _ in range(cfg.grad_steps_per_batch):
             with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
                 loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen,
