@@ -44,6 +44,7 @@ CANDIDATE_MODES = ("batch", "train_vocab")
 # (with its imports); a run made by other code is reused, marked stale (bindcore.store).
 STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
 PRECISIONS = ("auto", "fp32", "bf16")
+DECAY_SCOPES = ("all", "matrices")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class TrainConfig:
     batch_size: int = 512
     lr: float = 3e-5
     weight_decay: float = 0.1
+    decay_scope: str = "all"  # "all": every parameter, tau included (the release); "matrices": weights only
     beta1: float = 0.9
     beta2: float = 0.999
     warmup_frac: float = 0.1
@@ -162,6 +164,7 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
     need(cfg.lr > 0, "lr", "must be > 0")
     need(cfg.weight_decay >= 0, "weight_decay", "must be >= 0")
+    need(cfg.decay_scope in DECAY_SCOPES, "decay_scope", f"must be one of {DECAY_SCOPES}")
     need(0 <= cfg.beta1 < 1, "beta1", "must lie in [0, 1)")
     need(0 <= cfg.beta2 < 1, "beta2", "must lie in [0, 1)")
     need(0 <= cfg.warmup_frac < 1, "warmup_frac", "must lie in [0, 1)")
@@ -255,11 +258,18 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
 
 
 def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
-    # the released code decays every parameter, tau included; so do we
+    """AdamW over both encoders and tau. ``decay_scope="all"`` decays every parameter, tau
+    included, as the released code does; ``"matrices"`` decays only weight matrices and
+    embedding tables (not tau, biases or LayerNorm parameters)."""
     # the fused kernel (one pass over all parameters) is ~15 % of a small model's step faster
-    return torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay, fused=True
-    )
+    if cfg.decay_scope == "all":
+        groups = model.parameters()
+    else:
+        params = list(model.parameters())
+        groups = [{"params": [p for p in params if p.dim() >= 2]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay,
+                             fused=True)
 
 
 def concept_weight(cfg: TrainConfig, step: int, concept_from: int | None) -> float:
