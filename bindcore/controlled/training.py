@@ -517,13 +517,26 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
     return DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init).to(device)
 
 
-def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list) -> None:
+def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list,
+                     clock: Clock) -> None:
     atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                             "history": history})
+                             "history": history, "clock": clock.so_far()})
 
 
 def _load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
     return torch.load(path, map_location=device, weights_only=True)
+
+
+class Clock:
+    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
+
+    def __init__(self, before: dict[str, float] | None = None) -> None:
+        self.before = dict(before or {})
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def so_far(self) -> dict[str, float]:
+        return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
+                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
 
 
 @dataclass
@@ -532,9 +545,10 @@ class TrainOutput:
     metrics: dict[str, float]
     baseline: dict[str, float]
     history: list[dict[str, float]]
-    seconds: float
-    steps_run: int
+    seconds: float  # wall time of all calls that trained this run (resumes included)
+    steps_run: int  # optimiser steps of this call
     concept_loss_from: int | None = None
+    cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
 
 
 def run_training(
@@ -555,12 +569,12 @@ def run_training(
     model = build_model(cfg, dev)
     opt = make_optimizer(cfg, model)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
-    start, history = 0, []
+    start, history, before = 0, [], None
     if checkpoint is not None and checkpoint.exists():
         state = _load_checkpoint(checkpoint, dev)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        start, history = int(state["step"]), list(state["history"])
+        start, history, before = int(state["step"]), list(state["history"]), state.get("clock")
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac), last_epoch=start - 1
         )
@@ -568,7 +582,7 @@ def run_training(
     es = make_eval_set(cfg, split, dev)
     amp = autocast_dtype(cfg, dev)
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
-    t0 = time.perf_counter()
+    clock = Clock(before)
     bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
                        desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
     last = {}
@@ -596,19 +610,21 @@ def run_training(
             bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
                             loss=f"{float(loss.detach()):.3f}")
         if checkpoint is not None and cfg.checkpoint_every and n % cfg.checkpoint_every == 0 and n < cfg.steps:
-            _save_checkpoint(checkpoint, model, opt, n, history)
+            _save_checkpoint(checkpoint, model, opt, n, history, clock)
         if stop_after is not None and done >= stop_after and n < cfg.steps:
             bar.close()
             if checkpoint is not None:
-                _save_checkpoint(checkpoint, model, opt, n, history)
-            return TrainOutput(model, {}, {}, history, time.perf_counter() - t0, done, concept_from)
+                _save_checkpoint(checkpoint, model, opt, n, history, clock)
+            return TrainOutput(model, {}, {}, history, clock.so_far()["seconds"], done, concept_from,
+                               clock.so_far()["cpu_seconds"])
     bar.close()
     final = evaluate(cfg, model, es)
     history.append({"step": cfg.steps, **final})
     if on_eval:
         on_eval(cfg.steps, final)
-    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, time.perf_counter() - t0, done,
-                       concept_from)
+    spent = clock.so_far()
+    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
+                       concept_from, spent["cpu_seconds"])
 
 
 def steps_per_second(seconds: float, steps: int) -> float:
@@ -652,9 +668,11 @@ def train(
         "bag_of_concepts": out.baseline,
         "history": out.history,
         "seconds": out.seconds,
+        "cpu_seconds": out.cpu_seconds,
+        "threads": torch.get_num_threads(),
         "steps_run": out.steps_run,
         "concept_loss_from": out.concept_loss_from,
-        "steps_per_second": steps_per_second(out.seconds, out.steps_run),
+        "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
         "device": str(dev),
         "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
         "parameters_per_encoder": count_parameters(out.model.scene),
