@@ -129,13 +129,13 @@ def check_type(value: Any, tp: type, name: str) -> None:
         raise _fail(name, value, f"must be {'a finite number' if tp is float else 'of type ' + tp.__name__}")
 
 
-def unknown_name(name: str, known: Iterable[str], what: str) -> ValueError:
-    """The error for a setting ``name`` that ``what`` does not have, with the closest
-    known names."""
+def unknown_name(name: str, known: Iterable[str], what: str, where: str = "") -> ValueError:
+    """The error for an unknown ``what`` (a field, a parameter ...) called ``name``
+    (``where``: e.g. " of chapter 'x'"), with the closest known names."""
     known = sorted(known)
-    close = difflib.get_close_matches(name, known, n=3)
+    close = difflib.get_close_matches(str(name), known, n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else f"; known: {known}"
-    return ValueError(f"unknown {what} {name!r}{hint}")
+    return ValueError(f"unknown {what} {name!r}{where}{hint}")
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,13 @@ class Rule:
         elif self.choices is not None:
             core = f"one of {list(self.choices)}"
         else:
-            lo = None if self.low is None else f"{'>' if self.open_low else '>='} {self.low:g}"
-            hi = None if self.high is None else f"{'<' if self.open_high else '<='} {self.high:g}"
             core = {bool: "a boolean", int: "an integer", float: "a number", str: "text"}[self.type]
-            core += "".join(f" {b}" for b in (lo, hi) if b)
+            if self.low is not None and self.high is not None and not (self.open_low or self.open_high):
+                core += f" in {self.low:g}..{self.high:g}"
+            else:
+                lo = None if self.low is None else f"{'>' if self.open_low else '>='} {self.low:g}"
+                hi = None if self.high is None else f"{'<' if self.open_high else '<='} {self.high:g}"
+                core += " " + " and ".join(b for b in (lo, hi) if b) if (lo or hi) else ""
         if self.optional:
             core += ", or None"
         return core + (f" ({self.note})" if self.note else "")
