@@ -45,6 +45,14 @@ def _numpy_scalar(value: Any) -> Any:
     return value
 
 
+def _finite(x: int | float) -> bool:
+    """A finite number that a float can hold (a 400-digit integer cannot)."""
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
+
+
 def _fail(name: str, value: Any, rule: str) -> ValueError:
     return ValueError(f"{name} = {value!r}: {rule}")
 
@@ -99,7 +107,7 @@ def coerce(value: Any, tp: type, name: str) -> Any:
                 raise _fail(name, value, "must be a number") from None
         else:
             raise _fail(name, value, "must be a number")
-        if isinstance(out, float) and not math.isfinite(out):
+        if not _finite(out):
             raise _fail(name, value, "must be a finite number")
         return out
     # str
@@ -120,7 +128,7 @@ def check_type(value: Any, tp: type, name: str) -> None:
     """A ``ValueError`` naming ``name`` unless ``value`` is already of type ``tp`` (an
     int counts as a float; a bool as neither; a float must be finite)."""
     if tp is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     elif tp is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
     else:

@@ -164,13 +164,14 @@ def check_fields(names: Any) -> None:
             raise unknown_name(name, field_types(), "TrainConfig field")
 
 
-def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> int:
-    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about: per
-    object its query tokens and embedding, the split's permutation, the bag-of-concepts
-    candidate matrix, and the [1024, n_objects] score, label and comparison matrices of
-    one chunk of evaluation scenes (:func:`recognition_flags`)."""
-    per_object = 8 * (n_concepts + 3) + 4 * d_out + 16 + 4 * n_concepts * n_values + 1024 * 17
-    return n_objects * per_object
+def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
+    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
+    what needs them: ``objects`` (per object its query tokens, the split's permutation,
+    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
+    label and comparison matrices of one chunk of evaluation scenes,
+    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
+    return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
+            "embeddings": n_objects * 4 * d_out}
 
 
 def _bytes(n: float) -> str:
@@ -195,17 +196,21 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
     need(0.0 < cfg.coverage < 1.0, "coverage", "must lie in the open interval (0, 1)")
     # the object space (V**C objects) before anything is allocated for it
-    digits = cfg.n_concepts * math.log2(cfg.n_values)
+    digits = cfg.n_concepts * math.log2(cfg.n_values) if cfg.n_concepts <= 256 else math.inf
     n_obj = cfg.n_values**cfg.n_concepts if digits < 256 else None
-    need_bytes = (evaluation_memory(n_obj, cfg.n_concepts, cfg.n_values, cfg.d_out) if n_obj is not None
-                  else math.inf)
+    parts = (evaluation_memory(n_obj, cfg.n_concepts, cfg.n_values, cfg.d_out) if n_obj is not None
+             else {"objects": math.inf, "embeddings": 0})
+    need_bytes = sum(parts.values())
     if need_bytes > MAX_EVALUATION_BYTES:
-        size = f"{n_obj:.3g}" if n_obj is not None else f"2^{digits:.0f}"
-        name = "n_values" if cfg.n_values > cfg.n_concepts else "n_concepts"
-        amount = f"about {_bytes(need_bytes)}" if n_obj is not None else "far more than any machine's"
-        need(False, name, f"the object space of V**C = {cfg.n_values}**{cfg.n_concepts} = {size} objects would need "
-             f"{amount} of memory to evaluate (limit {_bytes(MAX_EVALUATION_BYTES)}: "
-             f"bindcore.controlled.training.MAX_EVALUATION_BYTES)")
+        size = f"{n_obj:.3g}" if n_obj is not None else "more than 2**256"
+        if parts["embeddings"] > parts["objects"]:
+            name = "d_out"
+        else:
+            name = "n_values" if cfg.n_values > cfg.n_concepts else "n_concepts"
+        amount = f"about {_bytes(need_bytes)}" if need_bytes < 2**100 else "far more than any machine's"
+        need(False, name, f"the object space of V**C = {cfg.n_values}**{cfg.n_concepts} = {size} objects "
+             f"(embeddings of d_out = {cfg.d_out}) would need {amount} of memory to evaluate (limit "
+             f"{_bytes(MAX_EVALUATION_BYTES)}: bindcore.controlled.training.MAX_EVALUATION_BYTES)")
     n_train = int(n_obj * cfg.coverage)
     need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
     need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
