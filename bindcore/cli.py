@@ -75,26 +75,15 @@ def _fail(args: argparse.Namespace, exc: BaseException) -> int:
     return EXIT_USAGE
 
 
-def writable_folder(path: Path | None, option: str) -> None:
-    """An :class:`OptionError` naming ``option`` unless ``path`` is a folder this process
-    can write to, or a missing one it can create (None: nothing to check)."""
-    from bindcore.io import check_writable_folder
-
-    if path is not None:
-        try:
-            check_writable_folder(path)
-        except OSError as exc:
-            raise OptionError(option, str(exc)) from None
-
-
-def _check_device(device: str | None) -> None:
-    from bindcore.runtime import check_device
-
-    if device is not None:
-        try:
-            check_device(device)
-        except ValueError as exc:
-            raise OptionError("--device", str(exc)) from None
+def check_option(option: str, check: Callable[[object], object], value: object) -> None:
+    """``check(value)`` (nothing when ``value`` is None), its ``ValueError`` or ``OSError``
+    turned into an :class:`OptionError` naming ``option``."""
+    if value is None:
+        return
+    try:
+        check(value)
+    except (ValueError, OSError) as exc:
+        raise OptionError(option, str(exc)) from None
 
 
 def _default_build_dir() -> Path:
@@ -127,10 +116,11 @@ def register_book(subparsers) -> None:
 
 def _run_book(args: argparse.Namespace) -> int:
     from bindcore.book import build as book
+    from bindcore.io import check_writable_folder
 
     build_dir = args.build_dir if args.build_dir is not None else _default_build_dir()
     try:
-        writable_folder(build_dir, "--build-dir")
+        check_option("--build-dir", check_writable_folder, build_dir)
     except OptionError as exc:
         return _fail(args, exc)
     try:
@@ -227,9 +217,12 @@ def register_train(subparsers) -> None:
 def _check_run_options(args: argparse.Namespace):
     """The config of a train or sweep command, with its device and result store
     checked: every expected failure before any work."""
+    from bindcore.io import check_writable_folder
+    from bindcore.runtime import check_device
+
     cfg = _config_from_args(args)
-    _check_device(args.device)
-    writable_folder(args.results, "--results")
+    check_option("--device", check_device, args.device)
+    check_option("--results", check_writable_folder, args.results)
     return cfg
 
 
@@ -339,10 +332,7 @@ def _run_data_make(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        try:
-            check_output_folder(args.out, args.overwrite)  # before the (long) generation
-        except OSError as exc:
-            raise OptionError("--out", str(exc)) from None
+        check_option("--out", lambda out: check_output_folder(out, args.overwrite), args.out)  # before generating
         ds = make_dataset(args.kind, size=args.size, seed=args.seed, n_scenes=args.scenes,
                           occlusion=args.occlusion, jitter=args.jitter)
     except ValueError as exc:

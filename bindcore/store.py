@@ -328,14 +328,22 @@ def _stale(path: Path, holder: dict[str, Any] | None, stale_after: float) -> str
     return None
 
 
+def _create(path: Path) -> int | None:
+    """A descriptor of the new file ``path``, created atomically (``O_CREAT | O_EXCL``;
+    mode by the umask), or None when it exists already."""
+    try:
+        return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except FileExistsError:
+        return None
+
+
 def _take_over(path: Path, seen: dict[str, Any] | None, stale_after: float) -> bool:
     """Remove the stale claim ``path`` unless another waiter is doing so; under the
     exclusive ``.break`` file, and only if it still is the stale claim that was seen.
     Whether it was removed."""
     lock = path.with_name(path.name + ".break")
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-    except FileExistsError:
+    fd = _create(lock)
+    if fd is None:
         age = _age(lock)
         if age is not None and age > _BREAK_STALE_S:
             lock.unlink(missing_ok=True)
@@ -587,14 +595,13 @@ class ResultStore:
         deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
         announced = False
         while True:
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-            except FileExistsError:
+            fd = _create(path)
+            if fd is None:
                 holder = _read_claim(path)
                 if _stale(path, holder, stale_after) and _take_over(path, holder, stale_after):
                     continue
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise ClaimBusy(path, holder) from None
+                    raise ClaimBusy(path, holder)
                 if not announced:
                     log.info("waiting for %s, which holds %s", _describe(holder), path)
                     announced = True
