@@ -9,8 +9,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +25,8 @@ from bindcore.analysis.metrics import (
 )
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
-from bindcore.store import Entry, Kind, ResultStore
+from bindcore.settings import check_type, coerce, unknown_name
+from bindcore.store import Entry, Kind, ResultStore, quarantine
 
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
@@ -45,6 +47,9 @@ CANDIDATE_MODES = ("batch", "train_vocab")
 STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
+# the most memory the evaluation of one object space may need (see evaluation_memory)
+MAX_EVALUATION_BYTES = 32 * 2**30
+SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,13 @@ class TrainConfig:
     checkpoint_every: int = 1000
 
     def __post_init__(self) -> None:
+        # every value as its field's declared type (bindcore.settings: "False" is False,
+        # "1e1" is 10 for an int, "4.5" is refused); values already of that type are kept
+        for name, tp in field_types().items():
+            value = getattr(self, name)
+            typed = coerce(value, tp, f"TrainConfig.{name}")
+            if typed is not value:
+                object.__setattr__(self, name, typed)
         validate(self)
 
     @property
@@ -130,14 +142,46 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s): {sorted(unknown)}")
+        """A config from a dict of field values (each parsed as its field's type: text
+        from a command line or JSON values); an unknown field is a ``ValueError``."""
+        check_fields(d)
         return cls(**d)
 
     def with_(self, **changes: Any) -> TrainConfig:
+        check_fields(changes)
         return replace(self, **changes)
+
+
+@cache
+def field_types() -> dict[str, type]:
+    """Every :class:`TrainConfig` field and its declared type (bool, int, float or str)."""
+    hints = get_type_hints(TrainConfig)
+    return {f.name: hints[f.name] for f in fields(TrainConfig)}
+
+
+def check_fields(names: Any) -> None:
+    """A ``ValueError`` naming the first of ``names`` that is not a :class:`TrainConfig` field."""
+    for name in names:
+        if name not in field_types():
+            raise unknown_name(name, field_types(), "TrainConfig field")
+
+
+def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
+    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
+    what needs them: ``objects`` (per object its query tokens, the split's permutation,
+    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
+    label and comparison matrices of one chunk of evaluation scenes,
+    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
+    return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
+            "embeddings": n_objects * 4 * d_out}
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} PiB"
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -147,11 +191,28 @@ def validate(cfg: TrainConfig) -> None:
         if not ok:
             raise ValueError(f"TrainConfig.{name} = {getattr(cfg, name)!r}: {rule}")
 
+    for name, tp in field_types().items():
+        check_type(getattr(cfg, name), tp, f"TrainConfig.{name}")
     need(cfg.n_concepts >= 1, "n_concepts", "must be >= 1")
     need(cfg.n_values >= 2, "n_values", "V must be >= 2")
     need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
     need(0.0 < cfg.coverage < 1.0, "coverage", "must lie in the open interval (0, 1)")
-    n_obj = cfg.n_values**cfg.n_concepts
+    # the object space (V**C objects) before anything is allocated for it
+    digits = cfg.n_concepts * math.log2(cfg.n_values) if cfg.n_concepts <= 256 else math.inf
+    n_obj = cfg.n_values**cfg.n_concepts if digits < 256 else None
+    parts = (evaluation_memory(n_obj, cfg.n_concepts, cfg.n_values, cfg.d_out) if n_obj is not None
+             else {"objects": math.inf, "embeddings": 0})
+    need_bytes = sum(parts.values())
+    if need_bytes > MAX_EVALUATION_BYTES:
+        size = f"{n_obj:.3g}" if n_obj is not None else "more than 2**256"
+        if parts["embeddings"] > parts["objects"]:
+            name = "d_out"
+        else:
+            name = "n_values" if cfg.n_values > cfg.n_concepts else "n_concepts"
+        amount = f"about {_bytes(need_bytes)}" if need_bytes < 2**100 else "far more than any machine's"
+        need(False, name, f"the object space of V**C = {cfg.n_values}**{cfg.n_concepts} = {size} objects "
+             f"(embeddings of d_out = {cfg.d_out}) would need {amount} of memory to evaluate (limit "
+             f"{_bytes(MAX_EVALUATION_BYTES)}: bindcore.controlled.training.MAX_EVALUATION_BYTES)")
     n_train = int(n_obj * cfg.coverage)
     need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
     need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
@@ -182,6 +243,9 @@ def validate(cfg: TrainConfig) -> None:
          "must be > 0 when curriculum_values is set")
     need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
     need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
+    need(cfg.steps <= SEED_LIMIT, "steps", "must be <= 2**40")
+    for name in ("seed", "split_seed"):
+        need(abs(getattr(cfg, name)) < SEED_LIMIT, name, "must lie in (-2**40, 2**40)")
 
 
 # ---------------------------------------------------------------------------------
@@ -517,16 +581,6 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
     return DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init).to(device)
 
 
-def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list,
-                     clock: Clock) -> None:
-    atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                             "history": history, "clock": clock.so_far()})
-
-
-def _load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
-    return torch.load(path, map_location=device, weights_only=True)
-
-
 class Clock:
     """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
 
@@ -537,6 +591,45 @@ class Clock:
     def so_far(self) -> dict[str, float]:
         return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
                 "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
+
+
+def previous_checkpoint(path: Path) -> Path:
+    """Where the checkpoint before ``path``'s last one is kept (``checkpoint.prev.pt``)."""
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
+def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list,
+                     clock: Clock) -> None:
+    """Atomically, keeping the checkpoint it replaces as :func:`previous_checkpoint`: a
+    good checkpoint exists at every moment."""
+    atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                             "history": history, "clock": clock.so_far()}, backup=previous_checkpoint(path))
+
+
+def _start(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
+           ) -> tuple[DualEncoder, torch.optim.Optimizer, int, list, dict | None]:
+    """(model, optimizer, step, history, clock) to train from: those of the latest good
+    checkpoint of ``checkpoint`` (itself, else :func:`previous_checkpoint`), else fresh
+    ones at step 0. A checkpoint that cannot be read or does not fit is reported and
+    moved aside (``*.corrupt-<time>``, :func:`bindcore.store.quarantine`)."""
+    candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        model = build_model(cfg, device)
+        opt = make_optimizer(cfg, model)
+        try:
+            state = torch.load(candidate, map_location=device, weights_only=True)
+            step, history, clock = int(state["step"]), list(state["history"]), state.get("clock")
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+        except Exception as exc:  # truncated or foreign: zip, unpickling, EOF, key or shape errors
+            quarantine(candidate, f"unreadable checkpoint ({type(exc).__name__}: {str(exc)[:200]})")
+            continue
+        log.info("resuming from %s at step %d", candidate, step)
+        return model, opt, step, history, clock
+    model = build_model(cfg, device)
+    return model, make_optimizer(cfg, model), 0, [], None
 
 
 @dataclass
@@ -566,19 +659,12 @@ def run_training(
     space, split = cfg.space, cfg.split
     split_train = split.train.to(dev)
     allowed_negatives = torch.arange(space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
-    model = build_model(cfg, dev)
-    opt = make_optimizer(cfg, model)
+    model, opt, start, history, before = _start(cfg, dev, checkpoint)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
-    start, history, before = 0, [], None
-    if checkpoint is not None and checkpoint.exists():
-        state = _load_checkpoint(checkpoint, dev)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        start, history, before = int(state["step"]), list(state["history"]), state.get("clock")
+    if start:
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac), last_epoch=start - 1
         )
-        log.info("resumed from %s at step %d", checkpoint, start)
     es = make_eval_set(cfg, split, dev)
     amp = autocast_dtype(cfg, dev)
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
@@ -645,42 +731,50 @@ def train(
 ) -> dict[str, Any]:
     """Train ``cfg`` unless the store already holds its result; return the result record.
 
-    A killed run resumes from ``checkpoint.pt`` in its store entry. A stored run made by
-    other code is returned as it is, with ``stale=True`` (its ``code`` names the code
-    version that made it): chapters say so, nothing is retrained silently.
+    A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
+    entry, else the one before it). A stored run made by other code is returned as it
+    is, with ``stale=True`` (its ``code`` names the code version that made it): chapters
+    say so, nothing is retrained silently. While it trains, the run holds the entry's
+    claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
+    config meanwhile waits, then returns this run's stored result.
     """
     store = store or ResultStore()
     found = store.find(STORE_KIND, cfg.to_dict())
     if found is not None:
         return found.record()
-    entry = store.prepare(STORE_KIND, cfg.to_dict())
-    ckpt = entry.path / "checkpoint.pt"
     dev = resolve_device(device)
-    out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
-    if keep_weights:
-        atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-    split = cfg.split
-    record = {
-        "kind": "train",
-        "hash": config_hash(cfg.to_dict()),
-        "config": cfg.to_dict(),
-        "metrics": out.metrics,
-        "bag_of_concepts": out.baseline,
-        "history": out.history,
-        "seconds": out.seconds,
-        "cpu_seconds": out.cpu_seconds,
-        "threads": torch.get_num_threads(),
-        "steps_run": out.steps_run,
-        "concept_loss_from": out.concept_loss_from,
-        "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
-        "device": str(dev),
-        "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
-        "parameters_per_encoder": count_parameters(out.model.scene),
-        "n_train_objects": len(split.train),
-        "n_test_objects": len(split.test),
-    }
-    store.finish(entry, record)
-    ckpt.unlink(missing_ok=True)
+    with store.claim(STORE_KIND, cfg.to_dict()):
+        found = store.find(STORE_KIND, cfg.to_dict())  # finished by another process while this one waited
+        if found is not None:
+            return found.record()
+        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        ckpt = entry.path / "checkpoint.pt"
+        out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
+        if keep_weights:
+            atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
+        split = cfg.split
+        record = {
+            "kind": "train",
+            "hash": config_hash(cfg.to_dict()),
+            "config": cfg.to_dict(),
+            "metrics": out.metrics,
+            "bag_of_concepts": out.baseline,
+            "history": out.history,
+            "seconds": out.seconds,
+            "cpu_seconds": out.cpu_seconds,
+            "threads": torch.get_num_threads(),
+            "steps_run": out.steps_run,
+            "concept_loss_from": out.concept_loss_from,
+            "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
+            "device": str(dev),
+            "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
+            "parameters_per_encoder": count_parameters(out.model.scene),
+            "n_train_objects": len(split.train),
+            "n_test_objects": len(split.test),
+        }
+        store.finish(entry, record)
+        ckpt.unlink(missing_ok=True)
+        previous_checkpoint(ckpt).unlink(missing_ok=True)
     return entry.record()
 
 

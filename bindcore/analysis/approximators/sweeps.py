@@ -46,6 +46,9 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
     fraction. ``widths``: one list for all families or a dict family -> widths (missing:
     :func:`default_width`)."""
     fractions, families = list(fractions), list(families)
+    if not fractions or not families:
+        raise ValueError(f"a sweep needs at least one fraction and one family, got fractions={fractions}, "
+                         f"families={families}")
     for fam in families:
         if fam not in FAMILIES and fam not in TREE_KINDS:
             raise ValueError(f"family must be one of {FAMILIES + TREE_KINDS}, got {fam!r}")
