@@ -18,17 +18,17 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import product
 from typing import Any
 
-from .controlled.training import STORE_KIND, TrainConfig, check_fields, train
+from .controlled.training import TrainConfig, check_fields, train
 from .runtime import openmp_environment, progress_bar, resolve_device
 from .store import ResultStore
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     """Configs for every combination of the given field values, e.g.
-    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a TrainConfig
-    field with a non-empty list of values, each parsed and checked as that field
-    (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
-    check_fields(axes)
+    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a field of
+    ``base``'s config class with a non-empty list of values, each parsed and checked as
+    that field (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
+    check_fields(axes, type(base))
     for name, values in axes.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
             raise ValueError(f"sweep axis {name} = {values!r}: must be a list of values")
@@ -75,7 +75,7 @@ def run_sweep(
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1 (or None: one per CPU core), got {workers!r}")
     store = store or ResultStore()
-    pending = [c for c in dict.fromkeys(configs) if store.find(STORE_KIND, c.to_dict()) is None]
+    pending = [c for c in dict.fromkeys(configs) if store.find(c.store_kind, c.to_dict()) is None]
     n_workers = workers if workers is not None else default_workers(len(pending), device)
     if pending and n_workers <= 1:
         for cfg in progress_bar(pending, enabled=progress, desc="sweep"):
@@ -93,7 +93,7 @@ def _run_in_subprocesses(
     env = {**os.environ, **openmp_environment(threads=1)}
 
     def run(cfg: TrainConfig) -> str | None:
-        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        entry = store.prepare(cfg.store_kind, cfg.to_dict())
         cmd = [sys.executable, "-m", "bindcore", "train", "--config", str(entry.path / "config.json"),
                "--threads", "1", "--results", str(store.root), "--quiet"]
         if device:

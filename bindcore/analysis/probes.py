@@ -335,14 +335,16 @@ class LinearProbes:
 # controlled dual encoders as binding functions (reference-spec §7)
 # ---------------------------------------------------------------------------------
 def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
-                            device: str = "cpu") -> BindingData:
+                            device: str = "cpu", renders: int = 1) -> BindingData:
     """All ordered pairs of a set of objects (identical pairs included) encoded by a
     trained dual encoder's scene encoder (raw outputs), with its own query encoder's
     L2-normalised concept and object embeddings as the frozen probes.
 
     ``objects``: "all" = the sub-grid of the first ceil(max_objects ** (1/C)) values of
     each concept; "train" / "test" = the run's training / held-out objects (at most
-    ``max_objects``, a seeded choice)."""
+    ``max_objects``, a seeded choice). ``renders``: for a scene tower that reads images
+    (appendix E), a scene's embedding is the mean over this many seeded renderings of
+    it (a token scene has one input: 1)."""
     import math
 
     import torch.nn.functional as F
@@ -365,8 +367,14 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     pairs = torch.cartesian_prod(ids, ids)
     if cfg.max_objects > 2:
         pairs = F.pad(pairs, (0, cfg.max_objects - 2), value=-1)
+    if renders < 1:
+        raise ValueError(f"renders must be >= 1, got {renders}")
     with torch.no_grad():
-        z = embed_in_chunks(model.scene, space.tokenize_scenes(pairs.to(device)))
+        z = cfg.embed_eval_scenes(model, pairs.to(device))
+        for r in range(1, renders):
+            z = z + cfg.embed_eval_scenes(model, pairs.to(device), seed=r)
+        if renders > 1:
+            z = z / renders
         all_ids = torch.arange(space.n_objects, device=device)
         obj_probe = F.normalize(embed_in_chunks(model.query, space.object_query_tokens(all_ids)), dim=1)
         con_probe = F.normalize(embed_in_chunks(
@@ -375,5 +383,5 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     concept_probes = [con_probe[c * V:(c + 1) * V].cpu().numpy() for c in range(cfg.n_concepts)]
     vals = space.object_values(pairs[:, :2]).numpy()
     return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
-                       name=f"controlled C={cfg.n_concepts} V={V} coverage={cfg.coverage:g}",
-                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids)})
+                       name=cfg.short_name(),
+                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders})
