@@ -104,3 +104,27 @@ PAPER_CLAIMS_5_2 = (
 # §5.3 and §5.4
 PAPER_WIDTH = "small MLPs suffice; the gap grows with |O|"
 PAPER_FORM = "additive: concepts yes, objects no; products recover objects; global product best"
+
+# ---------------------------------------------------------------------------------
+# appendix E: vision encoders trained from scratch on pixels (summary), and D.7
+# ---------------------------------------------------------------------------------
+PAPER_PIXELS = {
+    "objects": "squares with a fill colour and a border colour",
+    "values per concept": 50,
+    "combinations": "up to 6.5 million",
+    "model": "a convolutional front-end feeding an eight-layer transformer",
+    "levels": ("clean", "speckle noise", "speckle noise + overlap"),
+}
+
+# (claim, the paper's statement), in the order of the chapter's claims table; the first
+# words of each claim name it in tests
+PAPER_CLAIMS_APPENDIX_E = (
+    ("held-out objects are recognised from pixels (binding generalizes)", "yes, at all three levels (V = 50)"),
+    ("shallow, small MLPs approximate the binding map", "yes, at all three levels"),
+    ("the global-product probe recovers held-out objects (the additive one does not)",
+     "yes, at all three levels; it fails on CLIP and DINOv2 (D.7)"),
+)
+
+# D.7 beside appendix E: the global-product probe on frozen pretrained encoders and on
+# models trained from scratch on pixels
+PAPER_D7 = {"frozen": "fails (near 0) on CLIP and DINOv2", "pixels": "recovers objects"}

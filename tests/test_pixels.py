@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
@@ -256,3 +257,63 @@ def test_cli_trains_a_pixel_run(tmp_path, capsys):
     assert (tmp_path / PIXEL_STORE_KIND / out["hash"] / "result.json").exists()
     assert main(["train", "--profile", "smoke", "--set", "scene_input=pixels", "--set", "level=fog",
                  "--results", str(tmp_path)]) == 2
+
+
+# --------------------------------------------------------------------------- chapter
+
+
+@pytest.mark.slow
+def test_pixel_chapter_executes_on_smoke(tmp_path, monkeypatch):
+    from bindcore.book import build as book
+
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
+    out = book.execute_notebook("e_pixel_encoders", "smoke", tmp_path / "executed")
+    nb = nbformat.read(out, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o.output_type == "error"]
+    assert list((tmp_path / "results" / PIXEL_STORE_KIND).glob("*/result.json"))
+
+
+def test_claims_follow_the_numbers():
+    import pandas as pd
+
+    from bindcore.book.claims import d7_contrast, pixel_claims
+    from bindcore.book.tables import FAMILY_LABELS
+
+    summary = pd.DataFrame([
+        {"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.8, "swap pairs": 0.5,
+         "swap pairs, twins of held-out objects": float("nan"), "bag floor": 0.3, "bag ceiling": 0.6,
+         "held-out concepts": 0.9, "training task (training objects)": 1.0},
+        {"level": "overlap", "coverage": 0.8, "held-out objects, strict": 0.9, "swap pairs": 0.0,
+         "swap pairs, twins of held-out objects": float("nan"), "bag floor": 0.3, "bag ceiling": 0.95,
+         "held-out concepts": 0.9, "training task (training objects)": 1.0}])
+    rows = []
+    for model, objs in (("pixels, clean, C=2 V=8 coverage=0.8", {4: 0.1, 16: 0.6, 256: 0.62}),
+                        ("pixels, overlap, C=2 V=8 coverage=0.8", {4: 0.0, 16: 0.01, 256: 0.02})):
+        rows += [{"model": model, "family": FAMILY_LABELS["mlp"], "width": w, "fraction": 0.8, "heldout_object": v,
+                  "heldout_concept": 1.0} for w, v in objs.items()]
+        rows += [{"model": model, "family": FAMILY_LABELS[f], "width": None, "fraction": 0.8, "heldout_object": v,
+                  "heldout_concept": 1.0}
+                 for f, v in (("additive", 0.2), ("global_product", 0.7 if "clean" in model else 0.1),
+                              ("sum_global_product", 0.5))]
+    approx = pd.DataFrame(rows)
+    claims = pixel_claims(summary, approx, "quick")
+    verdict = {(r["claim"].split()[0], r["level"]): r["verdict"] for r in claims.to_dict("records")}
+    assert verdict[("held-out", "clean")] == "shown"
+    assert verdict[("held-out", "overlap")] == "not shown"  # no swap pair: a bag could do this
+    assert verdict[("shallow,", "clean")] == "shown"  # width 16 reaches 90 % of the best
+    assert verdict[("shallow,", "overlap")] == "not shown"  # approximators fail
+    assert verdict[("the", "clean")] == "shown" and verdict[("the", "overlap")] == "not shown"
+    ceiling = pd.DataFrame([{"model": "pixels, clean, C=2 V=8 coverage=0.8", "fraction": 0.8, "heldout_object": 0.9},
+                            {"model": "pixels, overlap, C=2 V=8 coverage=0.8", "fraction": 0.8,
+                             "heldout_object": 0.05}])
+    claims = pixel_claims(summary, approx, "quick", ceiling)
+    verdict = {(r["claim"].split()[0], r["level"]): r["verdict"] for r in claims.to_dict("records")}
+    assert verdict[("shallow,", "clean")] == "partly shown"  # 0.62 < 0.75 x 0.9: small, but not close
+    assert verdict[("the", "clean")] == "shown"  # 0.7 >= 0.75 x 0.9
+    assert verdict[("shallow,", "overlap")] == verdict[("the", "overlap")] == "cannot be tested"
+    pre = pd.DataFrame([{"encoder": "MiniLM", "family": FAMILY_LABELS["global_product"], "fraction": 0.9,
+                         "heldout_object": 0.05, "heldout_concept": 0.9}])
+    d7 = d7_contrast(pre, approx, "quick")
+    assert list(d7["global product: held-out objects"]) == [0.05, 0.7, 0.1]
+    assert list(d7["additive: held-out objects"])[1:] == [0.2, 0.2]

@@ -219,3 +219,34 @@ def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = No
     if params.get("controlled", True):
         sets += controlled_sets(profile, params, workers=workers, device=device)
     return sets, note
+
+
+def pixel_base(profile: str, params: dict[str, Any]):
+    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps`` if set."""
+    from bindcore.controlled.recipes import pixel_recipe
+
+    return pixel_recipe(profile) if params["steps"] is None else pixel_recipe(profile, steps=params["steps"])
+
+
+def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
+               progress: bool = False) -> list[dict[str, Any]]:
+    """The pixel dual encoders of appendix E, every level x coverage x seed of
+    ``params`` (stored runs are reused; their code version is printed)."""
+    from bindcore.controlled.pixels import PIXEL_STORE_KIND, level_configs
+    from bindcore.sweep import run_sweep
+
+    runs = run_sweep(level_configs(pixel_base(profile, params), params), workers=workers, device=device,
+                     progress=progress)
+    note_stored(runs, kind=PIXEL_STORE_KIND, what="pixel training runs")
+    return runs
+
+
+def pixel_binding_data(runs: Iterable[Mapping[str, Any]], params: dict[str, Any]) -> list[Any]:
+    """The binding data (§5.3) of the generalizing pixel model of each level (largest
+    coverage): all ordered pairs of up to ``max_objects`` objects, each scene's
+    embedding the mean over ``renders`` seeded renderings."""
+    from bindcore.analysis.probes import controlled_binding_data
+    from bindcore.controlled.pixels import generalizing_pixel_runs
+
+    return [controlled_binding_data(r, max_objects=params["max_objects"], renders=params["renders"], device="cpu")
+            for r in generalizing_pixel_runs(list(runs))]

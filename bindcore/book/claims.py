@@ -10,9 +10,12 @@ from typing import Any
 
 import pandas as pd
 
+from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     PAPER_CLAIMS_5_2,
     PAPER_CLAIMS_APPENDIX_D,
+    PAPER_CLAIMS_APPENDIX_E,
+    PAPER_D7,
     PAPER_FORM,
     PAPER_PRETRAINED_COMPLEXITY,
     PAPER_WIDTH,
@@ -156,3 +159,119 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
     ]
     rows = [{"claim": claim, "paper (summary)": paper, "ours": o} for (claim, paper), o in zip(PAPER_CLAIMS_APPENDIX_D, ours)]
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# appendix E (pixel encoders) and the D.7 contrast
+# ---------------------------------------------------------------------------------
+# thresholds of the claim rules (see :func:`pixel_claim_rules`)
+SWAP_THRESHOLD = 0.1
+SMALL_WIDTH = 64
+CEILING_SHARE = 0.75
+
+
+def pixel_claim_rules() -> str:
+    """The rules by which :func:`pixel_claims` turns numbers into verdicts, in words."""
+    return (
+        f"binding generalizes at a level: held-out swap-pair recognition (any bag of concepts scores 0) reaches "
+        f"{SWAP_THRESHOLD:g}. Small MLPs approximate the binding map: an MLP of width <= {SMALL_WIDTH} reaches "
+        f"90 % of the best width's held-out object recognition, and the best reaches {CEILING_SHARE:.0%} of the "
+        f"model's own (the probes reading its real embeddings of the same scenes) ('partly shown' when only the "
+        f"first holds). The global product recovers objects: it beats the additive probe on held-out objects and "
+        f"reaches {CEILING_SHARE:.0%} of the model's own ('partly shown' when it beats the additive probe by at "
+        f"least {SWAP_THRESHOLD:g} but stays below that share). 'cannot be tested' when the model's own held-out "
+        f"object recognition is below {SWAP_THRESHOLD:g}: there is no binding to approximate."
+    )
+
+
+def _level_of(name: str) -> str:
+    """The visual level in a pixel model's name (``PixelTrainConfig.short_name``)."""
+    for level in LEVELS:
+        if f", {level}," in name:
+            return level
+    return name
+
+
+def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
+    """Appendix E's claims, the paper's statement of each and ours, per visual level,
+    with the verdicts of :func:`pixel_claim_rules`.
+
+    ``summary``: :func:`bindcore.book.tables.level_summary`; ``approx``: the approximator
+    table (:func:`bindcore.book.tables.approximator_table` rows with a ``model`` column)
+    of the MLP widths and families; ``ceiling``:
+    :func:`bindcore.analysis.complexity.true_embedding_ceiling` of the same binding data
+    (``model`` column). Approximators are read at their largest data fraction."""
+    (generalizes, c_generalizes), (small, c_small), (product, c_product) = PAPER_CLAIMS_APPENDIX_E
+    rows = []
+    for s in summary.to_dict("records"):
+        rows.append({"claim": generalizes, "paper": c_generalizes, "level": s["level"],
+                     "ours": f"coverage {s['coverage']:g}: swap pairs {s['swap pairs']:.2f}, strict "
+                             f"{s['held-out objects, strict']:.2f} (bag floor {s['bag floor']:.2f}, ceiling "
+                             f"{s['bag ceiling']:.2f})",
+                     "verdict": "shown" if s["swap pairs"] >= SWAP_THRESHOLD else "not shown"})
+    frac = approx["fraction"].max()
+    top = approx[approx["fraction"] == frac]
+    for name, sub in top.groupby("model", sort=False):
+        level = _level_of(name)
+        own = float("nan")
+        if ceiling is not None:
+            c = ceiling[(ceiling["model"] == name) & (ceiling["fraction"] == frac)]["heldout_object"]
+            own = float(c.iloc[0]) if len(c) else own
+        untestable = own == own and own < SWAP_THRESHOLD
+        own_text = f"; the model's own: {own:.2f}" if own == own else ""
+        mlp = sub[sub["family"] == FAMILY_LABELS["mlp"]].groupby("width")["heldout_object"].mean().sort_index()
+        if len(mlp):
+            best = float(mlp.max())
+            smallest = int(mlp.index[mlp >= 0.9 * best][0])
+            small_ok = smallest <= SMALL_WIDTH and best >= SWAP_THRESHOLD
+            close = own != own or best >= CEILING_SHARE * own
+            verdict = ("cannot be tested" if untestable else "shown" if small_ok and close
+                       else "partly shown" if small_ok else "not shown")
+            rows.append({"claim": small, "paper": c_small, "level": level,
+                         "ours": f"fraction {frac:g}, held-out objects by MLP width: "
+                                 + ", ".join(f"{int(w)}: {v:.2f}" for w, v in mlp.items())
+                                 + f"; width {smallest} reaches 90 % of the best" + own_text,
+                         "verdict": verdict})
+
+        def fam(f: str, sub: Any = sub) -> float:
+            v = sub[sub["family"] == FAMILY_LABELS[f]]["heldout_object"]
+            return float(v.max()) if len(v) else float("nan")
+
+        gp, add, both = fam("global_product"), fam("additive"), fam("sum_global_product")
+        if gp == gp:
+            close = own != own or gp >= CEILING_SHARE * own
+            verdict = ("cannot be tested" if untestable else "shown" if gp > add and close and gp >= SWAP_THRESHOLD
+                       else "partly shown" if gp >= add + SWAP_THRESHOLD else "not shown")
+            rows.append({"claim": product, "paper": c_product, "level": level,
+                         "ours": f"fraction {frac:g}, held-out objects: global product {gp:.2f}, additive + global "
+                                 f"product {both:.2f}, additive {add:.2f}" + own_text,
+                         "verdict": verdict})
+    out = pd.DataFrame(rows)
+    order = {c: i for i, c in enumerate(dict.fromkeys(out["claim"]))} if len(out) else {}
+    out = out.sort_values("claim", key=lambda col: col.map(order), kind="stable").reset_index(drop=True)
+    out["profile"] = profile
+    return out
+
+
+def d7_contrast(pretrained: Any, pixel_approx: Any, profile: str):
+    """D.7 beside appendix E: held-out object recognition of the global-product probe
+    (and of the additive probe, the bag-of-concepts reference) at the largest data
+    fraction, on each frozen encoder of §5.1 (``pretrained``: the §5.1 sweep table,
+    column ``encoder``) and on each pixel model (column ``model``)."""
+    gp = FAMILY_LABELS["global_product"]
+    rows = []
+    for key, table in (("encoder", pretrained), ("model", pixel_approx)):
+        top = table[table["fraction"] == table["fraction"].max()]
+        for name, sub in top.groupby(key, sort=False):
+            g, a = sub[sub["family"] == gp], sub[sub["family"] == FAMILY_LABELS["additive"]]
+            if g.empty:
+                continue
+            rows.append({"encoder": name, "kind": "frozen, pretrained or random init (§5.1)" if key == "encoder"
+                         else "trained from scratch on pixels (appendix E)", "fraction": float(sub["fraction"].iloc[0]),
+                         "global product: held-out objects": float(g["heldout_object"].max()),
+                         "additive: held-out objects": float(a["heldout_object"].max()) if len(a) else float("nan"),
+                         "global product: held-out concepts": float(g["heldout_concept"].max())})
+    out = pd.DataFrame(rows)
+    out["paper"] = [PAPER_D7["frozen"] if k.startswith("frozen") else PAPER_D7["pixels"] for k in out["kind"]]
+    out["profile"] = profile
+    return out

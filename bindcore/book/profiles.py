@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bindcore.data.pixels import LEVELS
 from bindcore.runtime import check_profile
 from bindcore.settings import Rule, unknown_name
 
@@ -50,6 +51,9 @@ RULES: dict[str, Rule] = {
     "coverages": Rule(list, item=_FRACTION),
     "seeds": Rule(list, item=Rule(int, low=-(2**40) + 1, high=2**40 - 1)),
     "ablations": Rule(bool),
+    "levels": Rule(list, item=Rule(str, choices=LEVELS)),
+    "approx_steps": Rule(int, low=1),
+    "renders": Rule(int, low=1, note="renderings averaged per scene"),
 }
 # where a chapter reads a parameter differently from RULES
 CHAPTER_RULES: dict[tuple[str, str], Rule] = {
@@ -111,6 +115,22 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2),
         "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
                       mds_components=3),
+    },
+    "pixel_encoders": {
+        # appendix E: levels x coverages of pixel dual encoders (steps None: the pixel recipe's);
+        # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
+        # model of each level: all ordered pairs of up to max_objects objects, each embedding the
+        # mean of `renders` renderings
+        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, seeds=[0],
+                      fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
+                      max_objects=16, renders=1),
+        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, seeds=[0],
+                      fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
+                      lrs=[1e-2], max_objects=64, renders=2),
+        "paper": dict(levels=["clean", "speckle", "overlap"],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
+                      fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
+                      approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.analysis.approximators import select_best
+from bindcore.analysis.approximators import FAMILIES, select_best
 from bindcore.analysis.complexity import protocol_for, stored_sweep, tree_grid
 from bindcore.analysis.embedding_sets import is_occluded
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
+from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     EDIT_BANKS,
     NOTES,
@@ -32,6 +33,7 @@ from bindcore.paper import (
     SUMMARY,
     SUMMARY_AND_NOTES,
 )
+from bindcore.sweep import results_table
 
 # our datasets standing for the paper's
 PAPER_DATA = {"CLEVR-like 3-D": "CLEVR", "CLEVR-2D": "CLEVR-2D"}
@@ -363,3 +365,51 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
     return pd.concat([approximator_table(stored_sweep(d, params["fractions"], families, protocol, widths=widths,
                                                       device=device), model=d.name, objects=d.n_object_ids)
                       for d in datasets], ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------
+# appendix E: pixel dual encoders
+# ---------------------------------------------------------------------------------
+def pixel_results_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per pixel run: the §5.2 results table plus its visual level, its CPU
+    minutes (all calls that trained it) and its number of held-out objects."""
+    table = results_table(list(records))
+    table.insert(0, "level", [r["config"]["level"] for r in records])
+    table["CPU minutes"] = [r.get("cpu_seconds", float("nan")) / 60 for r in records]
+    table["held-out objects"] = [r["n_test_objects"] for r in records]
+    return table
+
+
+def level_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per level, at its largest coverage: strict and swap-pair recognition of held-out
+    two-object scenes beside the bag-of-concepts floor and ceiling."""
+    rows = []
+    for level in [lv for lv in LEVELS if lv in set(table["level"])]:
+        sub = table[table["level"] == level]
+        top = sub[sub["coverage"] == sub["coverage"].max()].mean(numeric_only=True)
+        rows.append({"level": level, "coverage": top["coverage"], "held-out objects, strict": top["test_object_2"],
+                     "swap pairs": top.get("test_swap_pair", float("nan")),
+                     "swap pairs, twins of held-out objects": top.get("test_swap_pair_heldout", float("nan")),
+                     "bag floor": top["boc_test_object_2"], "bag ceiling": top["boc_ceiling_test_object_2"],
+                     "held-out concepts": top["test_concept_2"],
+                     "training task (training objects)": top["task_object_2"]})
+    return pd.DataFrame(rows)
+
+
+def pixel_approximator_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The approximator parameters of the appendix-E chapter's ``params`` under the names
+    the §5 sweeps read (``approx_steps`` as ``steps``; ``lrs``, ``batch_size``, ``fractions``)."""
+    return {"steps": params["approx_steps"], "lrs": params["lrs"], "batch_size": params["batch_size"],
+            "fractions": params["fractions"]}
+
+
+def pixel_sweeps(datasets: Sequence[Any], params: dict[str, Any], device: str | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Appendix E's approximators on the pixel models' binding data, with the chapter's
+    approximator parameters (:func:`pixel_approximator_params`): (MLPs of every width
+    (the §5.3 method), every family with the widest MLP (§5.4))."""
+    approx = pixel_approximator_params(params)
+    mlp = controlled_sweeps(datasets, approx, ["mlp"], widths=params["widths"], device=device)
+    forms = controlled_sweeps(datasets, approx, list(FAMILIES), widths={"mlp": [max(params["widths"])]},
+                              device=device)
+    return mlp, forms
