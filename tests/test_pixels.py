@@ -159,6 +159,30 @@ def test_config_round_trips_and_cli_style_recipes():
         pixel_recipe(profile)  # valid
 
 
+def test_pixel_fields_are_typed_like_the_token_fields():
+    from bindcore.sweep import grid
+
+    cfg = tiny(image_size="1.6e1", speckle="0.1", level=" speckle ", scene_layers=1.0)
+    assert (cfg.image_size, cfg.speckle, cfg.level, cfg.scene_layers) == (16, 0.1, "speckle", 1)
+    assert cfg == tiny(level="speckle", speckle=0.1)  # the same config, the same hash
+    with pytest.raises(ValueError, match="PixelTrainConfig.image_size"):
+        tiny(image_size="16.5")
+    with pytest.raises(ValueError, match="PixelTrainConfig field"):
+        tiny().with_(colour="red")
+    assert [c.level for c in grid(tiny(), level=["clean", "overlap"])] == ["clean", "overlap"]
+    assert recipe("smoke", scene_input="pixels", image_size="16") == pixel_recipe("smoke")
+
+
+def test_token_runs_do_not_depend_on_the_pixel_code():
+    from bindcore.controlled.training import STORE_KIND
+    from bindcore.store import module_closure
+
+    token = module_closure(STORE_KIND.code)
+    assert not [m for m in token if "pixel" in m]
+    assert {"bindcore.data.pixels", "bindcore.controlled.pixel_models", "bindcore.controlled.training"} <= set(
+        module_closure(PIXEL_STORE_KIND.code))
+
+
 # --------------------------------------------------------------------------- training
 
 

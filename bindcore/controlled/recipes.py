@@ -17,13 +17,14 @@ See the binding-generalization chapter for why.
 ``smoke`` exercises every code path in seconds; its numbers mean nothing.
 
 The pixel recipes of appendix E (``recipe(profile, scene_input="pixels")``, a
-:class:`bindcore.controlled.pixels.PixelTrainConfig`): ``paper`` has V = 50 and an
+:class:`bindcore.controlled.pixels.PixelTrainConfig`) are each profile's token recipe
+with a few changes and the pixel tower's fields: ``paper`` has V = 50 and an
 eight-layer pixel tower with the token ``paper`` recipe's optimisation (meant for a
-GPU); ``quick`` was chosen on training-object metrics only (``task_object_2`` and swap
-pairs among training objects; the search log is ``benchmarks/pixel_recipe_search.csv``):
-the token quick recipe's optimisation with batch 128 for 2,500 steps and the concept
-loss from the first step (the delayed concept loss of the token recipe was worse here
-on the speckle level).
+GPU); ``quick`` (V = 8) was chosen on training-object metrics only (``task_object_2``
+and swap pairs among training objects; the search log is
+``benchmarks/pixel_recipe_search.csv``): the token quick recipe's optimisation with
+batch 128 for 2,500 steps and the concept loss from the first step (the delayed concept
+loss of the token recipe was worse here on the speckle level).
 """
 
 from __future__ import annotations
@@ -63,36 +64,23 @@ _RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
-# appendix E: the scene tower reads rendered squares (bindcore.controlled.pixels)
-_PIXEL_RECIPES: dict[str, dict[str, Any]] = {
-    # V = 50 and an eight-layer pixel tower; optimisation as the token `paper` recipe (the
-    # released code's README). Not run on this book's CPU.
+# appendix E (bindcore.controlled.pixels): each profile's token recipe with these changes,
+# and the pixel scene tower's fields
+_PIXEL_CHANGES: dict[str, dict[str, Any]] = {
+    # V = 50 and an eight-layer pixel tower; not run on this book's CPU
     "paper": dict(
-        n_concepts=2, n_values=50, max_objects=2, coverage=0.5,
+        n_values=50, coverage=0.5,
         image_size=64, side=16, border=3, patch_size=8, stem_channels=32, stem_layers=2, scene_layers=8,
-        d_model=256, n_heads=4, n_layers=6, d_ff=2048, d_out=64,
-        lr=3e-5, weight_decay=0.1, beta2=0.999, batch_size=512, steps=50_000, warmup_frac=0.1,
-        logit_scale_cap=10.0, concept_loss_weight=1.0, concept_loss_start=0.0,
-        candidates="batch", max_concept_queries=64, max_object_queries=64, swaps_per_scene=1,
-        eval_every=1000, eval_scenes=2048, checkpoint_every=2500,
     ),
     # chosen on training-object metrics only (see the module docstring)
     "quick": dict(
-        n_concepts=2, n_values=8, max_objects=2, coverage=0.8,
-        image_size=32, side=10, border=2, patch_size=8, stem_channels=64, stem_layers=1, scene_layers=2,
-        d_model=64, n_heads=4, n_layers=2, d_ff=256, d_out=64,
-        lr=3e-3, weight_decay=0.1, beta2=0.98, batch_size=128, steps=2500, warmup_frac=0.02,
-        logit_scale_cap=100.0, concept_loss_weight=1.0, concept_loss_start=0.0, concept_loss_trigger=0.0,
-        candidates="batch", max_concept_queries=64, max_object_queries=64, swaps_per_scene=1,
+        n_values=8, batch_size=128, steps=2500, concept_loss_trigger=0.0,
         eval_every=250, eval_scenes=512, checkpoint_every=500,
+        image_size=32, side=10, border=2, patch_size=8, stem_channels=64, stem_layers=1, scene_layers=2,
     ),
     "smoke": dict(
-        n_concepts=2, n_values=4, max_objects=2, coverage=0.75,
+        eval_scenes=32,
         image_size=16, side=6, border=1, patch_size=4, stem_channels=4, stem_layers=1, scene_layers=1,
-        d_model=16, n_heads=2, n_layers=1, d_ff=32, d_out=8,
-        lr=3e-3, weight_decay=0.1, beta2=0.98, batch_size=32, steps=30, warmup_frac=0.1,
-        logit_scale_cap=100.0, concept_loss_weight=0.1, concept_loss_start=0.45,
-        candidates="batch", eval_every=10, eval_scenes=32, checkpoint_every=10,
     ),
 }
 
@@ -119,7 +107,7 @@ def pixel_recipe(profile: str, **overrides: Any) -> TrainConfig:
     check_profile(profile)
     overrides.pop("scene_input", None)
     check_fields(overrides, PixelTrainConfig)
-    return PixelTrainConfig(**{**_PIXEL_RECIPES[profile], **overrides})
+    return PixelTrainConfig(**{**_RECIPES[profile], **_PIXEL_CHANGES[profile], **overrides})
 
 
 def recipe_differences(a: str = "paper", b: str = "quick", scene_input: str = "tokens") -> dict[str, tuple[Any, Any]]:
