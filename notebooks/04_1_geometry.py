@@ -62,12 +62,12 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_after_edit
 from bindcore.analysis.geometry import object_banks, object_values, sample_edits
 from bindcore.analysis.geometry_sets import decomposition, editing
 from bindcore.book.chapter import geometry_sets, start_chapter
+from bindcore.book.claims import geometry_claims
 from bindcore.book.figures import PALETTE
 from bindcore.book.tables import decomposition_table, editing_table, sets_frame
 from bindcore.data import caption
@@ -238,28 +238,8 @@ else:
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %% tags=["hide-input"]
-def claims(sets, frames, edit_frames):
-    rows = []
-    for s, df, ed in zip(sets, frames, edit_frames):
-        c = df[(df["kind"] == "concepts") & (df["estimator"] == "avg")].iloc[0]
-        o = df[(df["kind"] == "objects") & (df["estimator"] == "avg")].iloc[0]
-        e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], 1.0) & (ed["case"] == "all")]
-        rows.append({"dataset": s.dataset, "encoder": s.encoder,
-                     "objects explain more than concepts (R² gap)": round(o["r2_eval"] - c["r2_eval"], 3),
-                     "object reconstructions retrieved": round(o["retrieval"], 3),
-                     "edits retrieved (obj-avg, k=1)": round(e["retrieval"].iloc[0], 3) if len(e) else np.nan})
-    return pd.DataFrame(rows).assign(profile=profile)
-
-
-display(pd.DataFrame([
-    {"claim": "bag of concepts explains up to 84 % (text) / 71 % (image) of the variance; objects ~10 points more",
-     "source": "paper summary"},
-    {"claim": "CLIP object reconstructions: R² 0.90 / 0.78, retrieval 0.97 / 0.94 (captions / CLEVR)",
-     "source": "as reported in secondary notes"},
-    {"claim": "editing with averaged object vectors retrieves the counterfactual (CLIP: 0.99-1.00)",
-     "source": "as reported in secondary notes"}]))
-claims(sets, frames, edit_frames)
+# %%
+geometry_claims(sets, frames, edit_frames, profile)
 
 # %% [markdown]
 # What this build can and cannot show: without the Hugging Face Hub (see the top of

@@ -60,9 +60,9 @@ import numpy as np
 
 from bindcore.analysis.geometry_sets import attribution
 from bindcore.book.chapter import geometry_sets, start_chapter
+from bindcore.book.claims import attribution_claims
 from bindcore.book.figures import PALETTE
 from bindcore.book.tables import attribution_table, sets_frame
-from bindcore.paper import NOTES, PAPER_ATTRIBUTION
 
 P = start_chapter("geometry", globals())
 sets, note = geometry_sets(profile, P, workers=workers, device=device)
@@ -105,26 +105,8 @@ plt.show()
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %% tags=["hide-input"]
-def drop(table, variant, metric):
-    a = table[table["variant"] == "original"].set_index(["dataset", "encoder"])[metric]
-    b = table[table["variant"] == variant].set_index(["dataset", "encoder"])[metric]
-    return (a - b).round(3)
-
-
-claims = table[table["variant"] == "original"][["dataset", "encoder", "weights"]].set_index(["dataset", "encoder"])
-claims["concepts lost, minus concepts"] = drop(table, "minus concepts", "concepts")
-claims["objects lost, minus concepts"] = drop(table, "minus concepts", "objects")
-claims["objects lost, minus objects"] = drop(table, "minus objects", "objects")
-claims["concepts lost, permuted concepts"] = drop(table, "permuted concepts", "concepts")
-claims["objects lost, permuted objects"] = drop(table, "permuted objects", "objects")
-display(claims.reset_index().assign(profile=profile))
-paper = PAPER_ATTRIBUTION["text"]
-lost = {v: (paper["original"][0] - c, paper["original"][1] - o) for v, (c, o) in paper.items()}
-print(f"paper (CLIP ViT-B/32, captions): concepts lost {lost['minus concepts'][0]:.2f} and objects lost "
-      f"{lost['minus concepts'][1]:.2f} after removing concepts; objects lost {lost['minus objects'][1]:.2f} after "
-      f"removing objects; permuted controls lose {lost['permuted concepts'][0]:.2f} (concepts) and "
-      f"{lost['permuted objects'][1]:.2f} (objects) -- text column of the D.1 table, {NOTES}")
+# %%
+attribution_claims(sets, frames, profile)
 
 # %% [markdown]
 # Reading the table: a component set "carries" what the probes lose when it is removed,

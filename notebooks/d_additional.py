@@ -217,7 +217,7 @@ for s, df in zip(gsets, mds_frames):
 # hold no D.3 table). Each of our cells names the encoder behind it.
 
 # %%
-claims = additional_claims(three, grid)
+claims = additional_claims(three, grid, profile)
 with pd.option_context("display.max_colwidth", None):
     display(claims.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"}).hide(axis="index"))
 

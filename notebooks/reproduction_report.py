@@ -223,7 +223,7 @@ print("parameters:", sourceD)
 three_sets = three_object_sets(PD, geometry_encoders()[0]["image"])
 grid = mds_table(sets4, [mds_analysis(s, PD) for s in sets4])
 with pd.option_context("display.max_colwidth", None):
-    display(additional_claims(three_object_table(three_sets, PD), grid).assign(profile=profile))
+    display(additional_claims(three_object_table(three_sets, PD), grid, profile))
 
 # %% [markdown]
 # ## Deviations from the paper

@@ -31,6 +31,7 @@ from bindcore.paper import (
     PAPER_THREE_OBJECTS,
     SUMMARY,
     SUMMARY_AND_NOTES,
+    fmt_range,
 )
 
 # our datasets standing for the paper's
@@ -264,7 +265,7 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
             "scenes": len(s.Z), "objects never seen": occ.get("never_seen", 0),
             "fewest occurrences": occ.get("min", 0),
             "probing concepts": real.get("concept", np.nan), "probing objects": real.get("object", np.nan),
-            "paper (CLIP): probing": paper.get("probing", "–"),
+            "paper (CLIP): probing": fmt_range(paper.get("probing")),
             "R² held-out concepts (avg)": ca["r2_heldout"], "R² held-out objects (avg)": oa["r2_heldout"],
             "R² held-out concepts (lstsq)": cl["r2_heldout"], "R² held-out objects (lstsq)": ol["r2_heldout"],
             "paper (CLIP): R²": paper.get("r2", "–"),
