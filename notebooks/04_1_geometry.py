@@ -53,6 +53,7 @@ ks = None  # editing strengths k
 max_edits = None  # edits drawn per embedding set
 controlled = None  # include the controlled models of §5.2
 controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
+permutations = None  # derangements per permuted-ID control (§4.2)
 workers = None
 device = None
 

@@ -49,6 +49,7 @@ probe_epochs = None  # full-batch epochs of every linear probe
 probe_lr = None  # Adam learning rate of the linear probes (full batch)
 controlled = None  # include the controlled models of §5.2
 controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
+permutations = None  # derangements per permuted-ID control (§4.2)
 workers = None
 device = None
 

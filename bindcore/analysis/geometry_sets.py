@@ -107,10 +107,11 @@ def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) ->
 
 def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
     """§4.2 / D.1 for one set: probes re-fitted after subtracting components, with the
-    permuted-ID controls."""
-    p = _probe_key(params)
+    permuted-ID controls (``permutations`` derangements each, default 1)."""
+    n = int(params.get("permutations", 1))
+    p = {**_probe_key(params), "permutations": n}
     return stored_frame(s, "attribution", p,
-                        lambda: component_attribution(*s.args(), probe_kw=_probe_kw(params)), store)
+                        lambda: component_attribution(*s.args(), permutations=n, probe_kw=_probe_kw(params)), store)
 
 
 def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:

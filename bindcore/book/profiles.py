@@ -50,18 +50,19 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "geometry": {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
         # image_scenes: first N two-object images (None: all 576); controlled_objects: objects
-        # per controlled model whose ordered pairs are embedded; ks: editing strengths
+        # per controlled model whose ordered pairs are embedded; ks: editing strengths;
+        # permutations: derangements per permuted-ID control of §4.2
         "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
                       probe_lr=0.1,
-                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16),
+                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2),
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100),
+                      controlled_objects=100, permutations=5),
         "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000,
-                      controlled=True, controlled_objects=400),
+                      controlled=True, controlled_objects=400, permutations=5),
     },
     "additional": {
         # D.3 three-object CLEVR-like scenes (each set: without and with occlusion) and D.5 MDS

@@ -26,6 +26,7 @@ from bindcore.paper import (
     PAPER_ATTRIBUTION,
     PAPER_CONCEPT_R2,
     PAPER_EDITING,
+    PAPER_EDITING_CASE,
     PAPER_OBJECTS_OVER_CONCEPTS,
     PAPER_RECONSTRUCTION,
     PAPER_THREE_OBJECTS,
@@ -114,19 +115,25 @@ def decomposition_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFr
 
 
 def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """§4.2 / D.1 side by side: concept / object decoding per variant and set; beside
-    pretrained encoders, the paper's CLIP numbers of the same modality (none beside
-    random-init controls and the controlled models, for which the paper gives none)."""
+    """§4.2 / D.1 side by side: concept / object decoding per variant and set (a
+    permuted control: the mean over its derangements, with their range and standard
+    deviation); beside pretrained encoders, the paper's CLIP numbers of the same
+    modality (none beside random-init controls and the controlled models, for which the
+    paper gives none)."""
     rows = []
     for s, df in zip(sets, frames):
         paper = PAPER_ATTRIBUTION.get(s.source, {}) if s.pretrained else {}
         for _, r in df.iterrows():
             variant = attribution_variant(r)
             pc = paper.get(variant)
+            n = r.get("permutations")
+            spread = (f"{int(n)} derangements: concepts {r['concept_min']:.2f}–{r['concept_max']:.2f} "
+                      f"(sd {r['concept_sd']:.3f}), objects {r['object_min']:.2f}–{r['object_max']:.2f} "
+                      f"(sd {r['object_sd']:.3f})" if pd.notna(n) else "–")
             rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "variant": variant,
                          "concepts": r["concept"], "objects": r["object"],
                          "paper (CLIP): concepts / objects": f"{pc[0]:.2f} / {pc[1]:.2f}" if pc else "–",
-                         "removed norm / original": r["removed_norm_ratio"]})
+                         "removed norm / original": r["removed_norm_ratio"], "controls: spread": spread})
     return pd.DataFrame(rows)
 
 
@@ -135,26 +142,35 @@ def attribution_variant(row: pd.Series) -> str:
     return str(row["variant"]).replace(" (control)", "")
 
 
+EDIT_CASES = ("different", "shared (release)", "shared", "all")
+
+
 def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], k: float = 1.0) -> pd.DataFrame:
     """D.2 at strength ``k``: probing and retrieval of the intended counterfactual per
-    bank (all edits, shared-concept and different-concept scenes), the paper's CLIP
-    numbers (all edits) beside pretrained image encoders."""
+    bank and case: ``different`` (the replaced object shares no value with the other
+    object: the release's "Different" edits), ``shared (release)`` (it shares only the
+    edited colour: the release's "Shared" edits), ``shared`` (any shared value: also the
+    same-shape scenes the release skips) and ``all``; retrieval counts the intended
+    objects in either order, ``retrieval exact`` only the intended order (the release's
+    rule). The paper's CLIP numbers (:data:`~bindcore.paper.PAPER_EDITING_CASE` edits)
+    stand beside pretrained image encoders' ``different`` edits."""
     rows = []
     for s, df in zip(sets, frames):
         paper = _paper_editing(s)
         sub = df[np.isclose(df["k"], k)]
         for bank, b in sub.groupby("bank", sort=False):
             row = {"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "bank": bank}
-            for case in ("all", "shared", "different"):
+            for case in EDIT_CASES:
                 r = b[b["case"] == case]
                 if len(r):
                     row[f"retrieval ({case})"] = r["retrieval"].iloc[0]
+                    row[f"retrieval exact ({case})"] = r["retrieval_exact"].iloc[0]
                     row[f"probing ({case})"] = r["probe_concepts"].iloc[0]
-                if case == "all":  # the paper's numbers are of all edits: beside ours
-                    row["paper (CLIP): probing / retrieval"] = (
+                    row[f"edits ({case})"] = int(r["n"].iloc[0])
+                if case == PAPER_EDITING_CASE:  # the paper's numbers are of these edits: beside ours
+                    row[f"paper (CLIP, {case}): probing / retrieval"] = (
                         f"{paper['probing'][bank]:.2f} / {paper['retrieval'][bank]:.2f}"
                         if paper and paper["probing"].get(bank) is not None else "–")
-            row["edits"] = int(b[b["case"] == "all"]["n"].iloc[0]) if (b["case"] == "all").any() else 0
             rows.append(row)
     return pd.DataFrame(rows)
 
