@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bindcore.ids import object_ids
+from bindcore.ids import object_ids, object_values
 
 from .metrics import r2, strict_correct
 
@@ -165,11 +165,29 @@ def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: 
     return r2(data.embeddings[index], np.asarray(embeddings, dtype=np.float64)[index], reference_mean=mu)
 
 
+def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out scenes of ``split`` in two parts: (every concept value of the scene
+    occurs in some training object, some value occurs in none). An approximator's table
+    row of a value no training object has is never fitted: on the second part it
+    predicts from its initialisation."""
+    vals = data.objects[split.heldout]  # [n, 2, C]
+    train_vals = object_values(split.train_objects, data.values_per_concept)
+    seen = np.ones(len(vals), dtype=bool)
+    for c in range(data.n_concepts):
+        seen &= np.isin(vals[:, :, c], np.unique(train_vals[:, c])).all(1)
+    return split.heldout[seen], split.heldout[~seen]
+
+
 def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLevelSplit) -> dict[str, float]:
     """Concept and object recognition and R² of ``predicted`` embeddings (one row per
-    scene of ``data``) on the train, held-out and mixed scenes of ``split``."""
-    out = {}
-    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed)):
+    scene of ``data``) on the train, held-out and mixed scenes of ``split``, and on the
+    held-out scenes split by :func:`heldout_by_values` (``heldout_seen_*``: every value
+    seen in training, ``heldout_unseen_*``: some value never seen; ``n_heldout_unseen``
+    counts the latter)."""
+    seen, unseen = heldout_by_values(data, split)
+    out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
+    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
+                      ("heldout_seen", seen), ("heldout_unseen", unseen)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
         out[f"{name}_r2"] = binding_r2(data, predicted, idx)

@@ -345,15 +345,18 @@ def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
     """One row per family x width x fraction (x seed), the learning rate or tree
     configuration chosen on the validation scenes (never on held-out objects), with
     concept / object recognition and R² on held-out, training and mixed scenes at
-    the selected step. Extra ``columns`` (e.g. ``encoder="MiniLM"``) are added."""
+    the selected step, and on the held-out scenes whose every concept value occurs in a
+    training object (``heldout_seen_*``) or not (``heldout_unseen_*``). Extra
+    ``columns`` (e.g. ``encoder="MiniLM"``) are added."""
     rows = []
     for r in select_best(records):
         row = {"family": FAMILY_LABELS.get(r["family"], r["family"]), "width": r["width"], "lr": r["lr"],
                "fraction": r["fraction"], "seed": r["seed"], "fit scenes": r["n_fit"],
                "held-out scenes": r["n_heldout"]}
-        for subset in ("heldout", "train", "mixed"):
+        for subset in ("heldout", "train", "mixed", "heldout_seen", "heldout_unseen"):
             for m in ("concept", "object", "r2"):
                 row[f"{subset}_{m}"] = r.get(f"selected_{subset}_{m}")
+        row["held-out scenes with an unseen value"] = r.get("selected_n_heldout_unseen")
         row["seconds"] = r.get("seconds")
         row.update(columns)
         rows.append(row)
