@@ -11,7 +11,7 @@ The tables below are the paper's own layout; :func:`paper_items` lists every num
 every claim of them once, as :class:`PaperItem` rows, which is what the reproduction
 report sorts into like-for-like, substitute and not-run comparisons
 (:mod:`bindcore.book.comparison`). :data:`RELEASE` holds settings of the authors'
-released code that the book's prose quotes (they are settings, not results).
+released code that the book quotes (settings, not results: never compared).
 """
 
 from __future__ import annotations
@@ -179,8 +179,8 @@ PAPER_PIXELS_CLAIM = ("shallow MLPs approximate the binding map; the global-prod
                       "at every level of visual complexity")
 
 # ---------------------------------------------------------------------------------
-# the released code's settings the book's prose quotes (reference-spec §2-§9; settings,
-# not results: they are never compared)
+# the released code's settings the book quotes (reference-spec §2-§9; settings, not
+# results: they are never compared)
 # ---------------------------------------------------------------------------------
 RELEASE = {
     "probe train fraction": 0.4,  # linear probes: 40 % of the scenes
@@ -317,25 +317,3 @@ def paper_items() -> list[PaperItem]:
     add(PaperItem("App. E", "pixel scenes", "vision encoders trained from scratch", "binding function", None,
                   SUMMARY, "claim", PAPER_PIXELS_CLAIM))
     return out
-
-
-def _flatten(value: Any) -> list[float]:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return []
-    if isinstance(value, (int, float)):
-        return [float(value)]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flatten(v)] + [x for k in value for x in _flatten(k)]
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _flatten(v)]
-    return []
-
-
-def quotable_numbers() -> set[float]:
-    """Every number of this module's tables (the paper's and the release's), rounded to
-    six digits: what the book's prose may quote without gluing (``tests/test_prose.py``)."""
-    values: list[float] = []
-    for name, obj in globals().items():
-        if name.startswith(("PAPER_", "RELEASE")):
-            values += _flatten(obj)
-    return {round(v, 6) for v in values}

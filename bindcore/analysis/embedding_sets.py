@@ -83,6 +83,18 @@ def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> 
     return out
 
 
+def dataset_sets(datasets: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+    """The two-object scenes of each given image dataset (``{name: SceneDataset}``, e.g.
+    the authors' CLEVR or PUG:SPARE folders, :func:`bindcore.data.load_folder`) embedded
+    by each ``(encoder, pretrained)`` image encoder; single-object scenes where the
+    dataset has them."""
+    out = []
+    for name, ds in datasets.items():
+        pairs, singles = _split_singles(ds)
+        out += [_from_dataset(pairs, enc, "image", name, "image", pre, singles) for enc, pre in encoders]
+    return out
+
+
 def controlled_set(data: BindingData) -> EmbeddingSet:
     """A controlled model's binding data (:func:`~bindcore.analysis.probes.controlled_binding_data`)
     as an embedding set (no single-object scenes)."""
@@ -144,19 +156,31 @@ def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------
 # §5.1: binding data of pretrained text encoders
 # ---------------------------------------------------------------------------------
-def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):
-    """§5.1's data: the two-object captions of the adjective-noun space, each encoder's
-    (cached) embeddings, linear probes fitted on 40 % of the scenes and frozen.
-    Returns ({encoder name: BindingData}, table of probe accuracies on the other 60 %)."""
-    space = make_text_space(*params["text_space"], singles=False)
-    tr, te = scene_split(len(space), 0.4, seed=0)
+def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], datasets: dict[str, Any] | None = None):
+    """§5.1's data: two-object scenes embedded by each encoder (stored), linear probes
+    fitted on 40 % of the scenes and frozen. Without ``datasets``: the two-object
+    captions of the adjective-noun space (``params["text_space"]``) and every encoder;
+    with ``datasets`` (``{name: SceneDataset}`` of images, e.g. the authors' folders):
+    those images and the encoders that embed images. Returns ({name: BindingData} with
+    names "<encoder>" for captions and "<encoder> | <dataset>" for images, table of
+    probe accuracies on the other 60 %)."""
+    if datasets is None:
+        sources = [("", "text", make_text_space(*params["text_space"], singles=False))]
+    else:
+        sources = [(name, "image", _split_singles(ds)[0]) for name, ds in datasets.items()]
     binding, rows = {}, []
-    for name, enc in encoders.items():
-        emb = embed_dataset(enc, space, "text", progress=False)
-        probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"], seed=0)
-        probes.fit(emb[tr], space.objects[tr])
-        s = probes.scores(emb[te], space.objects[te])
-        rows.append({"encoder": name, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
-                     "probe object recognition (test scenes)": s["object"]})
-        binding[name] = probes.binding_data(space.objects, emb, name=name)
+    for dname, modality, space in sources:
+        tr, te = scene_split(len(space), 0.4, seed=0)
+        for name, enc in encoders.items():
+            if modality not in enc.modalities:
+                continue
+            key = f"{name} | {dname}" if dname else name
+            emb = embed_dataset(enc, space, modality, progress=False)
+            probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"],
+                                  seed=0)
+            probes.fit(emb[tr], space.objects[tr])
+            s = probes.scores(emb[te], space.objects[te])
+            rows.append({"encoder": key, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
+                         "probe object recognition (test scenes)": s["object"]})
+            binding[key] = probes.binding_data(space.objects, emb, name=key)
     return binding, pd.DataFrame(rows)

@@ -28,15 +28,21 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
     },
     "pretrained_complexity": {
-        # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol
+        # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol;
+        # tree_components: principal components the trees regress (None: all), at the
+        # largest fraction; clevr_dir, pug_dir: the authors' image folders; dinov2: a
+        # DINOv2 model (None: not run)
         "smoke": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16], probe_epochs=100, probe_lr=0.1,
                       steps=30,
-                      batch_size=None, lrs=[1e-2], tree_grid="small"),
+                      batch_size=None, lrs=[1e-2], tree_grid="small", tree_components=[2, None],
+                      clevr_dir=None, pug_dir=None, dinov2=None),
         "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 512],
-                      probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small"),
+                      probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small",
+                      tree_components=[8, 32, None], clevr_dir=None, pug_dir=None, dinov2=None),
         "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
                       widths=[64, 256, 1024, 4096], probe_epochs=10000, probe_lr=1e-2, steps=10000, batch_size=4096,
-                      lrs=[1e-2, 1e-3, 1e-4], tree_grid="full"),
+                      lrs=[1e-2, 1e-3, 1e-4], tree_grid="full", tree_components=[8, 32, None], clevr_dir=None,
+                      pug_dir=None, dinov2="facebook/dinov2-base"),
     },
     "controlled_complexity": {
         # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
@@ -51,25 +57,30 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
         # image_scenes: first N two-object images (None: all 576); controlled_objects: objects
         # per controlled model whose ordered pairs are embedded; ks: editing strengths;
-        # permutations: derangements per permuted-ID control of §4.2
+        # permutations: derangements per permuted-ID control of §4.2; clevr_dir, pug_dir:
+        # the authors' image folders (None: not given); dinov2: a DINOv2 model (None: not run)
         "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
                       probe_lr=0.1,
-                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2),
+                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None),
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100, permutations=5),
+                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None),
         "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000,
-                      controlled=True, controlled_objects=400, permutations=5),
+                      controlled=True, controlled_objects=400, permutations=5, clevr_dir=None, pug_dir=None,
+                      dinov2="facebook/dinov2-base"),
     },
     "additional": {
         # D.3 three-object CLEVR-like scenes (each set: without and with occlusion) and D.5 MDS
-        "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2),
-        "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2),
+        "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None),
+        "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None),
         "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
-                      mds_components=3),
+                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base"),
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
