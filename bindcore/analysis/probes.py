@@ -125,6 +125,16 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
     return ObjectLevelSplit(train_objects, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
 
 
+def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLevelSplit:
+    """The object-level split whose training objects are the given object ids (e.g. a
+    controlled model's own training objects) among those that occur in ``data``."""
+    ids = data.object_ids()
+    train = np.intersect1d(np.unique(ids), np.asarray(train_objects, dtype=np.int64))
+    is_train = np.isin(ids, train)
+    both, none = is_train.all(1), ~is_train.any(1)
+    return ObjectLevelSplit(train, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
+
+
 # ---------------------------------------------------------------------------------
 # functional binding: predicted embeddings read by the frozen probes
 # ---------------------------------------------------------------------------------

@@ -383,3 +383,52 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
     return pd.concat([approximator_table(stored_sweep(d, params["fractions"], families, protocol, widths=widths,
                                                       device=device), model=d.name, objects=d.n_object_ids)
                       for d in datasets], ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------
+# §5.4 figure 9: the global product over every stored controlled model
+# ---------------------------------------------------------------------------------
+def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
+    """One row per stored training run of the controlled models (§5.2 sweeps and their
+    ablations; local runs and published records): the model's own held-out two-object
+    recognition (and swap-pair recognition where the record has it) beside the
+    global-product probe's held-out object recognition, the probe fitted on scenes of
+    the model's own training objects (:func:`~bindcore.analysis.complexity.own_split_fit`;
+    NaN where neither the weights nor a stored fit are here)."""
+    from bindcore.analysis.complexity import own_split_fit
+    from bindcore.controlled.training import STORE_KIND
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    rows = []
+    for e in store.entries(STORE_KIND):
+        rec = e.record()
+        c, m = rec["config"], rec.get("metrics", {})
+        fit = own_split_fit(rec, protocol, "global_product", max_objects, device, store)
+        rows.append({
+            "objects": c["n_values"] ** c["n_concepts"], "C": c["n_concepts"], "V": c["n_values"],
+            "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
+            "negatives": "held-out objects (release)" if c.get("heldout_as_negatives") else "training objects",
+            "model: held-out objects": m.get("test_object_2", np.nan),
+            "model: swap pairs": m.get("test_swap_pair", np.nan),
+            "global product: held-out objects": fit["selected_heldout_object"] if fit else np.nan,
+            "global product: held-out R²": fit["selected_heldout_r2"] if fit else np.nan,
+            "source": e.source, "run": e.path.name,
+        })
+    cols = ["objects", "C", "V", "coverage", "seed", "steps", "negatives", "model: held-out objects",
+            "model: swap pairs", "global product: held-out objects", "global product: held-out R²", "source", "run"]
+    return pd.DataFrame(rows, columns=cols).sort_values(["objects", "coverage", "seed"], ignore_index=True)
+
+
+def figure9_correlations(table: pd.DataFrame) -> pd.DataFrame:
+    """Per object-space size: how many models, and the Pearson and Spearman (rank)
+    correlations of the global product's held-out recognition with the model's own
+    (NaN with fewer than three models)."""
+    rows = []
+    for objects, sub in table.groupby("objects", sort=True):
+        sub = sub.dropna(subset=["model: held-out objects", "global product: held-out objects"])
+        x, y = sub["model: held-out objects"], sub["global product: held-out objects"]
+        ok = len(sub) >= 3 and x.nunique() > 1 and y.nunique() > 1
+        rows.append({"objects": objects, "models": len(sub), "Pearson r": x.corr(y) if ok else np.nan,
+                     "Spearman rho": x.rank().corr(y.rank()) if ok else np.nan})
+    return pd.DataFrame(rows, columns=["objects", "models", "Pearson r", "Spearman rho"])
