@@ -133,3 +133,13 @@ def test_nearest_after_edit_finds_the_counterfactual():
     assert list(near["rank"]) == [1, 2, 3] and near["cosine"].is_monotonic_decreasing
     assert tuple(ids[near["scene"].iloc[0]]) == (new, ids[scene, 1])
     assert near["scene"].iloc[0] != scene
+
+
+def test_natural_table_has_chance_levels(store):
+    s = _planted_set("image", True, 4)
+    t = T.natural_table([s], PARAMS, store=store)
+    r = t.iloc[0]
+    assert r["scenes"] == len(s.Z) and r["objects"] == 12 and r["edits"] > 0
+    assert r["retrieval"] > 0.9 > 0.1 > r["retrieval chance"] > 0  # exact object vectors: far above chance
+    assert r["edit retrieval"] > 0.9 and 0 < r["edit chance"] < 0.1
+    assert r["R² objects (avg)"] > r["R² concepts (avg)"]

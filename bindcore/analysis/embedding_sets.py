@@ -4,6 +4,7 @@ the embedding sets of §4 and appendix D and the binding data of §5.1.
 * captions of the adjective-noun space (C.3), embedded by each given text encoder;
 * CLEVR-2D and the CLEVR-like 3-D scenes (C.1), by each given image encoder;
 * three-object CLEVR-like scenes with and without occlusion (D.3);
+* patterned objects, the substitute of D.4's generated natural images;
 * the scene tower of a trained controlled dual encoder (§5.2) on all ordered pairs of a
   sub-grid of objects (:func:`controlled_set`);
 * §5.1: the two-object captions embedded by each encoder, with linear probes fitted and
@@ -131,6 +132,21 @@ def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool
                                     list(ds.values_per_concept), list(ds.concept_names),
                                     [list(v) for v in ds.value_names]))
     return out
+
+
+NATURAL_DATASET = "patterned objects (D.4 substitute)"
+
+
+def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+    """D.4's substitute: the ordered pairs of ``natural_patterns x natural_types``
+    patterned objects (:func:`~bindcore.data.patterned.make_patterned`, seed 0) at
+    ``natural_width`` pixels wide, embedded by each ``(encoder, pretrained)`` image
+    encoder."""
+    from bindcore.data.patterned import make_patterned
+
+    w = params["natural_width"]
+    ds = make_patterned(int(params["natural_types"]), int(params["natural_patterns"]), size=(int(w), int(w) * 3 // 4))
+    return [_from_dataset(ds, enc, "image", NATURAL_DATASET, "image", pre) for enc, pre in encoders]
 
 
 def is_occluded(s: EmbeddingSet) -> bool:

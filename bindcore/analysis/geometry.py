@@ -824,6 +824,7 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
     ``shared="scene"``, ``shared (release)`` (the release's "Shared" edits; its
     "Different" edits are ``different``):
     ``n`` (edits the bank could make), ``retrieval`` (any order), ``retrieval_exact``,
+    ``retrieval_chance`` (of hitting the intended scenes, in any order, at random),
     ``probe_concepts``, ``probe_object``."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     if shared not in ("scene", "swap"):
@@ -849,7 +850,9 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
                 sub = per[mask]
                 row = {"bank": name, "k": float(k), "case": case, "n": len(sub),
                        "retrieval": sub["hit"].mean() if len(sub) else np.nan,
-                       "retrieval_exact": sub["hit_exact"].mean() if len(sub) else np.nan}
+                       "retrieval_exact": sub["hit_exact"].mean() if len(sub) else np.nan,
+                       "retrieval_chance": retrieval_chance(obj, vpc, sub["target"].to_numpy())
+                       if len(sub) else np.nan}
                 for col in ("probe_concepts", "probe_object"):
                     row[col] = sub[col].mean() if col in sub and len(sub) else np.nan
                 rows.append(row)

@@ -74,13 +74,18 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
                       dinov2="facebook/dinov2-base"),
     },
     "additional": {
-        # D.3 three-object CLEVR-like scenes (each set: without and with occlusion) and D.5 MDS
+        # D.3 three-object CLEVR-like scenes (each set: without and with occlusion), D.4's
+        # substitute (natural_types x natural_patterns patterned objects, natural_width
+        # pixels wide; edits at strengths ks) and D.5 MDS
         "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None),
+                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=3, natural_patterns=3,
+                      natural_width=64, ks=[1.0], max_edits=100),
         "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None),
+                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=5, natural_patterns=5,
+                      natural_width=224, ks=[1.0], max_edits=1000),
         "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
-                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base"),
+                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
+                      natural_patterns=5, natural_width=320, ks=[1.0], max_edits=2000),
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
