@@ -10,7 +10,7 @@ which the paper gives no such number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,16 +22,11 @@ from bindcore.analysis.embedding_sets import is_occluded
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
 from bindcore.paper import (
     EDIT_BANKS,
-    NOTES,
     PAPER_ATTRIBUTION,
-    PAPER_CONCEPT_R2,
     PAPER_EDITING,
     PAPER_EDITING_CASE,
-    PAPER_OBJECTS_OVER_CONCEPTS,
     PAPER_RECONSTRUCTION,
     PAPER_THREE_OBJECTS,
-    SUMMARY,
-    SUMMARY_AND_NOTES,
     fmt_range,
 )
 
@@ -172,84 +167,6 @@ def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], 
                         f"{paper['probing'][bank]:.2f} / {paper['retrieval'][bank]:.2f}"
                         if paper and paper["probing"].get(bank) is not None else "–")
             rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _match(sets: Sequence[EmbeddingSet], data: str, pretrained: bool, model: str) -> int | None:
-    """Index of our set standing for the paper's (data, model), or None: same data
-    (captions; CLEVR -> our CLEVR-like 3-D; CLEVR-2D), same kind of weights, and for
-    pretrained image rows only CLIP itself (MiniLM stands in for CLIP's text tower)."""
-    if data == "PUG:SPARE" or model == "DINOv2":
-        return None
-    want = {"text": "text", **{paper: ours for ours, paper in PAPER_DATA.items()}}[data]
-    for i, s in enumerate(sets):
-        if s.pretrained != pretrained or s.source == "controlled":
-            continue
-        if want == "text" and s.source == "text":
-            return i
-        if s.dataset == want and (not pretrained or "CLIP" in s.encoder):
-            return i
-    return None
-
-
-def _frame_value(df: pd.DataFrame, **where: Any) -> float:
-    sub = df
-    for k, v in where.items():
-        if k == "metric":
-            continue
-        sub = sub[np.isclose(sub[k], v)] if isinstance(v, float) else sub[sub[k] == v]
-    return float(sub[where["metric"]].iloc[0]) if len(sub) else float("nan")
-
-
-def paper_section4_table(sets: Sequence[EmbeddingSet], decomposition_frames: Sequence[pd.DataFrame],
-                         attribution_frames: Sequence[pd.DataFrame],
-                         editing_frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Every number the paper gives for §4.1, §4.2 and D.2 (``numbers.md``), one row each,
-    with ours beside it where this build has a matching embedding set (the encoder is
-    named), and why not where it has none."""
-    rows: list[dict[str, Any]] = []
-
-    def add(group: str, source: str, data: str, model: str, metric: str, paper: float,
-            ours: Callable[[int], float]) -> None:
-        i = _match(sets, data, model != "random init", model)
-        why = ("PUG:SPARE images are the authors' (load them with bindcore.data.load_folder)" if data == "PUG:SPARE"
-               else "DINOv2 weights not reachable here" if model == "DINOv2"
-               else "no pretrained image encoder here (needs the Hugging Face Hub, e.g. Colab)")
-        rows.append({"section": group, "data": data, "paper model": model, "metric": metric, "paper": paper,
-                     "ours": ours(i) if i is not None else float("nan"),
-                     "our data | encoder": sets[i].label if i is not None else f"not run: {why}",
-                     "paper source": source})
-
-    dec = list(decomposition_frames)
-    att = list(attribution_frames)
-    edi = list(editing_frames)
-    for (data, model), vals in PAPER_RECONSTRUCTION.items():
-        for metric, v, kw in zip(("R² objects (avg)", "R² objects (avg + pos)", "retrieval", "probing"), vals,
-                                 (dict(estimator="avg", metric="r2_eval"), dict(estimator="pos-avg", metric="r2_eval"),
-                                  dict(estimator="avg", metric="retrieval"), dict(estimator="avg", metric="probe_object"))):
-            add("§4.1 reconstruction", NOTES, data, model, metric, v,
-                lambda i, kw=kw: _frame_value(dec[i], kind="objects", **kw))
-    for data, v in PAPER_CONCEPT_R2.items():
-        add("§4.1 variance", SUMMARY, data, "CLIP ViT-B/32", "R² bag of concepts (up to)", v,
-            lambda i: max(_frame_value(dec[i], kind="concepts", estimator=e, metric="r2_eval")
-                          for e in ("avg", "pos-avg", "lstsq", "pos-lstsq")))
-        add("§4.1 variance", SUMMARY, data, "CLIP ViT-B/32", "R² objects minus concepts (about)",
-            PAPER_OBJECTS_OVER_CONCEPTS,
-            lambda i: _frame_value(dec[i], kind="objects", estimator="pos-lstsq", metric="r2_eval")
-            - _frame_value(dec[i], kind="concepts", estimator="pos-lstsq", metric="r2_eval"))
-    for modality, data in (("text", "text"), ("image", "CLEVR")):
-        for variant, (c, o) in PAPER_ATTRIBUTION[modality].items():
-            for metric, v in (("concepts", c), ("objects", o)):
-                add("§4.2 / D.1 subtraction", SUMMARY_AND_NOTES, data, "CLIP ViT-B/32", f"{variant}: {metric}", v,
-                    lambda i, variant=variant, metric=metric: _frame_value(
-                        att[i].assign(name=att[i]["variant"].str.replace(" (control)", "", regex=False)),
-                        name=variant, metric={"concepts": "concept", "objects": "object"}[metric]))
-    for (data, model), row in PAPER_EDITING.items():
-        for metric, col in (("probing", "probe_concepts"), ("retrieval", "retrieval")):
-            for bank, v in zip(EDIT_BANKS, row[metric]):
-                if v is not None:
-                    add("D.2 editing (k = 1)", NOTES, data, model, f"{metric} ({bank})", v,
-                        lambda i, bank=bank, col=col: _frame_value(edi[i], bank=bank, k=1.0, case="all", metric=col))
     return pd.DataFrame(rows)
 
 
