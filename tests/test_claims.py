@@ -38,6 +38,8 @@ def test_pretrained_claims_hold_fail_and_cannot_be_tested():
     assert statuses(CL.pretrained_claims(pretrained(0.5, 0.5), "quick")) == [CL.NOT_SHOWN, CL.NOT_SHOWN]
     # no fraction above 0.3: the concept claim cannot be tested
     assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, fractions=(0.1, 0.2)), "smoke"))[0] == CL.UNTESTABLE
+    control = pretrained(0.95, 0.1).assign(encoder="ViT-B/32 text tower (random init)")
+    assert statuses(CL.pretrained_claims(control, "quick")) == [CL.UNTESTABLE] * 2
 
 
 # --------------------------------------------------------------------------- §5.3

@@ -43,7 +43,8 @@ def test_decomposition_table_objects_beat_concepts_and_paper_rows_match_weights(
         assert o["r2_eval"] > 0.99 > c["r2_eval"]
         assert o["retrieval"] > 0.95
     table = T.decomposition_table(sets, frames)
-    assert list(table["paper: model"]) == ["CLIP ViT-B/32", "random init", "–"]  # random init never beside CLIP
+    # random init never beside CLIP; a pretrained text encoder other than CLIP is named a substitute
+    assert list(table["paper: model"]) == ["CLIP ViT-B/32 (ours: text-True, a substitute)", "random init", "–"]
     assert len(table) == 3
 
 

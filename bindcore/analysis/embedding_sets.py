@@ -34,7 +34,7 @@ from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
 
 from .geometry_sets import EmbeddingSet
-from .probes import BindingData, LinearProbes, scene_split
+from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, scene_split
 
 THREE_OBJECT_DATASETS = {False: "CLEVR-like 3-D, three objects", True: "CLEVR-like 3-D, three objects, occluded"}
 THREE_OBJECT_SEED = 0
@@ -186,7 +186,7 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], dataset
         sources = [(name, "image", _split_singles(ds)[0]) for name, ds in datasets.items()]
     binding, rows = {}, []
     for dname, modality, space in sources:
-        tr, te = scene_split(len(space), 0.4, seed=0)
+        tr, te = scene_split(len(space), PROBE_TRAIN_FRACTION, seed=0)
         for name, enc in encoders.items():
             if modality not in enc.modalities:
                 continue

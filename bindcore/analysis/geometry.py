@@ -61,7 +61,7 @@ import torch
 from bindcore.ids import object_ids, object_values, radix
 
 from .metrics import r2, strict_correct
-from .probes import LinearProbes, scene_split
+from .probes import PROBE_TRAIN_FRACTION, LinearProbes, scene_split
 
 KINDS = ("objects", "concepts")
 ESTIMATORS = ("avg", "pos-avg", "lstsq", "pos-lstsq")
@@ -508,7 +508,7 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
                            kinds: Sequence[str] = ("concepts", "objects"),
                            estimators: Sequence[str] = ("avg", "pos-avg", "lstsq", "pos-lstsq"),
                            holdout: float | tuple | None = None, ridge: float = 0.0, retrieval: bool = True,
-                           probes: LinearProbes | str | None = None, probe_train_fraction: float = 0.4,
+                           probes: LinearProbes | str | None = None, probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                            seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """How well sums of components reconstruct the scene embeddings (§4.1): one row per
     (kind, estimator).
@@ -576,7 +576,7 @@ def _norm_ratio(a: np.ndarray, ref_centred_ss: float, centre: bool) -> float:
 
 def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
                           estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
-                          train_fraction: float = 0.4, seed: int = 0, permutations: int = 5,
+                          train_fraction: float = PROBE_TRAIN_FRACTION, seed: int = 0, permutations: int = 5,
                           probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """Subtract concept or object components and re-probe (§4.2, D.1).
 
@@ -809,7 +809,7 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
                   banks: dict[str, Components] | None = None, Z_single: np.ndarray | None = None,
                   objects_single: np.ndarray | None = None, ks: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0),
                   edits: pd.DataFrame | None = None, concept: int | None = 0, max_edits: int = 1000,
-                  probes: LinearProbes | str | None = "fit", probe_train_fraction: float = 0.4,
+                  probes: LinearProbes | str | None = "fit", probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                   shared: str = "scene", seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """Object-replacement editing (D.2) for each bank and strength ``k``.
 

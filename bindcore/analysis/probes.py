@@ -207,7 +207,11 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
 # ---------------------------------------------------------------------------------
 # linear probes on frozen embeddings (C.2)
 # ---------------------------------------------------------------------------------
-def scene_split(n_scenes: int, train_fraction: float = 0.4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+PROBE_TRAIN_FRACTION = 0.4  # the released code fits linear probes on 40 % of the scenes
+
+
+def scene_split(n_scenes: int, train_fraction: float = PROBE_TRAIN_FRACTION,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A seeded scene-level split (the released code fits probes on 40 % of the scenes)."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction}")

@@ -234,10 +234,9 @@ def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = No
 # ---------------------------------------------------------------------------------
 # chapter parameter -> (load_folder kind, dataset name in the tables)
 AUTHOR_FOLDERS = {"clevr_dir": ("clevr", "CLEVR (authors' images)"), "pug_dir": ("pug_spare", "PUG:SPARE")}
-AUTHOR_DATA_HOW = ("the release's folder layout: a folder with the images and a labels.csv (CLEVR: filename, "
-                   "object<i>_color, object<i>_shape and their _idx columns; PUG:SPARE: its own CSV columns, "
-                   "Desert world); the images are shared by the authors outside their repository (the link is in "
-                   "the README of oshapio/binding-concepts-complexity)")
+AUTHOR_DATA_HOW = ("The authors share their images outside their repository (the link is in the README of "
+                   "oshapio/binding-concepts-complexity); a folder holds the images and a labels.csv in the release's "
+                   "layout (bindcore.data.load_folder reads it).")
 
 
 def authors_data(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -251,10 +250,9 @@ def authors_data(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for key, (kind, name) in AUTHOR_FOLDERS.items():
         path = params.get(key)
         if not path:
-            notes.append(f"{name}: not given (`{key}` is None). With the images, pass `-p {key} /path/to/folder` "
-                         f"({AUTHOR_DATA_HOW}).")
+            notes.append(f"{name}: not given (`{key}` is None).")
         elif not Path(path).is_dir():
-            notes.append(f"{name}: folder {path} not found; nothing of it runs ({AUTHOR_DATA_HOW}).")
+            notes.append(f"{name}: folder {path} not found; nothing of it runs.")
         else:
             ds = load_folder(path, kind)
             out[name] = ds
@@ -291,5 +289,6 @@ def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> 
     if missing:
         args = " ".join(f"-p {k} {'facebook/dinov2-base' if k == 'dinov2' else '/path/to/folder'}" for k in missing)
         lines.append(f"\nWith them, {cells} also run on those data and that encoder: "
-                     f"`papermill notebooks/{notebook}.ipynb out.ipynb {args}`.")
+                     f"`papermill notebooks/{notebook}.ipynb out.ipynb {args}`. "
+                     + (AUTHOR_DATA_HOW if any(k != "dinov2" for k in missing) else ""))
     return datasets, dino, "\n".join(lines)

@@ -237,12 +237,19 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
       ``concept_level`` at every data fraction above ``above``;
     * objects do not, for any family: at the largest fraction the best family's held-out
       object recognition stays at least ``gap`` below the widest MLP's held-out concept
-      recognition (the paper: about 0.20 against >= 0.80)."""
+      recognition (the paper: about 0.20 against >= 0.80).
+
+    Encoders with random weights (named "... (random init)"): :data:`UNTESTABLE`."""
     rows = []
     paper_c = f">= {concept_level:.2f} above fraction {above:g} ({SUMMARY})"
     paper_o = (f"about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']}, "
                f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']:g}, every family ({NOTES})")
     for name, sub in table.groupby("encoder", sort=False):
+        if "random init" in name:
+            why = f"{name} has random weights: the paper's control, not the pretrained encoder the claims are about"
+            rows += [_row(c, name, pp, "–", UNTESTABLE, why, profile) for c, pp in
+                     (("concepts generalize", paper_c), ("objects do not generalize, for any family", paper_o))]
+            continue
         mlp = sub[sub["family"] == FAMILY_LABELS["mlp"]]
         mlp = mlp[mlp["width"] == mlp["width"].max()] if len(mlp) else mlp
         hi = mlp[mlp["fraction"] > above]

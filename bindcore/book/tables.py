@@ -58,6 +58,8 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
     if s.source == "text":
         model = "CLIP ViT-B/32" if s.pretrained else "random init"
         key, label = ("text", model), model
+        if s.pretrained and not s.encoder.startswith("CLIP"):
+            label = f"{model} (ours: {s.encoder}, a substitute)"
     elif s.source == "image" and s.pretrained and s.dataset in PAPER_DATA:
         key = (PAPER_DATA[s.dataset], "CLIP ViT-B/32")
         label = f"CLIP ViT-B/32 on {key[0]}"
