@@ -83,6 +83,9 @@ def test_form_claims():
     fails = forms({ADD: (0.95, 0.9), GP: (0.95, 0.3), WOP: (0.9, 0.5), MLP: (0.95, 0.95)})
     assert statuses(CL.form_claims(fails, "quick")) == [CL.NOT_SHOWN] * 3
     assert statuses(CL.form_claims(forms({MLP: (0.9, 0.9)}), "smoke")) == [CL.UNTESTABLE] * 3
+    # no family recovers objects: the global product is not "best" because it ties at zero
+    zeros = forms({ADD: (0.3, 0.02), GP: (0.3, 0.0), MLP: (0.3, 0.02)})
+    assert statuses(CL.form_claims(zeros, "smoke")) == [CL.NOT_SHOWN] * 3
 
 
 # --------------------------------------------------------------------------- figure 9
@@ -138,6 +141,9 @@ def test_attribution_claims():
     assert statuses(CL.attribution_claims([s], [fails], "quick")) == [CL.NOT_SHOWN] * 3
     assert statuses(CL.attribution_claims([s], [holds.head(1)], "smoke")) == [CL.UNTESTABLE] * 3
     assert statuses(CL.attribution_claims([embedding_set(False)], [holds], "quick")) == [CL.UNTESTABLE] * 3
+    nothing = attribution({"original": (0.1, 0.02), "minus concepts": (0.05, 0.02), "minus objects": (0.05, 0.0),
+                           "permuted concepts (control)": (0.1, 0.02), "permuted objects (control)": (0.1, 0.02)})
+    assert statuses(CL.attribution_claims([s], [nothing], "quick")) == [CL.NOT_SHOWN] * 3
 
 
 # --------------------------------------------------------------------------- D.3, D.5
@@ -162,6 +168,8 @@ def test_additional_claims():
     assert statuses(holds) == [CL.SHOWN] * 4
     fails = CL.additional_claims(three("pretrained", (0.9, 0.4), (0.5, 0.6), (0.6, 0.8)), grid(0.5, 0.6), "quick")
     assert statuses(fails) == [CL.NOT_SHOWN] * 4
+    low = CL.additional_claims(three("pretrained", (0.1, 0.1), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
+    assert statuses(low)[0] == CL.NOT_SHOWN  # "stays high" needs it high
     control = CL.additional_claims(three("random init (control)", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)),
                                    grid(0.9, 0.6, "random init (control)"), "quick")
     assert statuses(control) == [CL.UNTESTABLE] * 4

@@ -296,11 +296,12 @@ def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: s
 
 
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
-                      widths: Any, device: str | None = None):
-    """One tidy table of a stored sweep per controlled model."""
+                      widths: Any, device: str | None = None, **kwargs: Any):
+    """One tidy table of a stored sweep per controlled model (``kwargs``, e.g.
+    ``product_init``, go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
     protocol = protocol_for(params)
     return pd.concat([approximator_table(stored_sweep(d, params["fractions"], families, protocol, widths=widths,
-                                                      device=device), model=d.name, objects=d.n_object_ids)
+                                                      device=device, **kwargs), model=d.name, objects=d.n_object_ids)
                       for d in datasets], ignore_index=True)
 
 
