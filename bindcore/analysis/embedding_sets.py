@@ -137,15 +137,21 @@ def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool
 NATURAL_DATASET = "patterned objects (D.4 substitute)"
 
 
-def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+def natural_dataset(params: dict[str, Any]) -> Any:
     """D.4's substitute: the ordered pairs of ``natural_patterns x natural_types``
     patterned objects (:func:`~bindcore.data.patterned.make_patterned`, seed 0) at
-    ``natural_width`` pixels wide, embedded by each ``(encoder, pretrained)`` image
-    encoder."""
+    ``natural_width`` pixels wide."""
     from bindcore.data.patterned import make_patterned
 
     w = params["natural_width"]
-    ds = make_patterned(int(params["natural_types"]), int(params["natural_patterns"]), size=(int(w), int(w) * 3 // 4))
+    return make_patterned(int(params["natural_types"]), int(params["natural_patterns"]), size=(int(w), int(w) * 3 // 4))
+
+
+def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]], dataset: Any = None
+                 ) -> list[EmbeddingSet]:
+    """:func:`natural_dataset` (unless given) embedded by each ``(encoder, pretrained)``
+    image encoder."""
+    ds = dataset if dataset is not None else natural_dataset(params)
     return [_from_dataset(ds, enc, "image", NATURAL_DATASET, "image", pre) for enc, pre in encoders]
 
 

@@ -73,6 +73,7 @@ EGG_STRETCH = 1.4  # an egg is a sphere stretched upwards by this factor
 MATERIALS = ("rubber", "metal")
 ORDERS = ("release", "product")
 LARGE = 0.7  # CLEVR's "large" object radius
+OCCLUDED_VISIBLE = (0.3, 0.8)  # visible share of the hidden object in make_clevr3d_three(occlusion=True)
 _EPS = 1e-4
 
 
@@ -712,7 +713,7 @@ class _Sampler:
     extent: float = 3.0  # CLEVR places objects in [-3, 3]^2
     min_gap: float = 0.2  # between the objects' bounding circles
     max_tries: int = 2000
-    occluded_range: tuple[float, float] = (0.3, 0.8)
+    occluded_range: tuple[float, float] = OCCLUDED_VISIBLE
     def _apart(self, xy: np.ndarray, r: float) -> bool:
         d = np.linalg.norm(xy[:, None] - xy[None], axis=-1) + np.eye(len(xy)) * 1e9
         return bool(d.min() >= 2 * r + self.min_gap)
