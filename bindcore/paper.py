@@ -231,7 +231,7 @@ class PaperItem:
         if self.value is None:
             return self.statement
         if isinstance(self.value, tuple):
-            return fmt_range(self.value)
+            return "–".join(f"{v:g}" for v in self.value) if self.kind == "setting" else fmt_range(self.value)
         if isinstance(self.value, int):
             return f"{self.value:,}"
         return f"{self.value:g}" if self.kind == "setting" else f"{self.value:.2f}"

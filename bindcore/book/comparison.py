@@ -3,9 +3,9 @@
 Every number and claim of the paper (:func:`bindcore.paper.paper_items`) falls in exactly
 one group:
 
-* :data:`LIKE` -- same data, same weights, same protocol: the authors' data (or a
-  dataset whose labels are the release's exactly), the paper's encoder with its
-  weights, the release's settings wherever they change the number;
+* :data:`LIKE` -- same data, same weights, same protocol: the authors' data (for a
+  count of scenes or objects, a label set that is the release's exactly), the paper's
+  encoder with its weights, the release's settings wherever they change the number;
 * :data:`SUBSTITUTE` -- run here with a substitute, named: another encoder (MiniLM for
   CLIP's text tower), other data (scenes ray-cast or drawn here, our word lists), or
   another protocol (a profile's shorter schedules, closed-form components);
@@ -204,8 +204,10 @@ def _datasets(b: Build, item: PaperItem) -> dict[str, Any]:
                 "objects": len({tuple(o) for o in order.reshape(-1, 2).tolist()})}[item.metric]
         if authors:
             return _row(item, LIKE, ours, "the authors' labels")
+        # a count of the release's own label set (clevr_release_order): the same data for a
+        # count, whatever the images; the images are named in the row
         what = "CLEVR-like scenes ray-cast here" if item.data == "CLEVR" else "CLEVR-2D drawn here"
-        return _row(item, SUBSTITUTE, ours, f"{what}, the release's label pairs", "images made here")
+        return _row(item, LIKE, ours, f"the release's label pairs ({what})")
     if item.data == "PUG:SPARE":
         pug = [s for s in b.sets if s.dataset == "PUG:SPARE"]
         if not pug:
@@ -404,7 +406,8 @@ def comparison_table(b: Build) -> pd.DataFrame:
             rows.append(_section5(b, item))
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["ours"] = [f"{v:.2f}" if isinstance(v, (float, np.floating)) and np.isfinite(v) else
-                  ("–" if isinstance(v, (float, np.floating)) else v) for v in df["ours"]]
+                  "–" if isinstance(v, (float, np.floating)) else
+                  f"{v:,}" if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in df["ours"]]
     return df
 
 
