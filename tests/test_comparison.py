@@ -96,3 +96,60 @@ def test_paper_editing_numbers_are_all_listed():
 def test_a_bad_group_is_refused():
     with pytest.raises(ValueError, match="group"):
         CMP._row(paper_items()[0], "maybe")
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])
+def test_deviation_tables_read_the_profiles(profile):
+    from bindcore.book import deviations as DV
+
+    b = DV.build_parameters(profile)
+    paper = DV.paper_deviations(profile, b["geometry"], b["pretrained_complexity"], b["controlled_complexity"],
+                                b["binding_generalization"], b["additional"])
+    release = DV.release_deviations(profile, b["geometry"], b["pretrained_complexity"])
+    assert list(paper.columns) == DV.COLUMNS_PAPER and list(release.columns) == DV.COLUMNS_RELEASE
+    assert (paper.map(len) > 0).all().all() and (release.map(len) > 0).all().all()
+    a, n = b["geometry"]["text_space"]
+    captions = paper[paper["where"] == "§4 / §5.1 caption space"]["this book"].iloc[0]
+    assert f"{(a * n) ** 2:,} two-object captions, identical pairs included" in captions
+    assert "cosine annealing" in release[release["component"] == "linear probes (C.2)"]["released code"].iloc[0]
+    tree_rows = release[release["component"].str.startswith("XGBoost")]
+    assert "measured in §5.1" in tree_rows["effect"].iloc[0]
+
+
+def test_release_deviations_read_measured_effects():
+    from bindcore.book import deviations as DV
+
+    b = DV.build_parameters("smoke")
+    trees = pd.DataFrame({"kind": ["xgboost", "xgboost"], "components": [8, "all"], "heldout_object": [0.01, 0.3]})
+    ablation = pd.DataFrame({"variant": ["main recipe", "release negatives (held-out objects as negatives)"],
+                             "test_object_2": [0.6, 0.02]})
+    t = DV.release_deviations("smoke", b["geometry"], b["pretrained_complexity"], trees=trees, ablation=ablation)
+    assert "0.02 with the release's negatives, 0.60 without" in t.iloc[0]["effect"]
+    assert "xgboost: 8: 0.01, all: 0.30" in t[t["component"].str.startswith("XGBoost")]["effect"].iloc[0]
+
+
+def test_authors_data_and_dinov2_absent_are_said_fast(tmp_path, monkeypatch):
+    import time
+
+    from bindcore.book.chapter import authors_data, data_and_weights_note, dinov2_encoder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    datasets, notes = authors_data({"clevr_dir": None, "pug_dir": str(tmp_path / "missing")})
+    assert datasets == {} and "not given" in notes[0] and "not found" in notes[1]
+    enc, note = dinov2_encoder({"dinov2": "facebook/dinov2-base"})
+    assert enc is None and "not run here" in note
+    _, _, md = data_and_weights_note({"clevr_dir": None, "pug_dir": None, "dinov2": None}, "04_1_geometry", "cells")
+    assert "papermill notebooks/04_1_geometry.ipynb" in md and "-p clevr_dir" in md and "-p dinov2" in md
+    assert time.perf_counter() - t0 < 5
+
+
+def test_authors_clevr_folder_loads_as_its_own_set(tmp_path):
+    from bindcore.book.chapter import AUTHOR_FOLDERS, authors_data
+    from bindcore.data import make_clevr2d
+
+    make_clevr2d(size=32).subset(range(6)).write(tmp_path / "clevr")
+    datasets, notes = authors_data({"clevr_dir": str(tmp_path / "clevr"), "pug_dir": None})
+    name = AUTHOR_FOLDERS["clevr_dir"][1]
+    assert list(datasets) == [name] == [CMP.AUTHORS_CLEVR] and len(datasets[name]) == 6
+    assert "6 scenes loaded" in notes[0]
