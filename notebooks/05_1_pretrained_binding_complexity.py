@@ -149,7 +149,7 @@ plt.show()
 # whether every concept value of the scene occurs in some training object ("seen") or
 # not ("unseen"; the count of such scenes is in the last column):
 
-# %%
+# %% tags=["full-width"]
 split = table[table["family"].isin(["MLP", "global product", "XGBoost"])]
 split = split[(split["family"] != "MLP") | (split["width"] == split["width"].max())]
 split[["encoder", "family", "fraction", "heldout_seen_concept", "heldout_seen_object", "heldout_unseen_concept",
@@ -165,7 +165,7 @@ split[["encoder", "family", "fraction", "heldout_seen_concept", "heldout_seen_ob
 # direction of the paper's conclusion, is measured here at the largest data fraction,
 # on the first encoder, with exactly the given numbers of components:
 
-# %%
+# %% tags=["full-width"]
 tree_params = PCATreeRegressor()
 glue("tree_variance", tree_params.variance, ".0%")
 glue("tree_max_components", tree_params.max_components, "d")
@@ -199,7 +199,7 @@ else:
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %%
+# %% tags=["full-width"]
 pretrained_claims(table, profile)
 
 # %% [markdown]

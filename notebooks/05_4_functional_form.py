@@ -103,7 +103,7 @@ plt.show()
 # models at the largest data fraction (R² and object recognition on the training scenes
 # and on the held-out scenes):
 
-# %%
+# %% tags=["full-width"]
 top_only = {**P, "fractions": [max(P["fractions"])]}
 products = ["global_product", "sum_global_product", "within_object_product", "sum_within_object_product"]
 inits = pd.concat([controlled_sweeps(datasets, top_only, products, widths=None, device=device,
@@ -121,7 +121,7 @@ inits.pivot_table(index=["model", "family"], columns="init",
 # held-out object recognition in §5.2. Each dot is a model; the correlations are per
 # object-space size.
 
-# %%
+# %% tags=["full-width"]
 fig9 = figure9_table(protocol_for(P), P["max_objects"], device=device)
 corr = figure9_correlations(fig9)
 fig, ax = plt.subplots(figsize=(6.2, 5))
@@ -135,14 +135,14 @@ fig9.round(3)
 # Where a record holds it, swap-pair recognition (a scene and its attribute-swapped twin
 # both recognised; a bag of concepts scores zero) is the stricter reading of binding:
 
-# %%
+# %% tags=["full-width"]
 fig9[["objects", "coverage", "negatives", "model: held-out objects", "model: swap pairs",
       "global product: held-out objects"]].round(3)
 
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %%
+# %% tags=["full-width"]
 display(form_claims(table, profile))
 figure9_claims(fig9, profile)
 

@@ -229,7 +229,7 @@ plt.show()
 # scenes) and D.2 (edits replacing one object's pattern, object-averaged components,
 # strength one), each against its chance level.
 
-# %%
+# %% tags=["full-width"]
 t0 = time.perf_counter()
 patterned = natural_dataset(P)
 nat_sets = natural_sets(P, image_encoders, patterned)
@@ -241,7 +241,7 @@ sample_grid(patterned, np.linspace(0, len(patterned) - 1, 8).astype(int),
 plt.show()
 natural.round(3)
 
-# %%
+# %% tags=["full-width"]
 natural_claims(natural, profile)
 
 # %% [markdown]
