@@ -514,12 +514,17 @@ class Renderer:
             best = np.where(better, cov, best)
         return out
 
+    def _albedo(self, obj: SceneObject, p: np.ndarray) -> np.ndarray:
+        """Linear-RGB albedo of ``obj`` at its surface points ``p``: its colour (``[3]``;
+        a subclass may paint a pattern, ``[n, 3]``)."""
+        return ALBEDO[obj.color]
+
     def _shade(self, obj: SceneObject, p: np.ndarray, n: np.ndarray, d: np.ndarray,
                lit: np.ndarray) -> np.ndarray:
         """Linear RGB of ``obj`` at points ``p`` with normals ``n``, seen along ``d``;
         ``lit``: not in the key light's shadow."""
         lt = self.lighting
-        alb = ALBEDO[obj.color]
+        alb = self._albedo(obj, p)
         key = self._key_strength(p) * lit
         ndl = np.maximum(n @ self.key_dir, 0.0)
         light = (lt.ambient + key * ndl + lt.fill * np.maximum(n @ self.fill_dir, 0.0)

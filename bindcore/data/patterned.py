@@ -97,17 +97,8 @@ def pattern_mask(obj: PatternedObject, p: np.ndarray) -> np.ndarray:
 class PatternedRenderer(Renderer):
     """The CLEVR-like ray caster with patterned (rubber) surfaces."""
 
-    def _shade(self, obj: Any, p: np.ndarray, n: np.ndarray, d: np.ndarray, lit: np.ndarray) -> np.ndarray:
-        lt = self.lighting
-        alb = np.where(pattern_mask(obj, p)[:, None], _PAINT, ALBEDO[obj.color])
-        key = self._key_strength(p) * lit
-        ndl = np.maximum(n @ self.key_dir, 0.0)
-        light = (lt.ambient + key * ndl + lt.fill * np.maximum(n @ self.fill_dir, 0.0)
-                 + lt.back * np.maximum(n @ self.back_dir, 0.0))
-        hvec = self.key_dir - d
-        hvec /= np.linalg.norm(hvec, axis=-1, keepdims=True)
-        ndh = np.maximum((n * hvec).sum(-1), 0.0) * (ndl > 0)
-        return light[:, None] * alb + (0.08 * key * ndh ** 12)[:, None]
+    def _albedo(self, obj: Any, p: np.ndarray) -> np.ndarray:
+        return np.where(pattern_mask(obj, p)[:, None], _PAINT, ALBEDO[obj.color])
 
 
 def make_patterned(n_types: int = 5, n_patterns: int = 5, size: tuple[int, int] = (320, 240), seed: int = 0,
