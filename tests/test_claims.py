@@ -96,6 +96,8 @@ def test_figure9_claims():
     assert statuses(CL.figure9_claims(good, "quick")) == [CL.SHOWN]
     assert statuses(CL.figure9_claims(bad, "quick")) == [CL.NOT_SHOWN]
     assert statuses(CL.figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
+    swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
+    assert statuses(CL.figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
 
 
 # --------------------------------------------------------------------------- §4.1, D.2

@@ -311,7 +311,8 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
 def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
     """One row per stored training run of the controlled models (§5.2 sweeps and their
     ablations; local runs and published records): the model's own held-out two-object
-    recognition (and swap-pair recognition where the record has it) beside the
+    recognition (and swap-pair recognition and the bag-of-concepts ceiling where the
+    record has them) beside the
     global-product probe's held-out object recognition, the probe fitted on scenes of
     the model's own training objects (:func:`~bindcore.analysis.complexity.own_split_fit`;
     NaN where neither the weights nor a stored fit are here)."""
@@ -331,12 +332,14 @@ def figure9_table(protocol: Any, max_objects: int, device: str | None = None, st
             "negatives": "held-out objects (release)" if c.get("heldout_as_negatives") else "training objects",
             "model: held-out objects": m.get("test_object_2", np.nan),
             "model: swap pairs": m.get("test_swap_pair", np.nan),
+            "bag-of-concepts ceiling": (rec.get("bag_of_concepts") or {}).get("ceiling_test_object_2", np.nan),
             "global product: held-out objects": fit["selected_heldout_object"] if fit else np.nan,
             "global product: held-out R²": fit["selected_heldout_r2"] if fit else np.nan,
             "source": e.source, "run": e.path.name,
         })
     cols = ["objects", "C", "V", "coverage", "seed", "steps", "negatives", "model: held-out objects",
-            "model: swap pairs", "global product: held-out objects", "global product: held-out R²", "source", "run"]
+            "model: swap pairs", "bag-of-concepts ceiling", "global product: held-out objects",
+            "global product: held-out R²", "source", "run"]
     return pd.DataFrame(rows, columns=cols).sort_values(["objects", "coverage", "seed"], ignore_index=True)
 
 
