@@ -13,6 +13,7 @@ The paper's science in packages that mirror the paper, the book beside them
     book/                        build, toc, notebook pairs, chapter parameters and helpers,
                                  tables, claims, figures
     runtime.py, io.py, ids.py    profiles, threads, device; atomic writes and hashes; object ids
+    settings.py                  typed settings: values written as text read as their field's type
     cli.py                       the ``bindcore`` command
 
 Science modules never import :mod:`bindcore.book`; the book may import everything.

@@ -3,6 +3,12 @@
 Each command lives in its own ``register_<command>(subparsers)`` function that adds a
 subparser and sets ``func`` (called with the parsed arguments, returns an exit code).
 To add a command, write such a function and append it to ``REGISTRARS``.
+
+Errors: every expected failure (a bad option value, a config field out of range, a
+device this machine lacks, a path that cannot be read or written) is found before any
+work and reported as one line on stderr that names the option or field, with exit code
+2 (:class:`OptionError`; argparse's own errors are one line too). Anything else is a
+bug or an accident and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +20,70 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bindcore.runtime import PROFILES
+
+EXIT_USAGE = 2  # an expected failure: bad options, config or paths
+
+
+class OptionError(ValueError):
+    """An expected failure caused by one command-line option (``option``): reported as
+    one line naming it, exit code 2."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors (unknown option, a value of the wrong type) as one line
+    on stderr, exit code 2, instead of the usage text followed by the error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count (threads, workers): an integer >= 1."""
+    from bindcore.settings import Rule
+
+    try:
+        return Rule(int, low=1).check(text, "value")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+
+
+def field_value(name: str) -> Callable[[str], object]:
+    """argparse type of a sweep axis: the text parsed as the TrainConfig field ``name``'s
+    declared type, as ``--set`` parses it (``--values 1e1`` is 10; ``--values 4.5`` an error)."""
+    from bindcore.controlled.training import field_types
+    from bindcore.settings import coerce
+
+    def parse(text: str) -> object:
+        try:
+            return coerce(text, field_types()[name], f"TrainConfig.{name}")
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _fail(args: argparse.Namespace, exc: BaseException) -> int:
+    """Report an expected failure of a command in one line; the usage exit code."""
+    command = " ".join(x for x in (getattr(args, "command", None), getattr(args, "data_command", None)) if x)
+    message = str(exc) if not isinstance(exc, OSError) or not exc.filename else f"{exc.strerror}: {exc.filename}"
+    print(f"bindcore {command}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def check_option(option: str, check: Callable[[object], object], value: object) -> None:
+    """``check(value)`` (nothing when ``value`` is None), its ``ValueError`` or ``OSError``
+    turned into an :class:`OptionError` naming ``option``."""
+    if value is None:
+        return
+    try:
+        check(value)
+    except (ValueError, OSError) as exc:
+        raise OptionError(option, str(exc)) from None
 
 
 def _default_build_dir() -> Path:
@@ -46,8 +116,13 @@ def register_book(subparsers) -> None:
 
 def _run_book(args: argparse.Namespace) -> int:
     from bindcore.book import build as book
+    from bindcore.io import check_writable_folder
 
     build_dir = args.build_dir if args.build_dir is not None else _default_build_dir()
+    try:
+        check_option("--build-dir", check_writable_folder, build_dir)
+    except OptionError as exc:
+        return _fail(args, exc)
     try:
         if args.no_html:
             book.execute_book(args.profile, build_dir, force=args.force, only=args.only)
@@ -84,20 +159,16 @@ def _run_sync(args: argparse.Namespace) -> int:
     return 1 if (args.check and changed) else 0
 
 
-def _parse_sets(pairs: Sequence[str] | None) -> dict:
-    """``key=value`` pairs -> dict, values parsed as JSON where possible (``lr=1e-3``,
-    ``candidates=batch``, ``heldout_as_negatives=true``)."""
-    import json
-
+def _parse_sets(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``key=value`` pairs -> {key: value text}; each value is parsed as its
+    TrainConfig field's declared type (:mod:`bindcore.settings`: ``lr=1e-3``,
+    ``heldout_as_negatives=false``, ``steps=1e4``, ``candidates=batch``)."""
     out = {}
     for pair in pairs or []:
-        if "=" not in pair:
-            raise ValueError(f"--set expects key=value, got {pair!r}")
-        key, raw = pair.split("=", 1)
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects FIELD=VALUE, got {pair!r}")
+        out[key.strip()] = raw
     return out
 
 
@@ -109,7 +180,14 @@ def _config_from_args(args: argparse.Namespace):
 
     overrides = _parse_sets(args.set)
     if args.config is not None:
-        base = json.loads(Path(args.config).read_text())
+        try:
+            base = json.loads(Path(args.config).read_text())
+        except FileNotFoundError:
+            raise OptionError("--config", f"no such file: {args.config}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise OptionError("--config", f"{args.config} is not a readable JSON file ({exc})") from None
+        if not isinstance(base, dict):
+            raise OptionError("--config", f"{args.config} holds no JSON object of TrainConfig fields")
         return TrainConfig.from_dict({**base, **overrides})
     return recipe(args.profile, **overrides)
 
@@ -119,8 +197,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when present)")
+    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (>= 1)")
     p.add_argument("--results", type=Path, default=None, help="result store root (default: results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -136,6 +214,18 @@ def register_train(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
+def _check_run_options(args: argparse.Namespace):
+    """The config of a train or sweep command, with its device and result store
+    checked: every expected failure before any work."""
+    from bindcore.io import check_writable_folder
+    from bindcore.runtime import check_device
+
+    cfg = _config_from_args(args)
+    check_option("--device", check_device, args.device)
+    check_option("--results", check_writable_folder, args.results)
+    return cfg
+
+
 def _run_train(args: argparse.Namespace) -> int:
     import json
 
@@ -144,10 +234,9 @@ def _run_train(args: argparse.Namespace) -> int:
     from bindcore.store import ResultStore
 
     try:
-        cfg = _config_from_args(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"bindcore train: error: {exc}", file=sys.stderr)
-        return 2
+        cfg = _check_run_options(args)
+    except (ValueError, FileNotFoundError) as exc:
+        return _fail(args, exc)
     set_threads(args.threads)
     rec = train(cfg, store=ResultStore(args.results), device=args.device, progress=not args.quiet)
     summary = {k: rec[k] for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
@@ -162,11 +251,12 @@ def register_sweep(subparsers) -> None:
         description="Every combination of the given values; stored runs are reused.",
     )
     _add_run_options(p)
-    p.add_argument("--coverages", type=float, nargs="+", default=None, help="coverage values")
-    p.add_argument("--values", type=int, nargs="+", default=None, help="values per concept (V)")
-    p.add_argument("--concepts", type=int, nargs="+", default=None, help="number of concepts (C)")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds")
-    p.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores, 1 on GPU)")
+    p.add_argument("--coverages", type=field_value("coverage"), nargs="+", default=None, help="coverage values")
+    p.add_argument("--values", type=field_value("n_values"), nargs="+", default=None, help="values per concept (V)")
+    p.add_argument("--concepts", type=field_value("n_concepts"), nargs="+", default=None,
+                   help="number of concepts (C)")
+    p.add_argument("--seeds", type=field_value("seed"), nargs="+", default=None, help="training seeds")
+    p.add_argument("--workers", type=positive_int, default=None, help="parallel runs (default: CPU cores, 1 on GPU)")
     p.set_defaults(func=_run_sweep)
 
 
@@ -175,13 +265,12 @@ def _run_sweep(args: argparse.Namespace) -> int:
     from bindcore.sweep import grid, run_sweep
 
     try:
-        base = _config_from_args(args)
+        base = _check_run_options(args)
         axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                                   ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
         configs = grid(base, **axes)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"bindcore sweep: error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, FileNotFoundError) as exc:
+        return _fail(args, exc)
     recs = run_sweep(configs, store=ResultStore(args.results), workers=args.workers, device=args.device,
                      progress=not args.quiet)
     for cfg, rec in zip(configs, recs):
@@ -222,10 +311,15 @@ def register_data(subparsers) -> None:
                        description="Write images (PNG), labels.csv in the authors' release layout, "
                        "metadata.json and captions.csv into --out.")
     m.add_argument("kind", choices=DATASETS)
-    m.add_argument("--out", type=Path, required=True, help="output folder (created)")
-    m.add_argument("--size", type=int, default=None, help="image width in pixels (default: the dataset's)")
+    m.add_argument("--out", type=Path, required=True,
+                   help="output folder (created; a folder that is not empty is refused unless --overwrite)")
+    m.add_argument("--overwrite", action="store_true",
+                   help="replace the dataset files (labels.csv, metadata.json, captions.csv, images) in a folder "
+                   "that is not empty; other files stay")
+    m.add_argument("--size", type=positive_int, default=None, help="image width in pixels (default: the dataset's)")
     m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--scenes", type=int, default=None, help="number of scenes (three-object and text sample)")
+    m.add_argument("--scenes", type=positive_int, default=None,
+                   help="number of scenes (three-object and text sample)")
     m.add_argument("--occlusion", action="store_true", help="three-object scenes with occlusion")
     m.add_argument("--jitter", type=float, default=0.0, help="CLEVR-2D position/size jitter")
     m.set_defaults(func=_run_data_make)
@@ -234,14 +328,16 @@ def register_data(subparsers) -> None:
 def _run_data_make(args: argparse.Namespace) -> int:
     import time
 
+    from bindcore.data.core import check_output_folder
+
     t0 = time.perf_counter()
     try:
+        check_option("--out", lambda out: check_output_folder(out, args.overwrite), args.out)  # before generating
         ds = make_dataset(args.kind, size=args.size, seed=args.seed, n_scenes=args.scenes,
                           occlusion=args.occlusion, jitter=args.jitter)
     except ValueError as exc:
-        print(f"bindcore data make: error: {exc}", file=sys.stderr)
-        return 2
-    out = ds.write(args.out)
+        return _fail(args, exc)
+    out = ds.write(args.out, overwrite=args.overwrite)
     print(f"{args.kind}: {len(ds)} scenes ({ds.metadata()}) written to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -250,7 +346,7 @@ REGISTRARS: list[Callable[..., None]] = [register_book, register_sync, register_
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bindcore",
         description="bindcore: the library behind the book 'How can embedding models bind concepts?'",
     )
@@ -262,7 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or an argparse error, already printed (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -4,7 +4,10 @@ stores or keys results (the result store, the embedding cache, the book build).
 Atomic writes go to a uniquely named temporary file in the target folder
 (``tempfile.mkstemp``) that replaces the target in one ``os.replace``: a reader never
 sees a half-written file, two writers never share a temporary name, and a failed
-write leaves nothing behind. Nothing is pickled: JSON, text, ``.npz`` (read with
+write leaves nothing behind. ``mkstemp`` creates its file readable by its owner alone;
+the file is given the mode any other new file gets (``0o666`` less the umask,
+:func:`file_mode`), so that a group shares results as it shares other output. Nothing
+is pickled: JSON, text, ``.npz`` (read with
 ``allow_pickle=False``) and torch state dicts (read with ``weights_only=True``).
 """
 
@@ -14,6 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -83,16 +87,44 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
 # ---------------------------------------------------------------------------------
 # atomic writes
 # ---------------------------------------------------------------------------------
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """This process's umask (read from ``/proc`` where there is one: setting and
+    restoring it, the portable way, is not safe while other threads create files)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+
+def file_mode(directory: bool = False) -> int:
+    """The mode a new file (``0o666``) or folder (``0o777``) gets under the umask."""
+    return (0o777 if directory else 0o666) & ~umask()
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: str | Path | None = None) -> Path:
     """Call ``write(f)`` on a new temporary file in ``path``'s folder, then move it onto
     ``path`` in one step. On any error the temporary file is removed and ``path`` keeps
-    its old content."""
+    its old content. ``backup``: first move the old ``path`` (if any) there, so that a
+    good copy exists at every moment (``path``, else ``backup``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as f:
             write(f)
+        if backup is not None and path.exists():
+            os.replace(path, backup)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -120,11 +152,12 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
 
 
-def atomic_torch_save(path: str | Path, obj: Any) -> Path:
-    """``torch.save`` of state dicts and plain containers (read back with ``weights_only=True``)."""
+def atomic_torch_save(path: str | Path, obj: Any, backup: str | Path | None = None) -> Path:
+    """``torch.save`` of state dicts and plain containers (read back with
+    ``weights_only=True``); ``backup`` as in :func:`atomic_write`."""
     import torch
 
-    return atomic_write(path, lambda f: torch.save(obj, f))
+    return atomic_write(path, lambda f: torch.save(obj, f), backup=backup)
 
 
 def atomic_savez(path: str | Path, **arrays: Any) -> Path:
@@ -132,3 +165,24 @@ def atomic_savez(path: str | Path, **arrays: Any) -> Path:
     import numpy as np
 
     return atomic_write(path, lambda f: np.savez(f, **arrays))
+
+
+def check_writable_folder(path: str | Path) -> Path:
+    """``path`` if it is a folder this process can create files in, or a missing one it
+    can create (its nearest existing parent is a writable folder); otherwise
+    ``NotADirectoryError`` or ``PermissionError`` naming the path. Creates nothing
+    (a probe folder is made and removed)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path} exists and is not a folder")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"cannot create {path}: {existing} is not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".write-test."))
+    except OSError as exc:
+        target = "" if existing == path else f" (to create {path})"
+        raise PermissionError(f"cannot write to {existing}{target}: {exc.strerror or exc}") from None
+    return path

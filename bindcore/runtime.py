@@ -53,22 +53,54 @@ def apply_openmp_policy() -> None:
 
 
 def set_threads(threads: int | None) -> None:
-    """Use ``threads`` CPU threads in torch (None: leave torch's choice, the machine's cores)."""
-    if threads:
-        import torch
+    """Use ``threads`` CPU threads in torch (None: leave torch's choice, the machine's
+    cores); anything but a positive integer is a ``ValueError``."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1 (or None: the machine's cores), got {threads!r}")
+    import torch
 
-        torch.set_num_threads(int(threads))
+    torch.set_num_threads(threads)
 
 
 # ---------------------------------------------------------------------------------
 # device
 # ---------------------------------------------------------------------------------
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def check_device(device: Any):
+    """``device`` (a name such as ``cpu``, ``cuda``, ``cuda:1``, ``mps``, or a
+    ``torch.device``) as a ``torch.device`` this machine has, else a ``ValueError``
+    that says why not (no CUDA here, no such GPU, not a device name)."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"{device!r} is not a device: use one of {DEVICE_TYPES}, e.g. cuda:0") from None
+    if dev.type not in DEVICE_TYPES:
+        raise ValueError(f"{device!r}: bindcore runs on {', '.join(DEVICE_TYPES)}, not {dev.type}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU or driver found"
+            raise ValueError(f"{device!r}: CUDA is not available on this machine ({why}; torch {torch.__version__})")
+        n = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"{device!r}: this machine has {n} CUDA device(s), numbered 0..{n - 1}")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{device!r}: Apple's MPS is not available on this machine")
+    return dev
+
+
 def resolve_device(device: Any = None):
-    """``device`` if given, else CUDA when present, else the CPU (a ``torch.device``)."""
+    """``device`` if given (checked by :func:`check_device`), else CUDA when present,
+    else the CPU (a ``torch.device``)."""
     import torch
 
     if device:
-        return torch.device(device)
+        return check_device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -24,22 +24,62 @@ fingerprint is not the current code's is *stale* and is never reused silently:
 
 The folder names of the kinds (``train-2``, ``geometry-1``, ...) are fixed: they are
 not bumped when code changes, the fingerprint tells.
+
+**Corrupt files.** A ``result.json`` or ``config.json`` that is not a JSON object (a
+truncated write by a crashed disk, an edit gone wrong) is reported with its path (a
+logged warning) and moved aside as ``<name>.corrupt-<time>`` (:func:`quarantine`), and
+the entry counts as not done: its computation runs again (a training run resumes from
+its last good checkpoint, :mod:`bindcore.controlled.training`). A corrupt published
+record is reported and skipped (that root is read-only).
+
+**Claims: one computation of a config at a time.** :meth:`ResultStore.claim` is a
+context manager that makes sure no two processes (on this machine or on any machine
+that shares the store's folder, e.g. the workers of a cluster) compute the same entry
+at once; ``train`` holds it while it trains::
+
+    with store.claim(kind, config) as claim:   # waits while another process holds it
+        found = store.find(kind, config)       # ... which may have finished it meanwhile
+        if found is None:
+            ...compute, store.finish(...)
+
+The claim is the file ``claim.json`` in the entry's folder, created atomically with
+``O_CREAT | O_EXCL`` (atomic on local filesystems and on NFS v3 and later), holding
+its owner (host, process, a random token, start time). While held, a thread touches
+it every ``heartbeat`` seconds. A waiter takes over a claim that is *stale*: its owner
+is a process of this machine that no longer runs, or its file was not touched for
+``stale_after`` seconds (an owner that died elsewhere; machines' clocks must agree to
+well within ``stale_after - heartbeat``). Taking over goes through a second exclusive
+file (``claim.json.break``), so that two waiters never both take over. Releasing
+removes the file if it still holds the owner's token. ``wait=False`` (or a number of
+seconds) raises :class:`ClaimBusy`, naming the holder, instead of waiting (for
+schedulers that would rather run something else); :meth:`ResultStore.holder` tells who
+holds a claim without taking it.
+
+**Modes.** Files and folders get the modes any other output gets under the umask
+(:func:`bindcore.io.file_mode`): a group that shares a store can read every record.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+import logging
 import os
 import platform
+import socket
 import subprocess
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .io import atomic_write_json, config_hash, digest
+
+log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -168,6 +208,185 @@ def code_version(code: dict[str, Any] | None) -> str:
 
 
 # ---------------------------------------------------------------------------------
+# corrupt files
+# ---------------------------------------------------------------------------------
+class CorruptRecord(ValueError):
+    """A stored file that cannot be read as what it should be; ``path`` names it."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = Path(path)
+        self.why = why
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """A stored JSON object (``config.json``, ``result.json``); :class:`CorruptRecord`
+    naming the file when it is not one (truncated, not UTF-8, not JSON, not an object)."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptRecord(path, f"not a JSON record ({type(exc).__name__}: {exc})") from None
+    if not isinstance(obj, dict):
+        raise CorruptRecord(path, f"holds a JSON {type(obj).__name__}, not a record (a JSON object)")
+    return obj
+
+
+def quarantine(path: str | Path, why: str) -> Path | None:
+    """Move the corrupt file ``path`` aside as ``<name>.corrupt-<YYYYmmdd-HHMMSS>`` (a
+    suffix added if that exists) and log a warning naming it and ``why``; returns the
+    new path, or None when it could not be moved (it is reported all the same)."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for i in range(1000):
+        target = path.with_name(f"{path.name}.corrupt-{stamp}" + (f"-{i}" if i else ""))
+        if target.exists():
+            continue
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return None  # another process moved it first
+        except OSError as exc:
+            log.warning("corrupt file %s (%s); it could not be moved aside (%s)", path, why, exc)
+            return None
+        log.warning("corrupt file %s (%s): moved to %s; what it held is computed again", path, why, target.name)
+        return target
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# claims: one computation of a config at a time, across processes and machines
+# ---------------------------------------------------------------------------------
+CLAIM_FILE = "claim.json"
+HEARTBEAT_S = 30.0
+STALE_AFTER_S = 600.0
+_BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process that died
+
+
+class ClaimBusy(TimeoutError):
+    """The claim of an entry is held by another process (``holder``: its owner record)
+    and the caller chose not to wait (longer)."""
+
+    def __init__(self, path: Path, holder: dict[str, Any] | None) -> None:
+        who = _describe(holder)
+        super().__init__(f"{path} is claimed by {who}: that process is computing this entry")
+        self.path = Path(path)
+        self.holder = holder
+
+
+def _machine_id() -> str:
+    """Which processes can be checked by pid from here: the host name and, on Linux, the
+    pid namespace (containers that share a host name do not share pids)."""
+    try:
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        ns = 0
+    return f"{socket.gethostname()}/{ns}"
+
+
+def _describe(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "another process (its claim file is being written or unreadable)"
+    return f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')})"
+
+
+def _read_claim(path: Path) -> dict[str, Any] | None:
+    try:
+        return read_record(path)
+    except (OSError, CorruptRecord):
+        return None
+
+
+def _age(path: Path) -> float | None:
+    """Seconds since ``path`` was last touched (None if it is gone)."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def _stale(path: Path, holder: dict[str, Any] | None, stale_after: float) -> str | None:
+    """Why the claim file ``path`` (owner ``holder``) is stale, or None while it is held."""
+    age = _age(path)
+    if age is None:
+        return None
+    if holder and holder.get("machine") == _machine_id() and isinstance(holder.get("pid"), int) \
+            and not _pid_alive(holder["pid"]):
+        return f"its owner, process {holder['pid']} of this machine, no longer runs"
+    if age > stale_after:
+        return f"not touched for {age:.0f} s (stale after {stale_after:g} s)"
+    return None
+
+
+def _create(path: Path) -> int | None:
+    """A descriptor of the new file ``path``, created atomically (``O_CREAT | O_EXCL``;
+    mode by the umask), or None when it exists already."""
+    try:
+        return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except FileExistsError:
+        return None
+
+
+def _take_over(path: Path, seen: dict[str, Any] | None, stale_after: float) -> bool:
+    """Remove the stale claim ``path`` unless another waiter is doing so; under the
+    exclusive ``.break`` file, and only if it still is the stale claim that was seen.
+    Whether it was removed."""
+    lock = path.with_name(path.name + ".break")
+    fd = _create(lock)
+    if fd is None:
+        age = _age(lock)
+        if age is not None and age > _BREAK_STALE_S:
+            lock.unlink(missing_ok=True)
+        return False
+    try:
+        now = _read_claim(path)
+        same = (now or {}).get("token") == (seen or {}).get("token")
+        why = _stale(path, now, stale_after)
+        if same and why:
+            path.unlink(missing_ok=True)
+            log.warning("took over the claim %s of %s: %s", path, _describe(now), why)
+            return True
+        return False
+    finally:
+        os.close(fd)
+        lock.unlink(missing_ok=True)
+
+
+@dataclass
+class Claim:
+    """A held claim (see the module docstring): its file, its owner record (``host``,
+    ``pid``, ``token``, ``started``), and ``lost``: set if another process took it over
+    (this one stopped touching it for ``stale_after`` seconds, e.g. a suspended machine)."""
+
+    path: Path
+    owner: dict[str, Any]
+    lost: bool = False
+
+    def _beat(self, stop: threading.Event, every: float) -> None:
+        while not stop.wait(every):
+            if (_read_claim(self.path) or {}).get("token") != self.owner["token"]:
+                self.lost = True
+                log.warning("lost the claim %s: another process took it over", self.path)
+                return
+            with contextlib.suppress(OSError):
+                os.utime(self.path)
+
+    def _release(self) -> None:
+        if (_read_claim(self.path) or {}).get("token") == self.owner["token"]:
+            self.path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------
 # kinds, entries, the store
 # ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -218,11 +437,13 @@ class Entry:
 
     @property
     def config(self) -> dict[str, Any]:
-        return json.loads((self.path / "config.json").read_text())
+        """``config.json`` (:class:`CorruptRecord` naming it if it is not a record)."""
+        return read_record(self.path / "config.json")
 
     @property
     def result(self) -> dict[str, Any]:
-        return json.loads((self.path / "result.json").read_text())
+        """``result.json`` (:class:`CorruptRecord` naming it if it is not a record)."""
+        return read_record(self.path / "result.json")
 
     @property
     def done(self) -> bool:
@@ -234,7 +455,11 @@ class Entry:
         p = self.path / name
         if not p.exists():
             raise FileNotFoundError(f"{p} does not exist (published records carry no weights)")
-        return torch.load(p, map_location=map_location, weights_only=True)
+        try:
+            return torch.load(p, map_location=map_location, weights_only=True)
+        except Exception as exc:  # a truncated or foreign file: zip, unpickling or EOF errors
+            raise CorruptRecord(p, f"unreadable weights ({type(exc).__name__}: {exc}); delete {self.path} "
+                                   f"to compute this entry again") from None
 
     def record(self) -> dict[str, Any]:
         """The result with where it lies: ``source``, ``path`` and ``stale``."""
@@ -256,29 +481,52 @@ class ResultStore:
     def local_dir(self, kind: Kind, config: dict[str, Any]) -> Path:
         return self.root / kind / config_hash(config)
 
+    def _readable(self, e: Entry) -> dict[str, Any] | None:
+        """``e``'s result, or None when it has none or a corrupt one (a local corrupt
+        record is moved aside; every one is reported)."""
+        if not e.done:
+            return None
+        try:
+            return e.result
+        except CorruptRecord as exc:
+            if e.source == "local":
+                quarantine(exc.path, exc.why)
+            else:
+                log.warning("corrupt %s record %s (%s): skipped", e.source, exc.path, exc.why)
+            return None
+
     def find(self, kind: Kind, config: dict[str, Any]) -> Entry | None:
         """The finished entry of this config: one made by the current code, local first,
         then published; else, for an expensive kind, a local one made by other code;
-        else a published one made by other code (both with ``stale=True``); else None."""
+        else a published one made by other code (both with ``stale=True``); else None.
+        A corrupt record counts as none (and is moved aside, see the module docstring)."""
         h = config_hash(config)
         current = kind.fingerprint()
         stale: list[Entry] = []
         for base, source in self._bases():
             e = Entry(base / kind / h, source, kind)
-            if not e.done:
+            result = self._readable(e)
+            if result is None:
                 continue
-            if (e.result.get("code") or {}).get("fingerprint") == current:
+            if (result.get("code") or {}).get("fingerprint") == current:
                 return e
             if kind.expensive or source == "published":
                 stale.append(Entry(e.path, source, kind, stale=True))
         return stale[0] if stale else None
 
     def prepare(self, kind: Kind, config: dict[str, Any]) -> Entry:
-        """Create (or reuse) the local directory of an entry and write its config."""
+        """Create (or reuse) the local directory of an entry and write its config (again,
+        if the one there is corrupt)."""
         d = self.local_dir(kind, config)
         d.mkdir(parents=True, exist_ok=True)
-        if not (d / "config.json").exists():
-            atomic_write_json(d / "config.json", config)
+        path = d / "config.json"
+        if path.exists():
+            try:
+                read_record(path)
+            except CorruptRecord as exc:
+                quarantine(path, exc.why)
+        if not path.exists():
+            atomic_write_json(path, config)
         return Entry(d, "local", kind)
 
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
@@ -303,14 +551,75 @@ class ResultStore:
         return entry.result
 
     def entries(self, kind: Kind) -> Iterator[Entry]:
-        """Every finished entry of ``kind`` (local before published), stale or not."""
+        """Every finished entry of ``kind`` (local before published), stale or not;
+        corrupt records are left out (and moved aside, see the module docstring)."""
         seen = set()
         current = kind.fingerprint()
         for base, source in self._bases():
             if not (base / kind).is_dir():
                 continue
             for d in sorted((base / kind).iterdir()):
-                if d.name not in seen and (d / "result.json").exists():
+                if d.name in seen or not d.is_dir():
+                    continue
+                result = self._readable(Entry(d, source, kind))
+                if result is not None:
                     seen.add(d.name)
-                    code = Entry(d, source, kind).result.get("code") or {}
+                    code = result.get("code") or {}
                     yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
+
+    # -- claims ---------------------------------------------------------------------
+    def claim_path(self, kind: Kind, config: dict[str, Any]) -> Path:
+        return self.local_dir(kind, config) / CLAIM_FILE
+
+    def holder(self, kind: Kind, config: dict[str, Any]) -> dict[str, Any] | None:
+        """The owner record of the claim on this config's entry, or None when nobody
+        holds it (a stale claim counts as held until a waiter takes it over)."""
+        path = self.claim_path(kind, config)
+        return _read_claim(path) if path.exists() else None
+
+    @contextlib.contextmanager
+    def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True, poll: float = 0.2,
+              heartbeat: float = HEARTBEAT_S, stale_after: float = STALE_AFTER_S) -> Iterator[Claim]:
+        """Hold the claim on this config's local entry for the ``with`` block (see the
+        module docstring): no other process holds it at the same time. ``wait``: True
+        waits as long as the holder lives; a number waits at most that many seconds,
+        False not at all; then :class:`ClaimBusy`. ``poll``: first wait between
+        attempts (growing to 5 s); ``heartbeat`` / ``stale_after``: seconds."""
+        if not 0 < heartbeat < stale_after:
+            raise ValueError(f"need 0 < heartbeat ({heartbeat}) < stale_after ({stale_after})")
+        path = self.claim_path(kind, config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        owner = {"host": socket.gethostname(), "machine": _machine_id(), "pid": os.getpid(),
+                 "token": uuid.uuid4().hex, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 "kind": kind.name, "entry": path.parent.name}
+        deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
+        announced = False
+        while True:
+            fd = _create(path)
+            if fd is None:
+                holder = _read_claim(path)
+                if _stale(path, holder, stale_after) and _take_over(path, holder, stale_after):
+                    continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise ClaimBusy(path, holder)
+                if not announced:
+                    log.info("waiting for %s, which holds %s", _describe(holder), path)
+                    announced = True
+                time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+                poll = min(poll * 1.5, 5.0)
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(owner, f)
+                f.flush()
+                os.fsync(f.fileno())
+            break
+        held = Claim(path, owner)
+        stop = threading.Event()
+        beat = threading.Thread(target=held._beat, args=(stop, heartbeat), daemon=True, name=f"claim {path}")
+        beat.start()
+        try:
+            yield held
+        finally:
+            stop.set()
+            beat.join()
+            held._release()

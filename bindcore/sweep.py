@@ -18,16 +18,25 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import product
 from typing import Any
 
-from .controlled.training import STORE_KIND, TrainConfig, train
+from .controlled.training import STORE_KIND, TrainConfig, check_fields, train
 from .runtime import openmp_environment, progress_bar, resolve_device
 from .store import ResultStore
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     """Configs for every combination of the given field values, e.g.
-    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``."""
+    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a TrainConfig
+    field with a non-empty list of values, each parsed and checked as that field
+    (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
+    check_fields(axes)
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise ValueError(f"sweep axis {name} = {values!r}: must be a list of values")
+        axes[name] = list(values)
+        if not axes[name]:
+            raise ValueError(f"sweep axis {name}: needs at least one value (an empty axis sweeps nothing)")
     names = list(axes)
-    return [base.with_(**dict(zip(names, vals))) for vals in product(*(list(axes[n]) for n in names))]
+    return [base.with_(**dict(zip(names, vals))) for vals in product(*(axes[n] for n in names))]
 
 
 def generalization_configs(base: TrainConfig, params: dict[str, Any]) -> list[TrainConfig]:
@@ -63,6 +72,8 @@ def run_sweep(
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Train every config (or fetch its stored result); results in the order given."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1 (or None: one per CPU core), got {workers!r}")
     store = store or ResultStore()
     pending = [c for c in dict.fromkeys(configs) if store.find(STORE_KIND, c.to_dict()) is None]
     n_workers = workers if workers is not None else default_workers(len(pending), device)

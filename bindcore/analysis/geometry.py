@@ -60,6 +60,7 @@ import torch
 
 from bindcore.ids import object_ids, object_values, radix
 
+from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
 from .probes import PROBE_TRAIN_FRACTION, LinearProbes, scene_split
 
@@ -70,52 +71,8 @@ _MAX_CANDIDATES = 4_000_000  # candidate edits enumerated at most (sample_edits 
 
 
 # ---------------------------------------------------------------------------------
-# inputs and labels
+# inputs and labels: checked by bindcore.analysis.inputs, the one input check
 # ---------------------------------------------------------------------------------
-def check_values_per_concept(values_per_concept: Sequence[int]) -> list[int]:
-    vpc = list(values_per_concept)
-    if not vpc or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in vpc):
-        raise ValueError(f"values_per_concept must be a non-empty list of positive integers, got {values_per_concept!r}")
-    return [int(v) for v in vpc]
-
-
-def check_objects(objects: np.ndarray, values_per_concept: Sequence[int], n_scenes: int | None = None) -> np.ndarray:
-    """``objects`` as an int64 ``[N, O_max, C]`` array; raises ``ValueError`` on a wrong
-    shape, a value outside ``-1 .. V_c - 1`` or a half-absent object."""
-    vpc = check_values_per_concept(values_per_concept)
-    obj = np.asarray(objects)
-    if obj.ndim != 3:
-        raise ValueError(f"objects must be [N, O_max, C] (-1 rows for absent objects), got shape {obj.shape}")
-    if not np.issubdtype(obj.dtype, np.integer):
-        raise ValueError(f"objects must hold integer concept indices, got dtype {obj.dtype}")
-    obj = obj.astype(np.int64)
-    if obj.shape[2] != len(vpc):
-        raise ValueError(f"objects have C={obj.shape[2]} concepts but values_per_concept has {len(vpc)} entries")
-    if n_scenes is not None and len(obj) != n_scenes:
-        raise ValueError(f"objects has {len(obj)} scenes but Z has {n_scenes} rows")
-    absent = obj < 0
-    if (absent.any(-1) != absent.all(-1)).any():
-        raise ValueError("an object is either absent (all concepts -1) or present (all concepts >= 0)")
-    for c, v in enumerate(vpc):
-        bad = obj[..., c][(obj[..., c] < -1) | (obj[..., c] >= v)]
-        if bad.size:
-            raise ValueError(f"concept {c} has {v} values (0..{v - 1}, -1 = absent) but holds index {bad[0]}: "
-                             f"values_per_concept does not match objects")
-    return obj
-
-
-def check_inputs(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int]
-                 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Validated ``(Z float64 [N, d], objects int64 [N, O_max, C], values_per_concept)``."""
-    z = np.asarray(Z, dtype=np.float64)
-    if z.ndim != 2:
-        raise ValueError(f"Z must be a 2-D embedding matrix [N, d], got shape {z.shape}")
-    if not np.isfinite(z).all():
-        raise ValueError("Z holds NaN or infinite entries")
-    obj = check_objects(objects, values_per_concept, n_scenes=len(z))
-    return z, obj, check_values_per_concept(values_per_concept)
-
-
 def _row_codes(ids: np.ndarray, base: int) -> np.ndarray:
     """One int64 per row of ``ids`` (values -1 .. base - 2), order preserved."""
     if float(base) ** ids.shape[1] >= 2**62:
@@ -129,7 +86,7 @@ def _row_codes(ids: np.ndarray, base: int) -> np.ndarray:
 def scene_codes(objects: np.ndarray, values_per_concept: Sequence[int], any_order: bool = True) -> np.ndarray:
     """``[N]`` int64 codes: equal iff two scenes hold the same multiset of objects
     (``any_order``) or the same objects in the same slots."""
-    ids = object_ids(objects, values_per_concept)
+    ids = object_ids(check_objects(objects, values_per_concept), values_per_concept)
     if any_order:
         ids = np.sort(ids, axis=1)
     return _row_codes(ids, int(np.prod(values_per_concept)) + 1)
@@ -396,7 +353,7 @@ def estimate_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: 
 def r2_score(Z: np.ndarray, Z_hat: np.ndarray) -> float:
     """:func:`~bindcore.analysis.metrics.r2` over the rows where ``Z_hat`` is finite, SST
     around those rows' own mean embedding. NaN when no row is left."""
-    z, zh = np.asarray(Z, dtype=np.float64), np.asarray(Z_hat, dtype=np.float64)
+    z, zh = check_embeddings(Z), np.asarray(Z_hat, dtype=np.float64)
     if z.shape != zh.shape:
         raise ValueError(f"Z {z.shape} and Z_hat {zh.shape} differ in shape")
     ok = np.isfinite(zh).all(1)
@@ -407,8 +364,10 @@ def r2_score(Z: np.ndarray, Z_hat: np.ndarray) -> float:
 
 def nearest_scenes(queries: np.ndarray, gallery: np.ndarray, chunk: int = 2048) -> np.ndarray:
     """Index of each query's cosine nearest neighbour among the gallery rows."""
-    g = torch.nn.functional.normalize(torch.as_tensor(np.asarray(gallery), dtype=torch.float32), dim=1)
-    q = torch.as_tensor(np.asarray(queries), dtype=torch.float32)
+    gal = check_embeddings(gallery, "gallery", dtype=np.float32)
+    qs = check_embeddings(queries, "queries", min_rows=0, dim=gal.shape[1], dtype=np.float32)
+    g = torch.nn.functional.normalize(torch.as_tensor(gal), dim=1)
+    q = torch.as_tensor(qs)
     out = [(torch.nn.functional.normalize(q[i:i + chunk], dim=1) @ g.T).argmax(1) for i in range(0, len(q), chunk)]
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
@@ -563,7 +522,7 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
 def subtract_components(Z: np.ndarray, objects: np.ndarray, components: Components) -> np.ndarray:
     """Residuals ``z_s - sum of the components of scene s's keys`` (the intercept, i.e.
     roughly the mean embedding, stays in)."""
-    z = np.asarray(Z, dtype=np.float64)
+    z = check_embeddings(Z, n_rows=len(np.asarray(objects)), dim=components.dim)
     return z - components.contribution(objects)
 
 
@@ -762,7 +721,7 @@ def edit_embeddings(Z: np.ndarray, edits: pd.DataFrame, bank: Components, k: flo
     when the bank is positional. NaN rows where the bank lacks ``old`` or ``new``."""
     if bank.kind != "objects":
         raise ValueError("editing needs an object bank (kind='objects')")
-    z = np.asarray(Z, dtype=np.float64)
+    z = check_embeddings(Z, dim=bank.dim)
     slot = edits["slot"].to_numpy() if bank.positional else np.zeros(len(edits), dtype=np.int64)
     if slot.size and slot.max() >= bank.vectors.shape[0]:
         raise ValueError(f"edit slot {slot.max()} but the bank has {bank.vectors.shape[0]} slot banks")
@@ -864,7 +823,7 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
 # ---------------------------------------------------------------------------------
 def cosine_distances(X: np.ndarray) -> np.ndarray:
     """``[K, K]`` ``1 - cos``, clipped to [0, 2]."""
-    x = np.asarray(X, dtype=np.float64)
+    x = check_embeddings(X, "X")
     x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     return np.clip(1.0 - x @ x.T, 0.0, 2.0)
 

@@ -32,6 +32,7 @@ from .geometry import (
     mds_frame,
     object_ids,
 )
+from .inputs import check_inputs
 
 GEOMETRY_STORE_KIND = Kind("geometry-1", ("bindcore.analysis.geometry_sets",))
 HOLDOUT = 0.2  # share of scenes held out for the held-out R² of §4.1 and D.3
@@ -52,6 +53,13 @@ class EmbeddingSet:
     value_names: list[list[str]] = field(default_factory=list)
     Z_single: np.ndarray | None = None
     objects_single: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        check_inputs(self.Z, self.objects, self.values_per_concept)
+        if (self.Z_single is None) != (self.objects_single is None):
+            raise ValueError("Z_single and objects_single come together (both or neither)")
+        if self.Z_single is not None:
+            check_inputs(self.Z_single, self.objects_single, self.values_per_concept, name="Z_single")
 
     @property
     def label(self) -> str:

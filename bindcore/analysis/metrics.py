@@ -15,6 +15,8 @@ import torch
 
 from bindcore.controlled.scenes import SceneSpace, isin, object_labels
 
+from .inputs import check_embeddings, check_objects
+
 
 def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
     """bool ``[S]``: min positive score > max negative score, per row.
@@ -80,6 +82,10 @@ def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -
     means the embeddings are a bag of concepts: then <z, e(a,x)> + <z, e(b,y)> equals
     <z, e(a,y)> + <z, e(b,x)> for every z, and swapped objects cannot be told apart.
     """
+    check_embeddings(embeddings.detach().cpu().numpy() if torch.is_tensor(embeddings) else embeddings, "embeddings")
+    check_objects(np.asarray(values.cpu() if torch.is_tensor(values) else values)[:, None, :],
+                  [n_values] * values.shape[1], n_scenes=len(embeddings), present=True, name="values",
+                  rows_of="embeddings")
     n, c = values.shape
     onehot = torch.zeros(n, c * n_values, dtype=torch.float64)
     onehot.scatter_(1, values + torch.arange(c) * n_values, 1.0)

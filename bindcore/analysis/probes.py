@@ -23,6 +23,7 @@ import torch
 
 from bindcore.ids import object_ids, object_values
 
+from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
 
 
@@ -33,7 +34,11 @@ class BindingData:
     ``objects`` ``[N, 2, C]`` concept indices (object 1, object 2); ``embeddings`` ``[N, d]``;
     ``concept_probes[c]`` ``[V_c, d]`` and ``object_probe`` ``[U, d]`` are the rows of
     bias-free linear probes (``U = prod V_c``, rows indexed by object id: mixed radix,
-    concept 0 least significant, as ``SceneDataset.object_ids``)."""
+    concept 0 least significant, as ``SceneDataset.object_ids``).
+
+    Checked on construction (:mod:`bindcore.analysis.inputs`): integer concept indices in
+    range, no absent object, finite probes. Embeddings may hold NaN rows; a fit refuses
+    them in the scenes it reads (:func:`bindcore.analysis.approximators.train_models`)."""
 
     objects: np.ndarray
     embeddings: np.ndarray
@@ -44,22 +49,23 @@ class BindingData:
     info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.objects = np.asarray(self.objects, dtype=np.int64)
-        self.embeddings = np.asarray(self.embeddings, dtype=np.float32)
-        if self.objects.ndim != 3 or self.objects.shape[1] != 2:
-            raise ValueError(f"objects must be [N, 2, C] (two-object scenes), got {self.objects.shape}")
-        if len(self.objects) != len(self.embeddings):
-            raise ValueError(f"{len(self.objects)} scenes but {len(self.embeddings)} embeddings")
-        c = self.objects.shape[2]
+        objects = np.asarray(self.objects)
+        if objects.ndim != 3 or objects.shape[1] != 2:
+            raise ValueError(f"objects must be [N, 2, C] (two-object scenes), got {objects.shape}")
+        self.embeddings = check_embeddings(self.embeddings, "embeddings", min_rows=0, rows=[], dtype=np.float32)
+        c = objects.shape[2]
         if len(self.values_per_concept) != c or len(self.concept_probes) != c:
             raise ValueError("values_per_concept and concept_probes need one entry per concept")
+        self.values_per_concept = check_values_per_concept(self.values_per_concept)
+        self.objects = check_objects(objects, self.values_per_concept, n_scenes=len(self.embeddings), present=True,
+                                     rows_of="embeddings")
         for ci, (v, w) in enumerate(zip(self.values_per_concept, self.concept_probes)):
-            if w.shape != (v, self.dim):
-                raise ValueError(f"concept probe {ci} must be [{v}, {self.dim}], got {w.shape}")
-        if self.object_probe.shape != (self.n_object_ids, self.dim):
-            raise ValueError(f"object probe must be [{self.n_object_ids}, {self.dim}], got {self.object_probe.shape}")
-        if (self.objects < 0).any() or (self.objects >= np.asarray(self.values_per_concept)).any():
-            raise ValueError("concept indices out of range")
+            if np.shape(w) != (v, self.dim):
+                raise ValueError(f"concept probe {ci} must be [{v}, {self.dim}], got {np.shape(w)}")
+            check_embeddings(w, f"concept probe {ci}")
+        if np.shape(self.object_probe) != (self.n_object_ids, self.dim):
+            raise ValueError(f"object probe must be [{self.n_object_ids}, {self.dim}], got {np.shape(self.object_probe)}")
+        check_embeddings(self.object_probe, "object probe")
 
     @property
     def dim(self) -> int:
@@ -262,12 +268,26 @@ class LinearProbes:
     def _object_ids(self, objects: torch.Tensor) -> torch.Tensor:
         return object_ids(objects, self.values_per_concept)  # -1 for absent objects: no target
 
+    def _check_params(self) -> list[int]:
+        vpc = check_values_per_concept(self.values_per_concept)
+        if isinstance(self.epochs, bool) or not isinstance(self.epochs, (int, np.integer)) or self.epochs < 1:
+            raise ValueError(f"LinearProbes.epochs must be an integer >= 1, got {self.epochs!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < float("inf"):
+            raise ValueError(f"LinearProbes.lr must be a finite number > 0, got {self.lr!r}")
+        return vpc
+
     def fit(self, X: np.ndarray, objects: np.ndarray) -> LinearProbes:
-        x = torch.as_tensor(np.asarray(X), dtype=torch.float32)
-        obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
-        if obj.ndim != 3 or obj.shape[2] != len(self.values_per_concept) or len(obj) != len(x):
-            raise ValueError(f"objects must be [N, O_max, {len(self.values_per_concept)}] with N={len(x)}, "
-                             f"got {tuple(obj.shape)}")
+        """Fit the probes on embeddings ``X`` ``[N, d]`` (finite) of the scenes ``objects``
+        ``[N, O_max, C]`` (integer indices, -1 rows absent); both checked first
+        (:mod:`bindcore.analysis.inputs`)."""
+        vpc = self._check_params()
+        objs = np.asarray(objects)
+        if objs.ndim != 3 or objs.shape[2] != len(vpc) or len(objs) != len(np.asarray(X)):
+            raise ValueError(f"objects must be [N, O_max, {len(vpc)}] with N={len(np.asarray(X))}, "
+                             f"got {tuple(objs.shape)}")
+        z, o, _ = check_inputs(X, objs, vpc, name="X", dtype=np.float32)
+        x = torch.as_tensor(z)
+        obj = torch.as_tensor(o)
         present = obj[..., 0] >= 0
         gen = torch.Generator().manual_seed(self.seed)
         d = x.shape[1]
@@ -299,7 +319,7 @@ class LinearProbes:
     def decision_function(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """Logits of every probe: ``{"concept_0": [N, V_0], ..., "object": [N, U]}``."""
         self._check_fitted()
-        x = np.asarray(X, dtype=np.float32)
+        x = check_embeddings(X, "X", min_rows=0, dim=self.concept_weights_[0].shape[1], dtype=np.float32)
         out = {f"concept_{c}": x @ w.T for c, w in enumerate(self.concept_weights_)}
         if self.object_weights_ is not None:
             out["object"] = x @ self.object_weights_.T
@@ -315,7 +335,8 @@ class LinearProbes:
     def scores(self, X: np.ndarray, objects: np.ndarray) -> dict[str, float]:
         """Strict concept recognition (mean over concepts) and object recognition."""
         logits = self.decision_function(X)
-        obj = torch.as_tensor(np.asarray(objects), dtype=torch.long)
+        obj = torch.as_tensor(check_objects(objects, self.values_per_concept, n_scenes=len(np.asarray(X)),
+                                            rows_of="X"))
         present = obj[..., 0] >= 0
         out = {}
         concept = []

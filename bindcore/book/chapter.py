@@ -32,9 +32,6 @@ PARAMETERS_FILE_ENV = "BINDCORE_PARAMETERS_FILE"  # where a chapter records the 
 EXECUTED_DIR_ENV = "BINDCORE_EXECUTED_DIR"  # the executed notebooks of this build
 METADATA_KEY = "bindcore"  # of an executed notebook's metadata
 
-_PLAIN = (type(None), bool, int, float, str, list, tuple, dict)
-
-
 # ---------------------------------------------------------------------------------
 # parameters and page
 # ---------------------------------------------------------------------------------
@@ -42,16 +39,16 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     """Set up the page and return the parameters of this run (see the module docstring).
 
     ``namespace``: the notebook's ``globals()``; every parameter of ``chapter``'s profile
-    table found there with a plain value (None, a number, a string, a list ...) counts;
-    None leaves the profile's default. ``chapter=None``: a page without a profile table
+    table found there counts; None leaves the profile's default, any other value is
+    parsed as the parameter's declared type or refused with an error naming it
+    (:mod:`bindcore.book.profiles`). ``chapter=None``: a page without a profile table
     (only ``profile``)."""
     prepare_page()
     profile = check_profile(namespace["profile"])
     if chapter is None:
         params: dict[str, Any] = {"profile": profile}
     else:
-        given = {k: namespace[k] for k in parameter_names(chapter)
-                 if k in namespace and isinstance(namespace[k], _PLAIN)}
+        given = {k: namespace[k] for k in parameter_names(chapter) if k in namespace}
         params = chapter_parameters(chapter, profile, **given)
     record_run_parameters(params)
     return params

@@ -6,6 +6,12 @@ profile, so that papermill can override parameters one by one
 (``papermill ... -p profile paper -p steps 20000``). Chapters call it through
 :func:`bindcore.book.chapter.start_chapter`, which collects the parameters from the
 notebook itself.
+
+Every parameter has a declared type and range (:data:`RULES`, a
+:class:`bindcore.settings.Rule` per name; :data:`CHAPTER_RULES` where a chapter reads a
+name differently): a value given is parsed as that type (``-p controlled false`` is
+False, ``-p probe_epochs 1e3`` is 1000) or refused with a ``ValueError`` naming the
+parameter and its rule, before the chapter does any work.
 """
 
 from __future__ import annotations
@@ -13,6 +19,50 @@ from __future__ import annotations
 from typing import Any
 
 from bindcore.runtime import check_profile
+from bindcore.settings import Rule, unknown_name
+
+_FRACTION = Rule(float, low=0, high=1, open_low=True, open_high=True)
+_POSITIVE = Rule(float, low=0, open_low=True)
+RULES: dict[str, Rule] = {
+    "n_sample_scenes": Rule(int, low=1),
+    "values_for_baseline": Rule(list, item=Rule(int, low=2)),
+    "clevr3d_width": Rule(int, low=8, note="pixels; the height is 3/4 of it"),
+    "three_object_scenes": Rule(int, low=2),
+    "retrieval_scenes": Rule(int, low=1, optional=True, note="None: all 576"),
+    "text_space": Rule(list, item=Rule(int, low=1, high=20), min_items=2, max_items=2, note="[adjectives, nouns]"),
+    "fractions": Rule(list, item=_FRACTION),
+    "widths": Rule(list, item=Rule(int, low=1)),
+    "probe_epochs": Rule(int, low=1),
+    "probe_lr": _POSITIVE,
+    "steps": Rule(int, low=1, optional=True),
+    "batch_size": Rule(int, low=1, optional=True, note="None: full batch"),
+    "lrs": Rule(list, item=_POSITIVE),
+    "tree_grid": Rule(str, choices=("small", "full")),
+    "max_objects": Rule(int, low=2),
+    "clevr2d_size": Rule(int, low=16, note="pixels"),
+    "image_scenes": Rule(int, low=1, optional=True, note="None: all 576"),
+    "ks": Rule(list, item=Rule(float)),
+    "max_edits": Rule(int, low=1),
+    "controlled": Rule(bool),
+    "controlled_objects": Rule(int, low=2),
+    "mds_components": Rule(int, low=2, note="the pictures show the first two"),
+    "sizes": Rule(list, item=Rule(list, item=Rule(int, low=1), min_items=2, max_items=2), note="[C, V] pairs"),
+    "coverages": Rule(list, item=_FRACTION),
+    "seeds": Rule(list, item=Rule(int, low=-(2**40) + 1, high=2**40 - 1)),
+    "ablations": Rule(bool),
+    "permutations": Rule(int, low=1, note="derangements per permuted-ID control"),
+    "tree_components": Rule(list, item=Rule(int, low=1, optional=True), note="None: all components"),
+    "clevr_dir": Rule(str, optional=True, note="the authors' CLEVR folder; None: not given"),
+    "pug_dir": Rule(str, optional=True, note="the authors' PUG:SPARE folder; None: not given"),
+    "dinov2": Rule(str, optional=True, note="a DINOv2 model, e.g. facebook/dinov2-base; None: not run"),
+    "natural_types": Rule(int, low=1, high=5),
+    "natural_patterns": Rule(int, low=1, high=5),
+    "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
+}
+# where a chapter reads a parameter differently from RULES
+CHAPTER_RULES: dict[tuple[str, str], Rule] = {
+    ("geometry", "clevr3d_width"): Rule(int, low=0, note="pixels, >= 8; 0: no 3-D renders"),
+}
 
 _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "formalisation": {
@@ -102,19 +152,34 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
 def parameter_names(chapter: str) -> list[str]:
     """The parameters of ``chapter`` (besides ``profile``), in the profile table's order."""
     if chapter not in _CHAPTERS:
-        raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(_CHAPTERS)}")
+        raise unknown_name(chapter, _CHAPTERS, "chapter")
     return list(_CHAPTERS[chapter]["quick"])
 
 
+def parameter_rule(chapter: str, name: str) -> Rule:
+    """The declared type and range of ``chapter``'s parameter ``name``."""
+    return CHAPTER_RULES.get((chapter, name), RULES[name])
+
+
+def check_parameter(chapter: str, name: str, value: Any) -> Any:
+    """``value`` as ``chapter``'s parameter ``name`` (parsed as its declared type), or a
+    ``ValueError`` naming the parameter and its rule."""
+    try:
+        return parameter_rule(chapter, name).check(value, name)
+    except ValueError as exc:
+        raise ValueError(f"chapter {chapter!r}, parameter {exc}") from None
+
+
 def chapter_parameters(chapter: str, profile: str, **given: Any) -> dict[str, Any]:
-    """The profile's defaults for ``chapter`` with every non-None ``given`` value on top."""
+    """The profile's defaults for ``chapter`` with every non-None ``given`` value on top,
+    each checked against its rule (:data:`RULES`)."""
     check_profile(profile)
-    if chapter not in _CHAPTERS:
-        raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(_CHAPTERS)}")
-    params = dict(_CHAPTERS[chapter][profile])
-    unknown = set(given) - set(params)
-    if unknown:
-        raise ValueError(f"unknown parameter(s) for chapter {chapter!r}: {sorted(unknown)}")
-    params.update({k: v for k, v in given.items() if v is not None})
+    params = dict(_CHAPTERS[chapter][profile]) if chapter in _CHAPTERS else None
+    if params is None:
+        raise unknown_name(chapter, _CHAPTERS, "chapter")
+    for name in given:
+        if name not in params:
+            raise unknown_name(name, params, "parameter", f" of chapter {chapter!r}")
+    params.update({k: check_parameter(chapter, k, v) for k, v in given.items() if v is not None})
     params["profile"] = profile
     return params

@@ -23,7 +23,7 @@ from typing import Any
 
 from bindcore.runtime import check_profile
 
-from .training import TrainConfig
+from .training import TrainConfig, check_fields
 
 _RECIPES: dict[str, dict[str, Any]] = {
     "paper": dict(
@@ -53,8 +53,10 @@ _RECIPES: dict[str, dict[str, Any]] = {
 
 
 def recipe(profile: str, **overrides: Any) -> TrainConfig:
-    """The training config of a profile, with fields overridden one by one."""
+    """The training config of a profile, with fields overridden one by one (values as
+    their fields' types or as text: ``recipe("quick", n_values="20")``)."""
     check_profile(profile)
+    check_fields(overrides)
     return TrainConfig(**{**_RECIPES[profile], **overrides})
 
 

@@ -9,8 +9,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +25,8 @@ from bindcore.analysis.metrics import (
 )
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
-from bindcore.store import Entry, Kind, ResultStore
+from bindcore.settings import check_type, coerce, unknown_name
+from bindcore.store import Entry, Kind, ResultStore, quarantine
 
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
@@ -44,6 +46,10 @@ CANDIDATE_MODES = ("batch", "train_vocab")
 # (with its imports); a run made by other code is reused, marked stale (bindcore.store).
 STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
 PRECISIONS = ("auto", "fp32", "bf16")
+DECAY_SCOPES = ("all", "matrices")
+# the most memory the evaluation of one object space may need (see evaluation_memory)
+MAX_EVALUATION_BYTES = 32 * 2**30
+SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class TrainConfig:
     batch_size: int = 512
     lr: float = 3e-5
     weight_decay: float = 0.1
+    decay_scope: str = "all"  # "all": every parameter, tau included (the release); "matrices": weights only
     beta1: float = 0.9
     beta2: float = 0.999
     warmup_frac: float = 0.1
@@ -100,6 +107,13 @@ class TrainConfig:
     checkpoint_every: int = 1000
 
     def __post_init__(self) -> None:
+        # every value as its field's declared type (bindcore.settings: "False" is False,
+        # "1e1" is 10 for an int, "4.5" is refused); values already of that type are kept
+        for name, tp in field_types().items():
+            value = getattr(self, name)
+            typed = coerce(value, tp, f"TrainConfig.{name}")
+            if typed is not value:
+                object.__setattr__(self, name, typed)
         validate(self)
 
     @property
@@ -128,14 +142,46 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s): {sorted(unknown)}")
+        """A config from a dict of field values (each parsed as its field's type: text
+        from a command line or JSON values); an unknown field is a ``ValueError``."""
+        check_fields(d)
         return cls(**d)
 
     def with_(self, **changes: Any) -> TrainConfig:
+        check_fields(changes)
         return replace(self, **changes)
+
+
+@cache
+def field_types() -> dict[str, type]:
+    """Every :class:`TrainConfig` field and its declared type (bool, int, float or str)."""
+    hints = get_type_hints(TrainConfig)
+    return {f.name: hints[f.name] for f in fields(TrainConfig)}
+
+
+def check_fields(names: Any) -> None:
+    """A ``ValueError`` naming the first of ``names`` that is not a :class:`TrainConfig` field."""
+    for name in names:
+        if name not in field_types():
+            raise unknown_name(name, field_types(), "TrainConfig field")
+
+
+def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
+    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
+    what needs them: ``objects`` (per object its query tokens, the split's permutation,
+    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
+    label and comparison matrices of one chunk of evaluation scenes,
+    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
+    return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
+            "embeddings": n_objects * 4 * d_out}
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} PiB"
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -145,11 +191,28 @@ def validate(cfg: TrainConfig) -> None:
         if not ok:
             raise ValueError(f"TrainConfig.{name} = {getattr(cfg, name)!r}: {rule}")
 
+    for name, tp in field_types().items():
+        check_type(getattr(cfg, name), tp, f"TrainConfig.{name}")
     need(cfg.n_concepts >= 1, "n_concepts", "must be >= 1")
     need(cfg.n_values >= 2, "n_values", "V must be >= 2")
     need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
     need(0.0 < cfg.coverage < 1.0, "coverage", "must lie in the open interval (0, 1)")
-    n_obj = cfg.n_values**cfg.n_concepts
+    # the object space (V**C objects) before anything is allocated for it
+    digits = cfg.n_concepts * math.log2(cfg.n_values) if cfg.n_concepts <= 256 else math.inf
+    n_obj = cfg.n_values**cfg.n_concepts if digits < 256 else None
+    parts = (evaluation_memory(n_obj, cfg.n_concepts, cfg.n_values, cfg.d_out) if n_obj is not None
+             else {"objects": math.inf, "embeddings": 0})
+    need_bytes = sum(parts.values())
+    if need_bytes > MAX_EVALUATION_BYTES:
+        size = f"{n_obj:.3g}" if n_obj is not None else "more than 2**256"
+        if parts["embeddings"] > parts["objects"]:
+            name = "d_out"
+        else:
+            name = "n_values" if cfg.n_values > cfg.n_concepts else "n_concepts"
+        amount = f"about {_bytes(need_bytes)}" if need_bytes < 2**100 else "far more than any machine's"
+        need(False, name, f"the object space of V**C = {cfg.n_values}**{cfg.n_concepts} = {size} objects "
+             f"(embeddings of d_out = {cfg.d_out}) would need {amount} of memory to evaluate (limit "
+             f"{_bytes(MAX_EVALUATION_BYTES)}: bindcore.controlled.training.MAX_EVALUATION_BYTES)")
     n_train = int(n_obj * cfg.coverage)
     need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
     need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
@@ -162,6 +225,7 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
     need(cfg.lr > 0, "lr", "must be > 0")
     need(cfg.weight_decay >= 0, "weight_decay", "must be >= 0")
+    need(cfg.decay_scope in DECAY_SCOPES, "decay_scope", f"must be one of {DECAY_SCOPES}")
     need(0 <= cfg.beta1 < 1, "beta1", "must lie in [0, 1)")
     need(0 <= cfg.beta2 < 1, "beta2", "must lie in [0, 1)")
     need(0 <= cfg.warmup_frac < 1, "warmup_frac", "must lie in [0, 1)")
@@ -179,6 +243,9 @@ def validate(cfg: TrainConfig) -> None:
          "must be > 0 when curriculum_values is set")
     need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
     need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
+    need(cfg.steps <= SEED_LIMIT, "steps", "must be <= 2**40")
+    for name in ("seed", "split_seed"):
+        need(abs(getattr(cfg, name)) < SEED_LIMIT, name, "must lie in (-2**40, 2**40)")
 
 
 # ---------------------------------------------------------------------------------
@@ -255,11 +322,18 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
 
 
 def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
-    # the released code decays every parameter, tau included; so do we
+    """AdamW over both encoders and tau. ``decay_scope="all"`` decays every parameter, tau
+    included, as the released code does; ``"matrices"`` decays only weight matrices and
+    embedding tables (not tau, biases or LayerNorm parameters)."""
     # the fused kernel (one pass over all parameters) is ~15 % of a small model's step faster
-    return torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay, fused=True
-    )
+    if cfg.decay_scope == "all":
+        groups = model.parameters()
+    else:
+        params = list(model.parameters())
+        groups = [{"params": [p for p in params if p.dim() >= 2]},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay,
+                             fused=True)
 
 
 def concept_weight(cfg: TrainConfig, step: int, concept_from: int | None) -> float:
@@ -507,13 +581,55 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
     return DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init).to(device)
 
 
-def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list) -> None:
+class Clock:
+    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
+
+    def __init__(self, before: dict[str, float] | None = None) -> None:
+        self.before = dict(before or {})
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def so_far(self) -> dict[str, float]:
+        return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
+                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
+
+
+def previous_checkpoint(path: Path) -> Path:
+    """Where the checkpoint before ``path``'s last one is kept (``checkpoint.prev.pt``)."""
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
+def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list,
+                     clock: Clock) -> None:
+    """Atomically, keeping the checkpoint it replaces as :func:`previous_checkpoint`: a
+    good checkpoint exists at every moment."""
     atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                             "history": history})
+                             "history": history, "clock": clock.so_far()}, backup=previous_checkpoint(path))
 
 
-def _load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
-    return torch.load(path, map_location=device, weights_only=True)
+def _start(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
+           ) -> tuple[DualEncoder, torch.optim.Optimizer, int, list, dict | None]:
+    """(model, optimizer, step, history, clock) to train from: those of the latest good
+    checkpoint of ``checkpoint`` (itself, else :func:`previous_checkpoint`), else fresh
+    ones at step 0. A checkpoint that cannot be read or does not fit is reported and
+    moved aside (``*.corrupt-<time>``, :func:`bindcore.store.quarantine`)."""
+    candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        model = build_model(cfg, device)
+        opt = make_optimizer(cfg, model)
+        try:
+            state = torch.load(candidate, map_location=device, weights_only=True)
+            step, history, clock = int(state["step"]), list(state["history"]), state.get("clock")
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+        except Exception as exc:  # truncated or foreign: zip, unpickling, EOF, key or shape errors
+            quarantine(candidate, f"unreadable checkpoint ({type(exc).__name__}: {str(exc)[:200]})")
+            continue
+        log.info("resuming from %s at step %d", candidate, step)
+        return model, opt, step, history, clock
+    model = build_model(cfg, device)
+    return model, make_optimizer(cfg, model), 0, [], None
 
 
 @dataclass
@@ -522,9 +638,10 @@ class TrainOutput:
     metrics: dict[str, float]
     baseline: dict[str, float]
     history: list[dict[str, float]]
-    seconds: float
-    steps_run: int
+    seconds: float  # wall time of all calls that trained this run (resumes included)
+    steps_run: int  # optimiser steps of this call
     concept_loss_from: int | None = None
+    cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
 
 
 def run_training(
@@ -542,23 +659,16 @@ def run_training(
     space, split = cfg.space, cfg.split
     split_train = split.train.to(dev)
     allowed_negatives = torch.arange(space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
-    model = build_model(cfg, dev)
-    opt = make_optimizer(cfg, model)
+    model, opt, start, history, before = _start(cfg, dev, checkpoint)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
-    start, history = 0, []
-    if checkpoint is not None and checkpoint.exists():
-        state = _load_checkpoint(checkpoint, dev)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        start, history = int(state["step"]), list(state["history"])
+    if start:
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac), last_epoch=start - 1
         )
-        log.info("resumed from %s at step %d", checkpoint, start)
     es = make_eval_set(cfg, split, dev)
     amp = autocast_dtype(cfg, dev)
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
-    t0 = time.perf_counter()
+    clock = Clock(before)
     bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
                        desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
     last = {}
@@ -586,19 +696,21 @@ def run_training(
             bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
                             loss=f"{float(loss.detach()):.3f}")
         if checkpoint is not None and cfg.checkpoint_every and n % cfg.checkpoint_every == 0 and n < cfg.steps:
-            _save_checkpoint(checkpoint, model, opt, n, history)
+            _save_checkpoint(checkpoint, model, opt, n, history, clock)
         if stop_after is not None and done >= stop_after and n < cfg.steps:
             bar.close()
             if checkpoint is not None:
-                _save_checkpoint(checkpoint, model, opt, n, history)
-            return TrainOutput(model, {}, {}, history, time.perf_counter() - t0, done, concept_from)
+                _save_checkpoint(checkpoint, model, opt, n, history, clock)
+            return TrainOutput(model, {}, {}, history, clock.so_far()["seconds"], done, concept_from,
+                               clock.so_far()["cpu_seconds"])
     bar.close()
     final = evaluate(cfg, model, es)
     history.append({"step": cfg.steps, **final})
     if on_eval:
         on_eval(cfg.steps, final)
-    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, time.perf_counter() - t0, done,
-                       concept_from)
+    spent = clock.so_far()
+    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
+                       concept_from, spent["cpu_seconds"])
 
 
 def steps_per_second(seconds: float, steps: int) -> float:
@@ -619,40 +731,50 @@ def train(
 ) -> dict[str, Any]:
     """Train ``cfg`` unless the store already holds its result; return the result record.
 
-    A killed run resumes from ``checkpoint.pt`` in its store entry. A stored run made by
-    other code is returned as it is, with ``stale=True`` (its ``code`` names the code
-    version that made it): chapters say so, nothing is retrained silently.
+    A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
+    entry, else the one before it). A stored run made by other code is returned as it
+    is, with ``stale=True`` (its ``code`` names the code version that made it): chapters
+    say so, nothing is retrained silently. While it trains, the run holds the entry's
+    claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
+    config meanwhile waits, then returns this run's stored result.
     """
     store = store or ResultStore()
     found = store.find(STORE_KIND, cfg.to_dict())
     if found is not None:
         return found.record()
-    entry = store.prepare(STORE_KIND, cfg.to_dict())
-    ckpt = entry.path / "checkpoint.pt"
     dev = resolve_device(device)
-    out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
-    if keep_weights:
-        atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-    split = cfg.split
-    record = {
-        "kind": "train",
-        "hash": config_hash(cfg.to_dict()),
-        "config": cfg.to_dict(),
-        "metrics": out.metrics,
-        "bag_of_concepts": out.baseline,
-        "history": out.history,
-        "seconds": out.seconds,
-        "steps_run": out.steps_run,
-        "concept_loss_from": out.concept_loss_from,
-        "steps_per_second": steps_per_second(out.seconds, out.steps_run),
-        "device": str(dev),
-        "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
-        "parameters_per_encoder": count_parameters(out.model.scene),
-        "n_train_objects": len(split.train),
-        "n_test_objects": len(split.test),
-    }
-    store.finish(entry, record)
-    ckpt.unlink(missing_ok=True)
+    with store.claim(STORE_KIND, cfg.to_dict()):
+        found = store.find(STORE_KIND, cfg.to_dict())  # finished by another process while this one waited
+        if found is not None:
+            return found.record()
+        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        ckpt = entry.path / "checkpoint.pt"
+        out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
+        if keep_weights:
+            atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
+        split = cfg.split
+        record = {
+            "kind": "train",
+            "hash": config_hash(cfg.to_dict()),
+            "config": cfg.to_dict(),
+            "metrics": out.metrics,
+            "bag_of_concepts": out.baseline,
+            "history": out.history,
+            "seconds": out.seconds,
+            "cpu_seconds": out.cpu_seconds,
+            "threads": torch.get_num_threads(),
+            "steps_run": out.steps_run,
+            "concept_loss_from": out.concept_loss_from,
+            "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
+            "device": str(dev),
+            "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
+            "parameters_per_encoder": count_parameters(out.model.scene),
+            "n_train_objects": len(split.train),
+            "n_test_objects": len(split.test),
+        }
+        store.finish(entry, record)
+        ckpt.unlink(missing_ok=True)
+        previous_checkpoint(ckpt).unlink(missing_ok=True)
     return entry.record()
 
 

@@ -14,11 +14,21 @@ A :class:`SceneDataset` holds, for N scenes of up to O_max objects with C concep
 
 ``labels_frame`` / :func:`read_labels_csv` write and read the release's ``labels.csv``
 layout (``filename, object1_color, object1_shape, ..., object1_color_idx, ...``).
+
+:meth:`SceneDataset.write` never mixes two datasets and never leaves half of one: it
+refuses a folder that is not empty unless told to ``overwrite`` (then it replaces the
+files a dataset owns, :func:`owned_files`, and keeps any other file), checks that it can
+write there before it starts (:func:`check_output_folder`), and writes into a
+temporary folder beside the target that takes the target's place at the end.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +37,11 @@ from typing import Any
 import numpy as np
 
 from bindcore.ids import object_ids
-from bindcore.io import digest
+from bindcore.io import check_writable_folder, digest, file_mode
+
+# the files SceneDataset.write writes besides the images (named like IMAGE_NAME)
+DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv")
+IMAGE_NAME = re.compile(r"^\d+\.png$")
 
 
 def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
@@ -134,36 +148,110 @@ class SceneDataset:
                 cols[f"object{i + 1}_{cname}_idx"] = [int(v) if v >= 0 else pd.NA for v in self.objects[:, i, c]]
         return pd.DataFrame(cols)
 
-    def write(self, out: str | Path, images: bool = True) -> Path:
+    def write(self, out: str | Path, images: bool = True, overwrite: bool = False) -> Path:
         """Write ``labels.csv``, ``metadata.json``, ``captions.csv`` and (for image
-        datasets) the PNG files into ``out``."""
+        datasets) the PNG files into the folder ``out``, created if missing. A folder that
+        is not empty is refused unless ``overwrite``, which replaces the dataset files
+        in it (:func:`owned_files`; other files stay). Everything is written into a
+        temporary folder beside ``out`` first: a failure leaves ``out`` as it was."""
+        import pandas as pd
         from PIL import Image
 
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        if images and self.images is not None:
-            for fname, img in zip(self.filenames, self.images):
-                Image.fromarray(np.asarray(img, dtype=np.uint8)).save(out / fname)
-        self.labels_frame().to_csv(out / "labels.csv", index=False)
-        (out / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
+        out = check_output_folder(out, overwrite)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+        try:
+            os.chmod(tmp, file_mode(directory=True))  # mkdtemp makes it private
+            if images and self.images is not None:
+                for fname, img in zip(self.filenames, self.images):
+                    Image.fromarray(np.asarray(img, dtype=np.uint8)).save(tmp / fname)
+            self.labels_frame().to_csv(tmp / "labels.csv", index=False)
+            (tmp / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
+            pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(tmp / "captions.csv",
+                                                                                       index=False)
+            _install(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return out
+
+
+def owned_files(folder: str | Path) -> list[Path]:
+    """The files of a dataset in ``folder`` that :meth:`SceneDataset.write` wrote and an
+    overwrite replaces: :data:`DATASET_FILES`, every file its ``labels.csv`` names, and
+    PNG files named like the writer names them (``0000000.png`` ...)."""
+    folder = Path(folder)
+    names = set(DATASET_FILES)
+    try:
         import pandas as pd
 
-        pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(out / "captions.csv", index=False)
-        return out
+        names |= set(pd.read_csv(folder / "labels.csv", dtype=str, usecols=["filename"])["filename"].dropna())
+    except (OSError, ValueError, KeyError):
+        pass  # no (readable) labels.csv: the writer's names alone
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and (p.name in names or IMAGE_NAME.match(p.name)))
+
+
+def check_output_folder(out: str | Path, overwrite: bool = False) -> Path:
+    """Check, before any work, that a dataset can be written to the folder ``out``: it is
+    missing or empty, or (``overwrite``) holds files; it is not a file; ``out`` (when it
+    exists) and the folder that holds it can be written to. Raises
+    ``FileExistsError``, ``NotADirectoryError`` or ``PermissionError`` naming the path."""
+    out = Path(out)
+    if out.is_dir():
+        entries = sorted(p.name for p in out.iterdir())
+        if entries and not overwrite:
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise FileExistsError(f"{out} is not empty ({len(entries)} entries: {shown}); overwrite (bindcore "
+                                  f"data make --overwrite) replaces the dataset files in it")
+    check_writable_folder(out)  # its files can be replaced ...
+    check_writable_folder(out.parent)  # ... and a folder can take its place
+    return out
+
+
+def _install(tmp: Path, out: Path) -> None:
+    """Put the finished dataset folder ``tmp`` in the place of ``out``: the dataset files
+    ``out`` holds are removed first; an empty (or missing) ``out`` is replaced in one
+    rename, one that keeps other files gets the new files moved into it."""
+    if out.is_dir():
+        for f in owned_files(out):
+            f.unlink()
+    if not out.exists() or not any(out.iterdir()):
+        os.replace(tmp, out)
+        return
+    for f in sorted(tmp.iterdir()):
+        os.replace(f, out / f.name)
+    tmp.rmdir()
+
+
+def read_labels_table(path: str | Path, **read_csv: Any):
+    """A labels file as a pandas DataFrame (``read_csv`` options passed on), or an error
+    naming the file: ``FileNotFoundError`` when it is missing, ``ValueError`` when it is
+    empty, holds a header and no rows, or is not CSV text."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no labels file at {path}")
+    try:
+        df = pd.read_csv(path, **read_csv)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty: a labels file has a header line and one line per scene") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable CSV file: {exc}") from None
+    if len(df) == 0:
+        raise ValueError(f"{path} has a header line but no scenes: a labels file has one line per scene")
+    return df
 
 
 def read_labels_csv(path: str | Path, concept_names: Sequence[str] | None = None):
     """Read a labels.csv in the release's layout -> (objects ``[N, O_max, C]``, filenames,
     concept names). Indices are taken from the ``*_idx`` columns (the release's names can
     be wrong: its CLEVR file swaps sphere and cylinder)."""
-    import re
-
     import pandas as pd
 
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no labels file at {path}")
-    df = pd.read_csv(path)
+    df = read_labels_table(path)
     if "filename" not in df.columns:
         raise ValueError(f"{path}: no 'filename' column (columns: {list(df.columns)})")
     pattern = re.compile(r"^object(\d+)_(.+)_idx$")

@@ -15,7 +15,10 @@ Nothing is downloaded: the user gives a folder holding the images and a ``labels
 
 Images are opened only when indexed (:class:`LazyImages`), so the 7,392 PUG:SPARE
 images need not sit in memory; the loader does check up front that every listed file
-exists and starts with a PNG or JPEG signature.
+exists, is a PNG or JPEG whose structure PIL can verify (``Image.verify``: a PNG's
+chunks and checksums, a JPEG's headers; a JPEG must also end with its end-of-image
+marker), and names the labels file's line of any that is not. An empty labels file,
+or one with a header and no rows, is an error naming it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SceneDataset, caption, read_labels_csv
+from .core import SceneDataset, caption, read_labels_csv, read_labels_table
 from .vocab import CLEVR2D_SHAPES, CLEVR_COLORS, CLEVR_SHAPES, PUG_SPECIES, PUG_TEXTURES
 
 log = logging.getLogger(__name__)
@@ -73,23 +76,46 @@ def _image_kind(path: Path) -> str | None:
     return None
 
 
-def _check_images(folder: Path, filenames: Sequence[str]) -> list[Path]:
+def _image_problem(path: Path) -> str | None:
+    """Why ``path`` is not a usable PNG or JPEG image, or None: its signature, then PIL's
+    ``verify`` of its structure, then (JPEG) the end-of-image marker."""
+    kind = _image_kind(path)
+    if kind is None:
+        return "not a PNG or JPEG image (its first bytes are not an image signature)"
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... for broken files
+        return f"a broken {kind} file ({type(exc).__name__}: {exc})"
+    if kind == "JPEG":
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 64))
+            if b"\xff\xd9" not in fh.read():
+                return "a truncated JPEG file (no end-of-image marker)"
+    return None
+
+
+def _check_images(folder: Path, labels: Path, df, rows: Sequence[int]) -> list[Path]:
+    """The image files of the labels' ``rows``, each checked (:func:`_image_problem`)."""
     paths = []
-    for fname in filenames:
+    for r in rows:
+        fname = df["filename"].iloc[r]
         p = folder / fname
+        where = f"{labels}, line {r + 2}"
         if not p.is_file():
-            raise FileNotFoundError(f"image {fname!r} listed in {folder / 'labels.csv'} not found: {p}")
-        if _image_kind(p) is None:
-            raise ValueError(f"{p} is not a PNG or JPEG image (its first bytes are not an image signature)")
+            raise FileNotFoundError(f"image {fname!r} listed in {where} not found: {p}")
+        problem = _image_problem(p)
+        if problem is not None:
+            raise ValueError(f"{p} is {problem}; listed in {where}")
         paths.append(p)
     return paths
 
 
 def _read_raw(labels: Path):
-    import pandas as pd
-
     # all columns as text, empty cells as "", so values are checked as written
-    return pd.read_csv(labels, dtype=str, keep_default_na=False)
+    return read_labels_table(labels, dtype=str, keep_default_na=False)
 
 
 def _where(labels: Path, df, row: int, col: str) -> str:
@@ -136,7 +162,7 @@ def _load_clevr(folder: Path, labels: Path, kind: str) -> SceneDataset:
                                  f"(expected one of {sorted(allowed)}"
                                  + (" or empty for an absent object)" if i > 1 else ")"))
     objects, filenames, _ = read_labels_csv(labels, concept_names=concepts)
-    paths = _check_images(folder, filenames)
+    paths = _check_images(folder, labels, df, range(len(df)))
     return SceneDataset(
         name=kind, concept_names=concepts, value_names=value_names, objects=objects,
         captions=[caption(value_names, o) for o in objects], filenames=filenames, images=LazyImages(paths),
@@ -176,7 +202,7 @@ def _load_pug(folder: Path, labels: Path, world: str) -> SceneDataset:
                                      f"(expected one of {names})")
                 objects[k, slot, c] = index[v]
     filenames = df["filename"].iloc[rows].tolist()
-    paths = _check_images(folder, filenames)
+    paths = _check_images(folder, labels, df, rows)
     # the release's caption wording: "a <texture> <species> and a <texture> <species>"
     caps = [" and ".join(f"a {PUG_TEXTURES[t]} {PUG_SPECIES[s]}" for s, t in o) for o in objects]
     return SceneDataset(
@@ -193,7 +219,8 @@ def load_folder(path: str | Path, kind: str, world: str = "Desert") -> SceneData
     ``kind``: "clevr", "clevr2d" (release layout) or "pug_spare" (PUG:SPARE layout,
     rows of ``world`` with default positions). Raises FileNotFoundError for a missing
     folder, labels.csv or image, ValueError for a wrong or missing column, an unknown
-    label value or a file that is not an image."""
+    label value, an empty labels file or a file that is not a readable image (each
+    message names the file, and the line of labels.csv)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     folder = Path(path)

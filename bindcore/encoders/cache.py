@@ -6,7 +6,10 @@ encoder's identity, the dataset's content and the modality:
 ``<results>/embeddings/<key>/`` holds ``config.json`` (those three), ``result.json``
 (encoder name, dataset, shape, device, time, the code that computed them) and
 ``embeddings.npz`` (float32, read with ``allow_pickle=False``). Embeddings made by other
-code of the encoders are computed again, as every cheap kind of the store is.
+code of the encoders are computed again, as every cheap kind of the store is; so are
+embeddings whose file cannot be read (it is reported and moved aside as
+``embeddings.npz.corrupt-<time>``) or that hold a NaN or infinite entry (reported; such
+embeddings are never stored).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bindcore.io import atomic_savez, config_hash
-from bindcore.store import Kind, ResultStore, default_root
+from bindcore.store import Kind, ResultStore, default_root, quarantine
 
 from .availability import package_version
 from .base import MODALITIES, Encoder
@@ -57,17 +60,26 @@ class EmbeddingCache:
         return self.root / key / "embeddings.npz", self.root / key / "result.json"
 
     def load(self, config: dict[str, Any]) -> np.ndarray | None:
-        """The stored embeddings of ``config`` made by the current code, or None."""
+        """The stored embeddings of ``config`` made by the current code, or None (also,
+        with a logged note, when the file is unreadable or holds NaN or infinite entries)."""
         entry = self._store.find(self._kind, config)
         if entry is None:
             return None
         npz = entry.path / "embeddings.npz"
+        if not npz.exists():
+            log.warning("stored embeddings %s are missing; recomputing", npz)
+            return None
         try:
             with np.load(npz, allow_pickle=False) as z:
-                return np.asarray(z["embeddings"], dtype=np.float32)
-        except (OSError, ValueError, KeyError) as e:
-            log.warning("unreadable stored embeddings %s (%s); recomputing", npz, e)
+                emb = np.asarray(z["embeddings"], dtype=np.float32)
+        except Exception as exc:  # truncated or foreign: BadZipFile, EOFError, OSError, ValueError, KeyError
+            quarantine(npz, f"unreadable stored embeddings ({type(exc).__name__}: {exc})")
             return None
+        if not np.isfinite(emb).all():
+            log.warning("stored embeddings %s hold %d NaN or infinite entries; recomputing", npz,
+                        int((~np.isfinite(emb)).sum()))
+            return None
+        return emb
 
     def save(self, config: dict[str, Any], array: np.ndarray, meta: dict[str, Any]) -> Path:
         entry = self._store.prepare(self._kind, config)
@@ -97,11 +109,17 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
         if hit is not None and hit.ndim == 2 and hit.shape[0] == len(dataset):
             log.info("stored embeddings %s (%s, %s, %s)", config_hash(config), encoder.name, dataset.name, modality)
             return hit
+        if hit is not None:
+            log.warning("stored embeddings %s have shape %s, not [%d, d]; recomputing", config_hash(config),
+                        hit.shape, len(dataset))
     kw = {} if batch_size is None else {"batch_size": batch_size}
     t0 = time.perf_counter()
     emb = encoder.embed(list(items), modality, progress=progress, **kw)
     seconds = time.perf_counter() - t0
-    if cache:
+    if cache and not np.isfinite(emb).all():
+        log.warning("%s gave %d NaN or infinite entries for %s (%s): not stored", encoder.name,
+                    int((~np.isfinite(emb)).sum()), dataset.name, modality)
+    elif cache:
         import torch
 
         cache.save(config, emb, {

@@ -47,6 +47,9 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
     :func:`default_width`). ``product_init``: the product families' initialisation
     (:data:`~.families.PRODUCT_INITS`; ``"normal"`` is the release's)."""
     fractions, families = list(fractions), list(families)
+    if not fractions or not families:
+        raise ValueError(f"a sweep needs at least one fraction and one family, got fractions={fractions}, "
+                         f"families={families}")
     for fam in families:
         if fam not in FAMILIES and fam not in TREE_KINDS:
             raise ValueError(f"family must be one of {FAMILIES + TREE_KINDS}, got {fam!r}")

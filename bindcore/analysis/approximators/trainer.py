@@ -47,6 +47,7 @@ import torch
 
 from bindcore.runtime import progress_bar, resolve_device
 
+from ..inputs import check_embeddings
 from ..probes import (
     BindingData,
     ObjectLevelSplit,
@@ -393,6 +394,7 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     specs = list(specs)
     if not specs:
         return []
+    check_fit_rows(data, np.concatenate([s.fit_index for s in specs]))
     dev = resolve_device(str(device) if device is not None else None)
     t0 = time.perf_counter()
     if stacked:
@@ -419,6 +421,14 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     return out
 
 
+def check_fit_rows(data: BindingData, rows: np.ndarray) -> None:
+    """A ``ValueError`` unless the embeddings of the scenes ``rows`` that a fit reads are
+    finite (one NaN would make every model's predictions, accuracies and R² NaN or 0).
+    Other scenes are never read by a fit and may hold anything."""
+    check_embeddings(data.embeddings, f"{data.name or 'binding data'}: the embeddings of the fitting scenes",
+                     rows=np.unique(rows), dtype=np.float32)
+
+
 def default_width(family: str, data: BindingData) -> int:
     """MLP: 1024 (the release README's width); product families: d (the release's
     product dimension); additive: none."""
@@ -443,5 +453,9 @@ def make_specs(data: BindingData, split: ObjectLevelSplit, family: str, widths: 
         fit, val = split.validation(val_fraction, seed=val_seed)
     else:
         fit, val = split.train, split.train[:0]
-    return [ModelSpec(family, int(w), float(lr), int(s), fit, val, split, fraction, dict(tags or {}), product_init)
-            for w in widths for lr in lrs for s in seeds]
+    specs = [ModelSpec(family, int(w), float(lr), int(s), fit, val, split, fraction, dict(tags or {}), product_init)
+             for w in widths for lr in lrs for s in seeds]
+    if not specs:
+        raise ValueError(f"widths, lrs and seeds must each hold at least one value, got {list(widths)}, "
+                         f"{list(lrs)}, {list(seeds)}")
+    return specs

@@ -24,9 +24,10 @@ import numpy as np
 
 from bindcore.runtime import progress_bar
 
+from ..inputs import check_embeddings
 from ..probes import BindingData, ObjectLevelSplit
 from .families import one_hot_codes
-from .trainer import _metrics, make_specs
+from .trainer import _metrics, check_fit_rows, make_specs
 
 TREE_KINDS = ("xgboost", "random_forest")
 
@@ -71,10 +72,8 @@ class PCATreeRegressor:
         return RandomForestRegressor(random_state=self.seed, n_jobs=self.n_jobs, **self.params)
 
     def fit(self, X: np.ndarray, Y: np.ndarray) -> PCATreeRegressor:
-        X = np.asarray(X, dtype=np.float32)
-        Y = np.asarray(Y, dtype=np.float64)
-        if len(X) != len(Y) or len(X) < 1:
-            raise ValueError(f"X has {len(X)} rows and Y {len(Y)}")
+        X = check_embeddings(X, "X", dtype=np.float32)
+        Y = check_embeddings(Y, "Y", n_rows=len(X))
         self.mean_ = Y.mean(0)
         _, s, vt = np.linalg.svd(Y - self.mean_, full_matrices=False)
         var = s ** 2
@@ -110,6 +109,7 @@ def fit_trees(data: BindingData, split: ObjectLevelSplit, kind: str, grid: list[
         raise ValueError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     grid = TREE_GRIDS[kind] if grid is None else grid
     spec = make_specs(data, split, "additive", val_fraction=val_fraction, val_seed=seed, fraction=fraction)[0]
+    check_fit_rows(data, spec.fit_index)
     X = one_hot_codes(data)
     out = []
     for params in progress_bar(grid, enabled=progress, desc=f"{kind}", leave=False):
