@@ -93,7 +93,7 @@ print(f"scene space: C = {base.n_concepts} concepts x V = {base.n_values} values
 # %% [markdown]
 # ## The images
 #
-# Concept 0 is a square's fill colour, concept 1 its border colour, both from one
+# Concept $0$ is a square's fill colour, concept $1$ its border colour, both from one
 # palette of $V$ colours: with $k$ the smallest integer such that $k^3 \ge V$, the
 # candidate colours are the RGB lattice points with channel levels $(i+1)/k$ (never
 # black, the background), and the palette is $V$ of them chosen by farthest-point
@@ -145,12 +145,12 @@ recipe_table(profile, scene_input="pixels")
 # * the **bag-of-concepts ceiling**: the best any scorer of the bag of concept values can
 #   do on these scenes, if it also knows which objects are held out. In a small object
 #   space at high coverage few held-out objects exist, a bag rarely admits two
-#   bindings made of them, and the ceiling approaches 1: there, strict accuracy cannot
+#   bindings made of them, and the ceiling approaches one: there, strict accuracy cannot
 #   tell binding from a bag.
 #
 # **Swap-pair recognition** can: the fraction of held-out scenes that are recognised
 # together with their attribute-swapped twin ({(a, x), (b, y)} and {(a, y), (b, x)}: the
-# same bag, another binding). Any bag-of-concepts scorer ranks the two alike and scores 0.
+# same bag, another binding). Any bag-of-concepts scorer ranks the two alike and scores zero.
 
 # %% tags=["full-width"]
 records = pixel_runs(profile, P, workers=workers, device=device, progress=True)

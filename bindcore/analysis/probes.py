@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bindcore.ids import object_ids
+from bindcore.ids import object_ids, object_values
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
@@ -131,6 +131,16 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
     return ObjectLevelSplit(train_objects, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
 
 
+def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLevelSplit:
+    """The object-level split whose training objects are the given object ids (e.g. a
+    controlled model's own training objects) among those that occur in ``data``."""
+    ids = data.object_ids()
+    train = np.intersect1d(np.unique(ids), np.asarray(train_objects, dtype=np.int64))
+    is_train = np.isin(ids, train)
+    both, none = is_train.all(1), ~is_train.any(1)
+    return ObjectLevelSplit(train, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
+
+
 # ---------------------------------------------------------------------------------
 # functional binding: predicted embeddings read by the frozen probes
 # ---------------------------------------------------------------------------------
@@ -171,11 +181,29 @@ def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: 
     return r2(data.embeddings[index], np.asarray(embeddings, dtype=np.float64)[index], reference_mean=mu)
 
 
+def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out scenes of ``split`` in two parts: (every concept value of the scene
+    occurs in some training object, some value occurs in none). An approximator's table
+    row of a value no training object has is never fitted: on the second part it
+    predicts from its initialisation."""
+    vals = data.objects[split.heldout]  # [n, 2, C]
+    train_vals = object_values(split.train_objects, data.values_per_concept)
+    seen = np.ones(len(vals), dtype=bool)
+    for c in range(data.n_concepts):
+        seen &= np.isin(vals[:, :, c], np.unique(train_vals[:, c])).all(1)
+    return split.heldout[seen], split.heldout[~seen]
+
+
 def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLevelSplit) -> dict[str, float]:
     """Concept and object recognition and R² of ``predicted`` embeddings (one row per
-    scene of ``data``) on the train, held-out and mixed scenes of ``split``."""
-    out = {}
-    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed)):
+    scene of ``data``) on the train, held-out and mixed scenes of ``split``, and on the
+    held-out scenes split by :func:`heldout_by_values` (``heldout_seen_*``: every value
+    seen in training, ``heldout_unseen_*``: some value never seen; ``n_heldout_unseen``
+    counts the latter)."""
+    seen, unseen = heldout_by_values(data, split)
+    out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
+    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
+                      ("heldout_seen", seen), ("heldout_unseen", unseen)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
         out[f"{name}_r2"] = binding_r2(data, predicted, idx)
@@ -185,7 +213,11 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
 # ---------------------------------------------------------------------------------
 # linear probes on frozen embeddings (C.2)
 # ---------------------------------------------------------------------------------
-def scene_split(n_scenes: int, train_fraction: float = 0.4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+PROBE_TRAIN_FRACTION = 0.4  # the released code fits linear probes on 40 % of the scenes
+
+
+def scene_split(n_scenes: int, train_fraction: float = PROBE_TRAIN_FRACTION,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A seeded scene-level split (the released code fits probes on 40 % of the scenes)."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction}")

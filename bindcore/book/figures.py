@@ -281,3 +281,21 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, 0.0))
     return fig
+
+
+def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
+    """Figure 9: the global product's held-out object recognition against the model's
+    own, one colour per object-space size (the legend gives its correlation), the
+    diagonal dotted."""
+    corr = correlations.set_index("objects")
+    for i, (objects, sub) in enumerate(table.groupby("objects", sort=True)):
+        r = corr.loc[objects, "Pearson r"] if objects in corr.index else np.nan
+        label = f"|O| = {objects} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
+        ax.scatter(sub["model: held-out objects"], sub["global product: held-out objects"], s=36,
+                   color=PALETTE[i % len(PALETTE)], edgecolors="black", linewidths=0.4, label=label)
+    ax.plot([0, 1], [0, 1], ":", color=REFERENCE_COLOUR, lw=1)
+    ax.set_xlabel("the model's held-out object recognition (two-object scenes)")
+    ax.set_ylabel("global product: held-out object recognition")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=8, loc="best")
