@@ -90,6 +90,10 @@ class TrainConfig:
     concept_loss_trigger: float = 0.0
     swaps_per_scene: int = 1
     random_negatives_per_positive: int = 0
+    # near-miss negatives: per kept positive, this many copies with one concept's value
+    # changed at random (kept only if an allowed object); the release's "perturbation"
+    # negatives, which it offers only without a coverage split
+    near_miss_negatives_per_positive: int = 0
     max_concept_queries: int = 64
     max_object_queries: int = 64
     candidates: str = "batch"  # "batch": batch positives + negatives; "train_vocab": all training objects
@@ -294,6 +298,7 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.concept_loss_weight >= 0, "concept_loss_weight", "must be >= 0")
     need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
     need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
+    need(cfg.near_miss_negatives_per_positive >= 0, "near_miss_negatives_per_positive", "must be >= 0")
     need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
     need(0 <= cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
     need(0 <= cfg.curriculum_frac < 1, "curriculum_frac", "must lie in [0, 1)")
@@ -338,7 +343,8 @@ def object_candidates(
     """Object candidate ids for one batch (B.3).
 
     ``batch``: the distinct objects present (at most ``max_object_queries``), plus
-    random negatives from the allowed list and attribute-swap hard negatives; a swap
+    random negatives from the allowed list, near-miss negatives (a kept positive with
+    one concept's value changed) and attribute-swap hard negatives; a near miss or swap
     that is not an allowed object is dropped. ``train_vocab``: every allowed object.
     """
     space = cfg.space
@@ -349,10 +355,24 @@ def object_candidates(
     if cfg.random_negatives_per_positive:
         n = len(parts[0]) * cfg.random_negatives_per_positive
         parts.append(allowed[torch.randint(0, len(allowed), (n,), generator=gen, device=gen.device)])
+    if cfg.near_miss_negatives_per_positive:
+        misses = near_misses(space, parts[0], gen, cfg.near_miss_negatives_per_positive)
+        parts.append(misses[isin(misses, allowed)])
     if cfg.swaps_per_scene:
         swaps = attribute_swaps(space, scenes, gen, cfg.swaps_per_scene)
         parts.append(swaps[isin(swaps, allowed)])
     return torch.cat(parts).unique()
+
+
+def near_misses(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator, per_object: int) -> torch.Tensor:
+    """For each object, ``per_object`` objects that differ from it in exactly one concept
+    (a random concept, shifted by a random non-zero amount mod V)."""
+    vals = space.object_values(objects.repeat(per_object))
+    rows = torch.arange(len(vals), device=vals.device)
+    c = torch.randint(0, space.n_concepts, (len(vals),), generator=gen, device=gen.device)
+    shift = torch.randint(1, space.n_values, (len(vals),), generator=gen, device=gen.device)
+    vals[rows, c] = (vals[rows, c] + shift) % space.n_values
+    return space.object_ids(vals)
 
 
 def soft_target_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
