@@ -111,6 +111,10 @@ def register_book(subparsers) -> None:
     p.add_argument("--no-html", action="store_true", help="execute the notebooks, skip the HTML build")
     p.add_argument("--strict", action="store_true",
                    help="fail the HTML build on any Sphinx warning (-W --keep-going)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="execute every chapter with its loop counts, steps and data sizes cut to seconds "
+                        "(bindcore.book.profiles.DRY_RUN; with --profile paper: the paper path on a CPU) "
+                        "into <build-dir>/dry-run; no HTML")
     p.set_defaults(func=_run_book)
 
 
@@ -124,7 +128,12 @@ def _run_book(args: argparse.Namespace) -> int:
     except OptionError as exc:
         return _fail(args, exc)
     try:
-        if args.no_html:
+        if args.dry_run:
+            from bindcore.book.profiles import DRY_RUN
+
+            book.execute_book(args.profile, Path(build_dir) / "dry-run", force=args.force, only=args.only,
+                              parameters=DRY_RUN)
+        elif args.no_html:
             book.execute_book(args.profile, build_dir, force=args.force, only=args.only)
         else:
             book.build_book(args.profile, build_dir, force=args.force, only=args.only, strict=args.strict)

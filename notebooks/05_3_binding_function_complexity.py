@@ -50,6 +50,7 @@ steps = None  # approximator training steps
 batch_size = None  # approximator minibatch (None: full batch)
 lrs = None  # learning rates (chosen per model on validation scenes of training objects)
 max_objects = None  # objects per controlled model whose ordered pairs form the data
+controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 workers = None
 device = None
 

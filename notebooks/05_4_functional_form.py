@@ -52,6 +52,7 @@ steps = None
 batch_size = None
 lrs = None
 max_objects = None
+controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 workers = None
 device = None
 

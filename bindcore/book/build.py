@@ -278,8 +278,11 @@ def execute_book(
     only: Iterable[str] | None = None,
     *,
     root: Path | str | None = None,
+    parameters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[NotebookRun]:
-    """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings."""
+    """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings;
+    ``parameters``: {notebook: papermill parameters beside ``profile``} (e.g.
+    :data:`bindcore.book.profiles.DRY_RUN`)."""
     check_profile(profile)
     root = _resolve_root(root)
     names = toc_notebooks(root)
@@ -295,7 +298,7 @@ def execute_book(
     library = library_hash(root / "bindcore")
     runs = []
     for name in selected:
-        run = _execute(name, profile, out_dir, None, force, root, library)
+        run = _execute(name, profile, out_dir, (parameters or {}).get(name), force, root, library)
         status = "cached" if run.cached else f"executed in {run.seconds:.1f} s"
         print(f"[book] {name}: {status}", flush=True)
         runs.append(run)

@@ -174,14 +174,17 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
             "ViT-B/32 text tower (random init)": control}, d.note
 
 
-def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None) -> list[dict[str, Any]]:
+def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None,
+                      steps: int | None = None) -> list[dict[str, Any]]:
     """The controlled dual encoders of §5.2 trained at the largest coverage of each
-    object space of ``profile`` (stored runs are reused; their code version is printed)."""
+    object space of ``profile``, ``steps`` steps each (None: the profile's recipe; a
+    chapter's ``controlled_steps``). Stored runs are reused; their code version is printed."""
     from bindcore.controlled.recipes import recipe
     from bindcore.sweep import generalization_configs, run_sweep
 
     p = chapter_parameters("binding_generalization", profile)
-    configs = generalization_configs(recipe(profile), {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
+    base = recipe(profile) if steps is None else recipe(profile, steps=steps)
+    configs = generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
     runs = run_sweep(configs, workers=workers, device=device, progress=False)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs
@@ -191,7 +194,7 @@ def controlled_datasets(profile: str, params: dict[str, Any], workers: int | Non
     """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3, §5.4)."""
     from bindcore.analysis.probes import controlled_binding_data
 
-    runs = generalizing_runs(profile, workers=workers, device=device)
+    runs = generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"))
     return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
 
 
@@ -204,7 +207,7 @@ def controlled_sets(profile: str, params: dict[str, Any], workers: int | None = 
 
     return [controlled_set(controlled_binding_data(rec, max_objects=params["controlled_objects"],
                                                    device=device or "cpu"))
-            for rec in generalizing_runs(profile, workers=workers, device=device)]
+            for rec in generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"))]
 
 
 def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = None,

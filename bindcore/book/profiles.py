@@ -62,6 +62,8 @@ RULES: dict[str, Rule] = {
     "natural_types": Rule(int, low=1, high=5),
     "natural_patterns": Rule(int, low=1, high=5),
     "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
+    "controlled_steps": Rule(int, low=1, optional=True,
+                             note="training steps of the §5.2 models the chapter uses; None: the profile's recipe"),
 }
 # where a chapter reads a parameter differently from RULES
 CHAPTER_RULES: dict[tuple[str, str], Rule] = {
@@ -101,11 +103,11 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "controlled_complexity": {
         # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
         # pairs of (up to max_objects) objects
-        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16),
+        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16, controlled_steps=None),
         "quick": dict(fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024], steps=1500, batch_size=512,
-                      lrs=[1e-2, 1e-3], max_objects=400),
+                      lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None),
         "paper": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
-                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400),
+                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None),
     },
     "geometry": {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
@@ -116,16 +118,16 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
                       probe_lr=0.1,
                       ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None),
+                      clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None),
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None),
+                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None),
         "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000,
                       controlled=True, controlled_objects=400, permutations=5, clevr_dir=None, pug_dir=None,
-                      dinov2="facebook/dinov2-base"),
+                      dinov2="facebook/dinov2-base", controlled_steps=None),
     },
     "additional": {
         # D.3 three-object CLEVR-like scenes (each set: without and with occlusion), D.4's
@@ -166,6 +168,34 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
                       coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
                       ablations=True),
     },
+}
+
+# The paper-path dry run (tests/test_dry_run.py, `bindcore book --profile paper --dry-run`):
+# every chapter on `profile=paper`, so that each branch the paper profile takes (its model
+# sizes and recipes, protocols, sweeps, tables, figures, the report) runs, with every loop
+# count, step count and data size cut to seconds on a CPU. Per notebook, the papermill
+# parameters (`-p` / `-y`) that do it; the one place they are kept. Data sizes are about the
+# smoke profile's, except the controlled models' objects: 100 (a 4x4 sub-grid of the paper's
+# larger object spaces leaves the component probes of §4.2 no scene to fit). Not the numbers:
+# the code.
+DRY_RUN: dict[str, dict[str, Any]] = {
+    "03_formalisation": dict(n_sample_scenes=2000),
+    "c1_datasets": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
+    "04_1_geometry": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=50,
+                          ks=[0.0, 1.0], max_edits=50, controlled_objects=100, permutations=2, controlled_steps=2),
+    "04_2_component_attribution": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48,
+                                       probe_epochs=50, controlled_objects=100, permutations=2, controlled_steps=2),
+    "05_1_pretrained_binding_complexity": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16, 64],
+                                               probe_epochs=50, steps=20, lrs=[1e-2, 1e-3], tree_components=[2, None]),
+    "05_2_binding_generalization": dict(coverages=[0.5, 0.9], steps=2),
+    "05_3_binding_function_complexity": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=20, max_objects=100,
+                                             controlled_steps=2),
+    "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=20, max_objects=100, controlled_steps=2),
+    "d_additional": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=50, natural_types=3,
+                         natural_patterns=3, natural_width=64, max_edits=50),
+    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, fractions=[0.5, 0.9], widths=[4, 16], approx_steps=20,
+                             max_objects=16, renders=1),
+    "reproduction_report": {},
 }
 
 

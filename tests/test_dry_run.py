@@ -1,0 +1,44 @@
+"""The paper-path dry run: every chapter executed by papermill on `profile=paper` with its
+loop counts, step counts and data sizes cut to seconds (bindcore.book.profiles.DRY_RUN),
+so that every branch the paper profile takes runs on a CPU. Not the numbers: the code."""
+
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+
+from bindcore.book import build as book
+from bindcore.book.profiles import DRY_RUN, check_parameter
+from bindcore.book.toc import toc_notebooks
+
+CHAPTER = {  # notebook -> its profile table (bindcore.book.profiles)
+    "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
+    "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
+    "05_2_binding_generalization": "binding_generalization", "05_3_binding_function_complexity": "controlled_complexity",
+    "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
+}
+
+
+def test_dry_run_covers_every_chapter_with_valid_parameters():
+    assert set(DRY_RUN) == set(toc_notebooks())
+    for name, params in DRY_RUN.items():
+        for key, value in params.items():  # the report has none: it reads the chapters' (ran_with)
+            check_parameter(CHAPTER[name], key, value)
+
+
+@pytest.mark.slow
+def test_paper_path_dry_run(tmp_path, monkeypatch):
+    """Executes the whole book on `paper` with DRY_RUN (prints each chapter's time)."""
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
+    start = time.perf_counter()
+    runs = book.execute_book("paper", tmp_path, parameters=DRY_RUN)
+    print(f"\npaper-path dry run: {time.perf_counter() - start:.0f} s in all")
+    for run in runs:
+        print(f"  {run.name:<40} {run.seconds:7.1f} s")
+        nb = nbformat.read(run.path, as_version=4)
+        assert nb.metadata["bindcore"]["run_parameters"]["profile"] == "paper"
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                  if o.output_type == "error"]
+        assert not errors, f"{run.name}: error outputs"
