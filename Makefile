@@ -11,7 +11,9 @@ PROFILE ?= quick
 # environment.yml pins the same pair.
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 BIN := $(VENV)/bin
-export HF_HUB_OFFLINE ?= 1
+# No blanket HF_HUB_OFFLINE: the encoders decide with one bounded probe of the Hub (0.5 s)
+# whether pretrained weights are reachable, so a networked machine loads CLIP and an
+# offline one falls back at once. Set HF_HUB_OFFLINE=1 yourself to skip even the probe.
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: venv book test test-fast lint bench clean

@@ -186,7 +186,7 @@ def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeyp
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     book.execute_notebook("ch1", "smoke", tmp_path / "out", root=fake_repo)
     call = fake_papermill.calls[0]
-    assert call["env"] == {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+    assert call["env"] == {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"),
                            "BINDCORE_PROFILE": "smoke", "BINDCORE_BOOK_BUILD": "1"}
     assert call["cwd"] == fake_repo / "notebooks"
     assert "BINDCORE_PROFILE" not in os.environ  # restored afterwards

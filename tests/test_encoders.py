@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pytest
@@ -344,3 +346,25 @@ def test_trimmed_text_tower_equals_the_full_one():
         full = enc.model.encode_text(tokens)
         trimmed = _encode_text_trimmed(enc.model, tokens)
     assert trimmed is not None and torch.allclose(full, trimmed, atol=1e-4)
+
+
+def test_no_offline_switch_one_probe_then_the_fallbacks(monkeypatch):
+    """Without HF_HUB_OFFLINE (the book build and the Makefile no longer set it) and without
+    network, the encoders ask one bounded probe per host and fall back to the offline
+    encoders; nothing else reaches for the network (issue 13)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    probes = []
+    monkeypatch.setattr(availability, "host_reachable",
+                        lambda url, timeout=availability.HUB_PROBE_TIMEOUT_S: probes.append((url, timeout)) or False)
+    d = E.default_encoders()
+    assert not d.pretrained_clip and isinstance(d.image, E.RandomInitClipEncoder)
+    assert len(probes) == 1 and probes[0][1] == availability.HUB_PROBE_TIMEOUT_S
+    status = {s.spec.split(":")[0]: s.available for s in E.available_encoders()}
+    assert status == {"clip": False, "random-init": True, "minilm": True, "dinov2": False}
+    assert len({urlparse(u).hostname for u, _ in probes[1:]}) == len(probes) - 1  # one probe per host
+
+
+def test_makefile_sets_no_blanket_offline_mode():
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert not [line for line in makefile.splitlines() if "HF_HUB_OFFLINE" in line and not line.startswith("#")]

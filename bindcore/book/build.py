@@ -100,7 +100,8 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
     """Environment inherited by the kernel that papermill starts (restored afterwards)."""
     saved = dict(os.environ)
     os.environ.update(openmp_environment())
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
+    # CLIP where its weights are reachable, the offline fallbacks where not
     os.environ["BINDCORE_PROFILE"] = profile
     # progress bars inside a kernel would land in the rendered pages as many lines of text;
     # papermill reports progress per cell instead
