@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import product
 from typing import Any
 
-from .controlled.training import TrainConfig, check_fields, train
+from .controlled.training import TrainConfig, check_fields, seconds_per_step, train
 from .runtime import openmp_environment, progress_bar, resolve_device
 from .store import ResultStore
 
@@ -64,19 +64,58 @@ def default_workers(n_pending: int, device: str | None = None) -> int:
     return max(1, min(n_pending, os.cpu_count() or 1))
 
 
+# fields that change neither a step's model, batch nor object space, nor its cost much (one timed step
+# serves them all; a pixel level changes only what is drawn)
+_SAME_STEP = ("coverage", "seed", "steps", "warmup_frac", "eval_every", "checkpoint_every", "concept_loss_trigger",
+              "concept_loss_start", "heldout_as_negatives", "lr", "level")
+
+
+def training_estimate(configs: list[TrainConfig], device: str | None = None, workers: int = 1) -> tuple[float, str]:
+    """(seconds, a line saying so) to train ``configs`` here, before any is trained: one
+    timed step (:func:`~bindcore.controlled.training.seconds_per_step`) of each distinct
+    model / batch / object space, times every config's steps, shared among ``workers``.
+    Rough: evaluations and worker start-up are not counted."""
+    per_step: dict[str, float] = {}
+    total = 0.0
+    for cfg in configs:
+        key = repr(sorted((k, v) for k, v in cfg.to_dict().items() if k not in _SAME_STEP))
+        if key not in per_step:
+            per_step[key] = seconds_per_step(cfg, device)
+        total += per_step[key] * cfg.steps
+    seconds = total / max(1, workers)
+    steps = sum(c.steps for c in configs)
+    timed = ", ".join(f"{1e3 * t:.0f}" for t in per_step.values())
+    line = (f"cost: {len(configs)} training run(s), {steps:,} steps in all; about {format_duration(seconds)} on "
+            f"{resolve_device(device)} with {workers} worker(s) (a timed step per model size: {timed} ms; "
+            f"evaluation not counted)")
+    return seconds, line
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as "42 s", "3.5 min" or "2.1 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
 def run_sweep(
     configs: list[TrainConfig],
     store: ResultStore | None = None,
     workers: int | None = None,
     device: str | None = None,
     progress: bool = True,
+    estimate: bool = True,
 ) -> list[dict[str, Any]]:
-    """Train every config (or fetch its stored result); results in the order given."""
+    """Train every config (or fetch its stored result); results in the order given.
+    Before training, print the number of runs to train and an estimate of their time
+    here (``estimate``, :func:`training_estimate`)."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1 (or None: one per CPU core), got {workers!r}")
     store = store or ResultStore()
     pending = [c for c in dict.fromkeys(configs) if store.find(c.store_kind, c.to_dict()) is None]
     n_workers = workers if workers is not None else default_workers(len(pending), device)
+    if pending and estimate:
+        print(f"{training_estimate(pending, device, n_workers)[1]}; {len(dict.fromkeys(configs)) - len(pending)} stored", flush=True)
     if pending and n_workers <= 1:
         for cfg in progress_bar(pending, enabled=progress, desc="sweep"):
             train(cfg, store=store, device=device, progress=progress)

@@ -727,6 +727,42 @@ class TrainOutput:
     cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
 
 
+def optimizer_step(cfg: TrainConfig, model: DualEncoder, opt: torch.optim.Optimizer, train_objects: torch.Tensor,
+                   allowed: torch.Tensor, step: int, dev: torch.device, amp: torch.dtype | None,
+                   w_c: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """One training step: a minibatch of scenes of the step's training objects, then
+    ``grad_steps_per_batch`` optimiser steps on it; (the last loss, its parts)."""
+    gen = step_generator(cfg, step, dev)
+    scenes = sample_scenes(curriculum_objects(cfg, train_objects, step), cfg.batch_size, cfg.max_objects, gen)
+    for _ in range(cfg.grad_steps_per_batch):
+        with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
+            loss, parts = train_loss(cfg, model, scenes, allowed, gen, w_c)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return loss, parts
+
+
+def seconds_per_step(cfg: TrainConfig, device: str | torch.device | None = None, steps: int = 1) -> float:
+    """Wall seconds of one training step of ``cfg`` here, timed over ``steps`` steps after
+    one warm-up step (a short probe for cost estimates; the model is thrown away)."""
+    dev = resolve_device(str(device) if device is not None else None)
+    train_objects = cfg.split.train.to(dev)
+    allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
+    model = build_model(cfg, dev)
+    opt, amp = make_optimizer(cfg, model), autocast_dtype(cfg, dev)
+    w_c = concept_weight(cfg, 0, None) or cfg.concept_loss_weight
+    optimizer_step(cfg, model, opt, train_objects, allowed, 0, dev, amp, w_c)  # warm-up
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        optimizer_step(cfg, model, opt, train_objects, allowed, step, dev, amp, w_c)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    return (time.perf_counter() - start) / steps
+
+
 def run_training(
     cfg: TrainConfig,
     device: str | torch.device | None = None,
@@ -758,15 +794,8 @@ def run_training(
     done = 0
     concept_from = concept_loss_onset(cfg, history)
     for step in bar:
-        gen = step_generator(cfg, step, dev)
-        scenes = sample_scenes(curriculum_objects(cfg, split_train, step), cfg.batch_size, cfg.max_objects, gen)
-        for _ in range(cfg.grad_steps_per_batch):
-            with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
-                loss, parts = train_loss(cfg, model, scenes, allowed_negatives, gen,
-                                         concept_weight(cfg, step, concept_from))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        loss, parts = optimizer_step(cfg, model, opt, split_train, allowed_negatives, step, dev, amp,
+                                     concept_weight(cfg, step, concept_from))
         sched.step()
         done += 1
         n = step + 1

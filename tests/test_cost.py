@@ -1,0 +1,29 @@
+"""Cost before compute (issue 13): a sweep says how many runs it will train and about how
+long they take here before it trains any; nothing is printed for stored runs."""
+
+from __future__ import annotations
+
+from bindcore.controlled.recipes import recipe
+from bindcore.store import ResultStore
+from bindcore.sweep import format_duration, run_sweep, training_estimate
+
+
+def test_estimate_counts_runs_and_steps():
+    configs = [recipe("smoke", steps=4), recipe("smoke", steps=4, coverage=0.5), recipe("smoke", steps=6, seed=1)]
+    seconds, line = training_estimate(configs)
+    assert seconds > 0
+    assert "3 training run(s), 14 steps in all" in line and "on cpu" in line
+    assert line.count(" ms") == 1  # one timed step serves configs that differ in coverage, seed and steps only
+
+
+def test_sweep_prints_the_cost_before_training_and_not_when_stored(tmp_path, capsys):
+    store = ResultStore(tmp_path / "results", published=None)
+    configs = [recipe("smoke", steps=3)]
+    run_sweep(configs, store=store, workers=1, progress=False)
+    assert "cost: 1 training run(s), 3 steps in all" in capsys.readouterr().out
+    run_sweep(configs, store=store, workers=1, progress=False)
+    assert "cost:" not in capsys.readouterr().out
+
+
+def test_format_duration():
+    assert (format_duration(42), format_duration(600), format_duration(7200)) == ("42 s", "10.0 min", "2.0 h")
