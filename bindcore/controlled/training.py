@@ -116,7 +116,7 @@ class TrainConfig:
     curriculum_values: int = 0
     curriculum_frac: float = 0.0
     seed: int = 0
-    precision: str = "auto"  # "auto": bf16 autocast on CUDA, fp32 on CPU
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA with native bf16 (Ampere+), else fp32
     # evaluation
     eval_every: int = 1000
     eval_scenes: int = 1024  # per object count
@@ -440,7 +440,11 @@ def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int
 
 
 def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
-    if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
+    """bf16 autocast where asked for, and under "auto" on a CUDA GPU with native bf16
+    (Ampere and later; a T4 has none and trains in fp32); else None (fp32)."""
+    if cfg.precision == "bf16":
+        return torch.bfloat16
+    if cfg.precision == "auto" and device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
         return torch.bfloat16
     return None
 
