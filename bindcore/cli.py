@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bindcore.runtime import PROFILES
+from bindcore.runtime import PROFILES, RECIPE_PROFILES
 
 EXIT_USAGE = 2  # an expected failure: bad options, config or paths
 
@@ -193,7 +193,8 @@ def _config_from_args(args: argparse.Namespace):
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=PROFILES, default="quick", help="recipe to start from (default quick)")
+    p.add_argument("--profile", choices=RECIPE_PROFILES, default="quick",
+                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes)")
     p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
@@ -258,10 +259,14 @@ def register_sweep(subparsers) -> None:
                    help="number of concepts (C)")
     p.add_argument("--seeds", type=field_value("seed"), nargs="+", default=None, help="training seeds")
     p.add_argument("--workers", type=positive_int, default=None, help="parallel runs (default: CPU cores, 1 on GPU)")
+    p.add_argument("--publish", action="store_true",
+                   help="copy each finished run's config and result (no weights) to published/, where the "
+                   "book reads them")
     p.set_defaults(func=_run_sweep)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    from bindcore.controlled.recipes import scale_plan
     from bindcore.store import ResultStore
     from bindcore.sweep import grid, run_sweep
 
@@ -269,11 +274,19 @@ def _run_sweep(args: argparse.Namespace) -> int:
         base = _check_run_options(args)
         axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                                   ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
-        configs = grid(base, **axes)
+        if args.profile == "scale" and not axes and args.config is None:
+            configs = [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
+        else:
+            configs = grid(base, **axes)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
-    recs = run_sweep(configs, store=ResultStore(args.results), workers=args.workers, device=args.device,
-                     progress=not args.quiet)
+    store = ResultStore(args.results)
+    recs = run_sweep(configs, store=store, workers=args.workers, device=args.device, progress=not args.quiet)
+    if args.publish:
+        for cfg in configs:
+            entry = store.find(cfg.store_kind, cfg.to_dict())
+            if entry is not None and entry.source == "local":
+                print(f"published {store.publish(entry)}")
     for cfg, rec in zip(configs, recs):
         m = rec["metrics"]
         print(f"C={cfg.n_concepts} V={cfg.n_values} coverage={cfg.coverage:g} seed={cfg.seed}: "

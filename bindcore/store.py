@@ -567,6 +567,20 @@ class ResultStore:
                     code = result.get("code") or {}
                     yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
 
+    def publish(self, entry: Entry) -> Path:
+        """Copy a finished local entry's ``config.json`` and ``result.json`` (no
+        weights, no checkpoint) to the published root, atomically; its path there."""
+        if self.published is None:
+            raise ValueError("this store has no published root")
+        if entry.source != "local" or not entry.done:
+            raise ValueError(f"{entry.path}: only a finished local entry can be published")
+        kind_dir = entry.path.parent.name
+        dest = self.published / kind_dir / entry.path.name
+        dest.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(dest / "config.json", entry.config)
+        atomic_write_json(dest / "result.json", entry.result)
+        return dest
+
     # -- claims ---------------------------------------------------------------------
     def claim_path(self, kind: Kind, config: dict[str, Any]) -> Path:
         return self.local_dir(kind, config) / CLAIM_FILE

@@ -106,3 +106,32 @@ def test_data_make_writes_a_dataset_with_its_labels(tmp_path, capsys, kind, args
     if kind != "text":
         assert all((out / f).is_file() for f in filenames)
     assert f"{n} scenes" in capsys.readouterr().out
+
+
+def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_covers_the_sizes():
+    from bindcore.controlled.recipes import SCALE_COVERAGES, SCALE_STEPS, scale_plan
+
+    diff = recipe_differences("quick", "scale")
+    assert set(diff) == {"max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger", "steps"}
+    plan = scale_plan()
+    assert len(plan) == len(SCALE_STEPS) * len(SCALE_COVERAGES)
+    assert {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
+    for c in plan:
+        assert c.steps == SCALE_STEPS[(c.n_concepts, c.n_values)] and not c.heldout_as_negatives
+    sizes = [c.n_values ** c.n_concepts for c in plan]
+    assert sizes == sorted(sizes)  # smallest object space first: early records are the cheap ones
+    with pytest.raises(ValueError, match="recipe profile"):
+        recipe("huge")
+
+
+def test_sweep_command_publishes_config_and_result_without_weights(tmp_path, monkeypatch, capsys):
+    import bindcore.store as store_mod
+
+    monkeypatch.setattr(store_mod.ResultStore.__init__, "__defaults__", (None, tmp_path / "published"))
+    args = ["sweep", *TINY, "--coverages", "0.5", "--results", str(tmp_path / "results"), "--quiet", "--workers", "1"]
+    assert main([*args, "--publish"]) == 0
+    out = capsys.readouterr().out
+    published = list((tmp_path / "published" / STORE_KIND).iterdir())
+    assert len(published) == 1 and f"published {published[0]}" in out
+    assert sorted(p.name for p in published[0].iterdir()) == ["config.json", "result.json"]
+    assert json.loads((published[0] / "result.json").read_text())["config"]["coverage"] == 0.5
