@@ -320,3 +320,45 @@ def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> 
                      f"`papermill notebooks/{notebook}.ipynb out.ipynb {args}`. "
                      + (AUTHOR_DATA_HOW if any(k != "dinov2" for k in missing) else ""))
     return datasets, dino, "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------
+# §5.2 at the paper's sizes: the scale sweep's stored records
+# ---------------------------------------------------------------------------------
+def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
+    local or published, and the configs of the plan that have none yet. The quick book
+    shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
+    from bindcore.controlled.recipes import scale_plan
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    found, missing = [], []
+    for cfg in scale_plan():
+        entry = store.find(cfg.store_kind, cfg.to_dict())
+        if entry is None:
+            missing.append(cfg)
+        else:
+            found.append(entry.record())
+    return found, missing
+
+
+def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) -> str:
+    """Where and how the scale records were made, in one paragraph of text."""
+    if not records:
+        return (f"No record of the scale sweep is stored ({len(missing)} runs planned): "
+                f"`bindcore sweep --profile scale --publish` computes them.")
+    machines = sorted({f"{(r.get('machine') or {}).get('hostname', '?')} ({r.get('device', '?')}, "
+                       f"{r.get('threads', '?')} thread{'s' if r.get('threads') != 1 else ''} per run)" for r in records})
+    cpu = [r["cpu_seconds"] / 60 for r in records if r.get("cpu_seconds") is not None]
+    when = sorted(r.get("finished_at", "?") for r in records)
+    text = (f"{len(records)} runs of the scale sweep ({', '.join(sorted({r.get('source', 'local') for r in records}))}"
+            f" records), computed on {', '.join(machines)} between {when[0]} and {when[-1]}"
+            + (f"; {min(cpu):.1f} to {max(cpu):.1f} CPU-minutes per run, {sum(cpu):.0f} in all" if cpu else "")
+            + ". Recompute them with `bindcore sweep --profile scale` (add `--publish` to copy the records to "
+              "published/).")
+    if missing:
+        text += (f" Not computed yet: {len(missing)} runs (" + ", ".join(
+            f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
+            + (", ..." if len(missing) > 8 else "") + ").")
+    return text

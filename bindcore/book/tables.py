@@ -431,3 +431,31 @@ def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: A
                      "edit retrieval": e["retrieval"], "edit chance": e["retrieval_chance"], "edits": int(e["n"]),
                      "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan)})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# §5.2: the recipe search log
+# ---------------------------------------------------------------------------------
+def recipe_search_table(path: Any = None) -> pd.DataFrame:
+    """The attempts of the §5.2 recipe search (``benchmarks/recipe_search.py``, logged in
+    ``published/recipe-search.json``), failed ones included, with the fields each changed
+    from its base recipe; an empty frame when there is no log."""
+    import json
+    from pathlib import Path
+
+    from bindcore.store import PUBLISHED_ROOT
+
+    path = Path(path) if path is not None else PUBLISHED_ROOT / "recipe-search.json"
+    if not path.exists():
+        return pd.DataFrame()
+    rows = json.loads(path.read_text())["attempts"]
+    out = pd.DataFrame([{
+        "attempt": r["name"].split("_")[0],
+        "changes": f"{r['base']} + " + ", ".join(f"{k}={v}" for k, v in r["changes"].items()
+                                                 if k not in ("n_values", "coverage", "steps")),
+        "|O|": r["objects"], "coverage": r["coverage"], "steps": r["step reached"],
+        "CPU min": r["cpu minutes"], "strict": r["strict"], "swap pairs": r["swap pairs"],
+        "swap pairs (held-out twins)": r["swap pairs, held-out twins"], "bag ceiling": r["bag ceiling"],
+        "training task": r["training task"], "status": r["status"],
+    } for r in rows])
+    return out
