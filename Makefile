@@ -38,7 +38,7 @@ lint: venv
 	$(BIN)/ruff check .
 
 bench: venv
-	$(BIN)/python benchmarks/bench_training.py
+	$(BIN)/python benchmarks/bench_training.py --time-to-accuracy
 
 clean:
 	rm -rf _build
