@@ -83,7 +83,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     forms = controlled_sweeps(d54, p54, list(FAMILIES), widths={"mlp": [max(p54["widths"])]}, device=device)
     fig9 = figure9_table(CX.protocol_for(p54), p54["max_objects"], device=device)
 
-    claims = {
+    claims = {**generalization_claims(profile, params["05_2_binding_generalization"], workers, device),
         "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile),
         "§4.2": CL.attribution_claims(sets, att, profile),
         "§5.1": CL.pretrained_claims(t51, profile),
@@ -99,6 +99,25 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
             "decomposition": decomposition_table(sets, dec), "attribution": attribution_table(sets, att),
             "editing": editing_table(sets, edi, k=1.0), "three": three, "natural": natural, "grid": grid,
             "pretrained": t51, "trees": trees, "fig9": fig9}
+
+
+def generalization_claims(profile: str, p52: dict[str, Any], workers: int | None = None,
+                          device: str | None = None) -> dict[str, pd.DataFrame]:
+    """The §5.2 claims of the chapter's own sweep (its stored runs) and, when the chapter
+    shows them, of the scale sweep's stored records."""
+    from bindcore.controlled.recipes import recipe
+    from bindcore.sweep import generalization_configs, generalization_summary, results_table, run_sweep
+
+    from . import claims as CL
+    from .chapter import scale_records
+
+    base = recipe(profile) if p52["steps"] is None else recipe(profile, steps=p52["steps"])
+    runs = run_sweep(generalization_configs(base, p52), workers=workers, device=device, progress=False)
+    out = {"§5.2": CL.claims_table(generalization_summary(results_table(runs)), profile)}
+    scale, _ = scale_records() if p52.get("show_scale") else ([], [])
+    if scale:
+        out["§5.2 (scale)"] = CL.claims_table(generalization_summary(results_table(scale)), "scale (published records)")
+    return out
 
 
 def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
