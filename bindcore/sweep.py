@@ -187,6 +187,7 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "bag floor at largest coverage": float(last["boc_test_object_2"]),
             "best swap pairs": float(best["test_swap_pair"]),
             "objects at best swap pairs": float(best["test_object_2"]),
+            "bag ceiling at best swap pairs": float(best["boc_ceiling_test_object_2"]),
             "coverage of best swap pairs": float(best["coverage"]),
             "rank correlation coverage vs objects": rho,
         })

@@ -163,7 +163,7 @@ glue("own_objects", f"{int(best['objects']):,}")
 glue("own_cov", best["coverage of best swap pairs"], "g")
 glue("own_swap", best["best swap pairs"], ".2f")
 glue("own_strict", best["objects at best swap pairs"], ".2f")
-glue("own_ceiling", best["bag ceiling at largest coverage"], ".2f")
+glue("own_ceiling", best["bag ceiling at best swap pairs"], ".2f")
 summary.round(3)
 
 # %% [markdown]

@@ -567,10 +567,10 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              f"swap pairs {r['swap pairs at smallest coverage']:.2f} at coverage "
                              f"{r['smallest coverage']:g}, {r['best swap pairs']:.2f} at {r['coverage of best swap pairs']:g}",
                              verdict(ok), f"swap pairs from below {low:g} to at least {transition:g}", profile))
-        gap = r["objects at best swap pairs"] - r["bag ceiling at largest coverage"]
+        gap = r["objects at best swap pairs"] - r["bag ceiling at best swap pairs"]
         rows.append(_row(above, who, c_above,
                          f"coverage {r['coverage of best swap pairs']:g}: strict {r['objects at best swap pairs']:.2f} vs "
-                         f"bag ceiling {r['bag ceiling at largest coverage']:.2f}; swap pairs {r['best swap pairs']:.2f}",
+                         f"bag ceiling {r['bag ceiling at best swap pairs']:.2f}; swap pairs {r['best swap pairs']:.2f}",
                          verdict(gap >= margin and r["best swap pairs"] >= transition),
                          f"strict >= ceiling + {margin:g} and swap pairs >= {transition:g}", profile))
         t, c = r["transition coverage"], r[conc_col]
