@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(1)
         cfg = recipe(args.base, **changes)
         rec = train(cfg, store=ResultStore(args.results, published=None), progress=False)
-        row = _row(args.name, args.base, changes, cfg, rec["metrics"], rec["bag_of_concepts"], rec["steps_run"],
+        row = _row(args.name, args.base, changes, cfg, rec["metrics"], rec["bag_of_concepts"], cfg.steps,
                    rec.get("cpu_seconds"), "finished", rec["path"])
     append(row, args.log)
     print(json.dumps(row))
