@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .runtime import openmp_environment, progress_bar, set_threads
+from .store import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,21 @@ def check_store_folder(root: str | Path) -> Path:
         raise FileNotFoundError(f"results folder {root} does not exist on {socket.gethostname()}: on a cluster "
                                 "the results must be a folder every node shares (--results or BINDCORE_RESULTS)")
     return root
+
+
+def store_payload(store: ResultStore) -> dict[str, Any]:
+    """Where a worker finds the store: its folder (absolute; created here) and the
+    published records' folder."""
+    store.root.mkdir(parents=True, exist_ok=True)
+    return {"results": str(store.root.resolve()),
+            "published": str(store.published.resolve()) if store.published is not None else None}
+
+
+def worker_store(payload: dict[str, Any]) -> ResultStore:
+    """The store a task was given (its folder must exist where the task runs)."""
+    published = payload.get("published")
+    return ResultStore(check_store_folder(payload["results"]),
+                       published=published if published and os.path.isdir(published) else None)
 
 
 def check_same_code(kind: Any, fingerprint: str | None) -> None:

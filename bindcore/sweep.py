@@ -27,7 +27,15 @@ from itertools import product
 from typing import Any
 
 from .controlled.training import STORE_KIND, TrainConfig, check_fields, train
-from .executors import Task, check_same_code, check_store_folder, make_executor, run_tasks, with_workers
+from .executors import (
+    Task,
+    check_same_code,
+    make_executor,
+    run_tasks,
+    store_payload,
+    with_workers,
+    worker_store,
+)
 from .io import config_hash
 from .runtime import resolve_device
 from .store import ResultStore
@@ -74,21 +82,6 @@ def default_workers(n_pending: int, device: str | None = None) -> int:
     if resolve_device(device).type == "cuda":
         return 1
     return max(1, min(n_pending, os.cpu_count() or 1))
-
-
-def store_payload(store: ResultStore) -> dict[str, Any]:
-    """Where a worker finds the store: its folder (absolute; created here) and the
-    published records' folder."""
-    store.root.mkdir(parents=True, exist_ok=True)
-    return {"results": str(store.root.resolve()),
-            "published": str(store.published.resolve()) if store.published is not None else None}
-
-
-def worker_store(payload: dict[str, Any]) -> ResultStore:
-    """The store a task was given (its folder must exist where the task runs)."""
-    published = payload.get("published")
-    return ResultStore(check_store_folder(payload["results"]),
-                       published=published if published and os.path.isdir(published) else None)
 
 
 def train_task(payload: dict[str, Any]) -> dict[str, Any]:

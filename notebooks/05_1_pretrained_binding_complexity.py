@@ -50,6 +50,7 @@ batch_size = None  # approximator minibatch
 lrs = None  # approximator learning rates (chosen on validation scenes)
 tree_grid = None  # "small" or "full" hyper-parameter grid for XGBoost / random forest
 device = None
+executor = None  # approximator sweeps: one after the other here (default) or "ray" / "ray:<address>": one Ray task each
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -97,7 +98,7 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # chosen on validation scenes of the training objects, never on held-out ones.
 
 # %%
-table = pretrained_sweeps(P, binding, device=device)
+table = pretrained_sweeps(P, binding, device=device, executor=executor)
 print(f"approximators: {protocol_for(P)}")
 table[["encoder", "family", "width", "fraction", "heldout_concept", "heldout_object", "heldout_r2",
        "train_object", "seconds"]].round(3)

@@ -45,6 +45,7 @@ steps = None  # training steps per run (default: the profile's recipe)
 seeds = None  # training seeds
 ablations = None  # also run the one-phase and release-negatives variants
 workers = None  # parallel CPU runs (default: number of cores; 1 on a GPU)
+executor = None  # where the runs execute: "local" (default), "ray" or "ray:<address>" (a Ray cluster)
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
 # %% tags=["hide-input"]
@@ -110,7 +111,7 @@ recipe_table(profile)
 
 # %%
 configs = generalization_configs(base, P)
-records = run_sweep(configs, workers=workers, device=device)
+records = run_sweep(configs, workers=workers, device=device, executor=executor)
 note_stored(records)
 table = results_table(records)
 table["profile"] = profile
@@ -202,7 +203,7 @@ claims_table(summary, profile)
 # %% tags=["hide-input"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab = run_sweep(list(variants.values()), workers=workers, device=device)
+    ab = run_sweep(list(variants.values()), workers=workers, device=device, executor=executor)
     note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", list(variants))

@@ -44,6 +44,7 @@ lrs = None
 max_objects = None
 workers = None
 device = None
+executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -56,11 +57,12 @@ from bindcore.book.figures import plot_by_fraction
 from bindcore.book.tables import FAMILY_LABELS, controlled_sweeps
 
 P = start_chapter("controlled_complexity", globals())
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 
 # %%
-table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device)
+table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device,
+                         executor=executor)
 
 # %% [markdown]
 # ## All families side by side

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.approximators import select_best
-from bindcore.analysis.complexity import protocol_for, stored_sweep, tree_grid
+from bindcore.analysis.complexity import protocol_for, stored_sweeps, tree_grid
 from bindcore.analysis.embedding_sets import is_occluded
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
 from bindcore.paper import (
@@ -346,20 +346,25 @@ def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
 PRETRAINED_FAMILIES = ("mlp", "additive", "global_product", "xgboost", "random_forest")
 
 
-def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None):
-    """The §5.1 sweep of every encoder's binding data -> one tidy table."""
+def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None,
+                      executor: Any = None, workers: int | None = None):
+    """The §5.1 sweep of every encoder's binding data -> one tidy table (one stored
+    sweep per encoder; ``executor``/``workers``: :func:`bindcore.analysis.complexity.stored_sweeps`)."""
     protocol = protocol_for(params)
-    tables = [approximator_table(stored_sweep(data, params["fractions"], PRETRAINED_FAMILIES, protocol,
-                                              widths={"mlp": params["widths"]}, tree_grid=tree_grid(params["tree_grid"]),
-                                              device=device), encoder=name)
-              for name, data in binding.items()]
-    return pd.concat(tables, ignore_index=True)
+    jobs = [dict(data=data, fractions=params["fractions"], families=PRETRAINED_FAMILIES, protocol=protocol,
+                 widths={"mlp": params["widths"]}, tree_grid=tree_grid(params["tree_grid"])) for data in binding.values()]
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    return pd.concat([approximator_table(records, encoder=name) for name, records in zip(binding, sweeps)],
+                     ignore_index=True)
 
 
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
-                      widths: Any, device: str | None = None):
-    """One tidy table of a stored sweep per controlled model."""
+                      widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None):
+    """One tidy table of a stored sweep per controlled model (``executor``/``workers``:
+    :func:`bindcore.analysis.complexity.stored_sweeps`)."""
     protocol = protocol_for(params)
-    return pd.concat([approximator_table(stored_sweep(d, params["fractions"], families, protocol, widths=widths,
-                                                      device=device), model=d.name, objects=d.n_object_ids)
-                      for d in datasets], ignore_index=True)
+    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths)
+            for d in datasets]
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    return pd.concat([approximator_table(records, model=d.name, objects=d.n_object_ids)
+                      for d, records in zip(datasets, sweeps)], ignore_index=True)
