@@ -224,7 +224,9 @@ class LocalExecutor:
         pass
 
     def describe(self) -> str:
-        return "in this process" if self.workers == 1 else f"local, {self.workers or 'one per core'} worker processes"
+        if self.workers == 1:
+            return "in this process"
+        return f"local, {self.workers} worker processes" if self.workers else "local, a worker process per core"
 
     def run(self, tasks: Sequence[Task], report: Report) -> None:
         n = self.workers or min(len(tasks), os.cpu_count() or 1)
@@ -361,8 +363,9 @@ class RayExecutor:
                     report.failed(task, f"{type(cause).__name__}: {_last_line(str(cause))}" if cause is not None
                                   else _last_line(str(exc)))
                 except ray.exceptions.RayError as exc:  # its worker died more than max_retries times, ...
-                    report.failed(task, f"{type(exc).__name__} after {self.max_retries} retries: "
-                                        f"{str(exc).strip().splitlines()[0]}")
+                    died = isinstance(exc, ray.exceptions.WorkerCrashedError)
+                    report.failed(task, (f"its worker died {self.max_retries + 1} times: " if died else "")
+                                  + f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
                 else:
                     report.finished(task, result)
 
