@@ -3,9 +3,11 @@
 The paper's science in packages that mirror the paper, the book beside them
 (``shared/DESIGN.md``; README "Project layout")::
 
-    controlled/   §3, §5.2, B    scene space and tokens, the dual encoder, training, recipes
+    controlled/   §3, §5.2, B    scene space and tokens, the dual encoder, training, recipes;
+                  E              the pixel scene tower and its training config
     analysis/     §3-§5, C, D    metrics, probes, approximators, complexity, geometry, embedding sets
-    data/         C.1, C.3, D.3  CLEVR-2D and CLEVR-like 3-D renderers, captions, folder loaders
+    data/         C.1, C.3, D.3  CLEVR-2D and CLEVR-like 3-D renderers, captions, folder loaders;
+                  E              the renderer of coloured squares
     encoders/     §4, §5.1       one module per frozen backend, availability, stored embeddings
     store.py                     results keyed by config, stamped with the code that made them
     sweep.py      §5.2           sweeps over training configs

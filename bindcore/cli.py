@@ -196,7 +196,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=PROFILES, default="quick", help="recipe to start from (default quick)")
     p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
-                   help="override one TrainConfig field, e.g. --set n_values=20; repeatable")
+                   help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
+                   "(--set scene_input=pixels: the pixel recipe of appendix E and its fields, e.g. level=speckle)")
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when present)")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (>= 1)")
     p.add_argument("--results", type=Path, default=None, help="result store root (default: results/)")

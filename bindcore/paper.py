@@ -6,9 +6,18 @@ Sources: the paper's summary (``../shared/paper/paper-summary.txt``) and, where 
 (:data:`NOTES`), secondary reading notes of the paper (``numbers.md``). Only this module
 and :mod:`bindcore.book` hold the paper's numbers and claims; the science modules hold
 none (``tests/test_layout.py`` checks).
+
+The tables below are the paper's own layout; :func:`paper_items` lists every number and
+every claim of them once, as :class:`PaperItem` rows, which is what the reproduction
+report sorts into like-for-like, substitute and not-run comparisons
+(:mod:`bindcore.book.comparison`). :data:`RELEASE` holds settings of the authors'
+released code that the book quotes (settings, not results: never compared).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 NOTES = "as reported in secondary notes"
 SUMMARY = "paper summary"
@@ -17,11 +26,26 @@ SUMMARY_AND_NOTES = "paper summary + notes"
 # ---------------------------------------------------------------------------------
 # appendix C: the datasets
 # ---------------------------------------------------------------------------------
-PAPER_DATASETS = {
-    "CLEVR-2D": "576 scenes, 24 objects (8 x 3)",
-    "captions (C.3)": "10,000 + 100 scenes, 10 x 10",
-    "captions (released code)": "160,000 + 400 scenes, 20 x 20",
+# sizes of the paper's datasets (summary; checked against the release's label files)
+PAPER_DATASET_SIZES = {
+    "CLEVR": {"scenes": 576, "colours": 8, "shapes": 3, "objects": 24},
+    "CLEVR-2D": {"scenes": 576, "colours": 8, "shapes": 3, "objects": 24},
+    "PUG:SPARE": {"scenes": 7392, "species": 12, "colours": 8},
+    "captions (C.3)": {"two-object scenes": 10_000, "single-object scenes": 100, "adjectives": 10, "nouns": 10},
+    "captions (released code)": {"two-object scenes": 160_000, "single-object scenes": 400, "adjectives": 20,
+                                 "nouns": 20},
 }
+
+
+def _sizes(name: str) -> str:
+    s = PAPER_DATASET_SIZES[name]
+    if "adjectives" in s:
+        return (f"{s['two-object scenes']:,} + {s['single-object scenes']:,} scenes, "
+                f"{s['adjectives']} x {s['nouns']}")
+    return f"{s['scenes']} scenes, {s['objects']} objects ({s['colours']} x {s['shapes']})"
+
+
+PAPER_DATASETS = {name: _sizes(name) for name in ("CLEVR-2D", "captions (C.3)", "captions (released code)")}
 
 # ---------------------------------------------------------------------------------
 # §4.1 additive decomposition, §4.2 / D.1 component attribution, D.2 editing
@@ -34,11 +58,16 @@ PAPER_RECONSTRUCTION = {
     ("CLEVR", "CLIP ViT-B/32"): (0.78, 0.83, 0.94, 0.96),
     ("text", "random init"): (0.47, 0.69, 0.42, 0.82),
 }
+RECONSTRUCTION_METRICS = ("R² objects (avg)", "R² objects (avg + pos)", "retrieval", "probing")
 
 # §4.1 (summary), CLIP ViT-B/32: the bag of concepts explains up to this R² ...
 PAPER_CONCEPT_R2 = {"text": 0.84, "CLEVR": 0.71}
 # ... and the bag of objects about this much more
 PAPER_OBJECTS_OVER_CONCEPTS = 0.10
+# §4.1 (summary), CLIP on CLEVR: editing retrieval with scene-averaged object embeddings
+# and with single-object embeddings (CLEVR and CLEVR-2D); the same numbers are the D.2
+# table's obj-avg and single columns
+PAPER_EDIT_RETRIEVAL_SUMMARY = {"scene-averaged": 1.00, "single-object": 0.97}
 
 # §4.2 / D.1 subtraction, CLIP ViT-B/32: (concept, object) decoding accuracy
 PAPER_ATTRIBUTION = {
@@ -47,10 +76,15 @@ PAPER_ATTRIBUTION = {
     "image": {"original": (0.94, 0.96), "minus concepts": (0.05, 0.85), "minus objects": (0.02, 0.01),
               "permuted concepts": (0.99, 0.97), "permuted objects": (0.86, 0.92)},
 }
+# the paper's image rows of §4.2 / D.1 are on CLEVR (the release's probe suite runs on it)
+PAPER_ATTRIBUTION_DATA = {"text": "text", "image": "CLEVR"}
 
 # D.2 editing at k = 1 (notes): probing and retrieval per bank (obj-avg, pos-avg, single;
-# None where the paper has no single-object images)
+# None where the paper has no single-object images). The release tabulates these per
+# case, "Different" and "Shared" concepts (PUG:SPARE: Different only, its objects never
+# share a value); the notes give one row per dataset, read here as the "Different" rows.
 EDIT_BANKS = ("obj-avg", "pos-avg", "single")
+PAPER_EDITING_CASE = "different"
 PAPER_EDITING = {
     ("CLEVR", "CLIP ViT-B/32"): {"probing": (0.98, 0.98, 0.86), "retrieval": (1.00, 1.00, 0.97)},
     ("CLEVR-2D", "CLIP ViT-B/32"): {"probing": (0.98, 0.98, 0.92), "retrieval": (0.99, 0.99, 0.97)},
@@ -59,14 +93,29 @@ PAPER_EDITING = {
 }
 
 # ---------------------------------------------------------------------------------
-# appendix D.3 (three objects, occlusion) and D.5 (MDS)
+# appendix D.3 (three objects, occlusion), D.4 (natural images) and D.5 (MDS)
 # ---------------------------------------------------------------------------------
 # D.3, from the paper summary (not the secondary notes): pretrained CLIP on the authors'
-# Blender three-object CLEVR scenes. The summary gives no probing number without occlusion.
+# Blender three-object CLEVR scenes. The summary gives no probing number without
+# occlusion; probing with occlusion is a range (low, high).
 PAPER_THREE_OBJECTS = {
-    False: {"probing": "–", "retrieval": 0.76, "r2": "objects > concepts"},
-    True: {"probing": "0.91–0.93", "retrieval": 0.65, "r2": "objects > concepts"},
+    False: {"probing": None, "retrieval": 0.76, "r2": "objects > concepts"},
+    True: {"probing": (0.91, 0.93), "retrieval": 0.65, "r2": "objects > concepts"},
 }
+
+
+def fmt_range(value: Any) -> str:
+    """A paper number or range as the paper writes it ("0.91–0.93"); "–" for None."""
+    if value is None:
+        return "–"
+    if isinstance(value, tuple):
+        return "–".join(f"{v:.2f}" for v in value)
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+# D.4, from the paper summary: generated natural images
+PAPER_NATURAL_IMAGES = {"images": 625, "object types": 5, "patterns": 5}
+PAPER_NATURAL_CLAIM = "decomposition and editing retrieval above chance"
 
 # D.5, from the paper summary: what the MDS pictures show
 PAPER_MDS = ("partial grid-like structure (colour x shape), strongest for text embeddings, more distorted for "
@@ -75,7 +124,7 @@ PAPER_MDS = ("partial grid-like structure (colour x shape), strongest for text e
 # the claims of D.3 and D.5: (claim, the paper's statement)
 PAPER_CLAIMS_APPENDIX_D = (
     ("D.3 probing stays high with occlusion",
-     f"probing {PAPER_THREE_OBJECTS[True]['probing']} with occlusions (CLIP, Blender CLEVR)"),
+     f"probing {fmt_range(PAPER_THREE_OBJECTS[True]['probing'])} with occlusions (CLIP, Blender CLEVR)"),
     ("D.3 object-based beats concept-based reconstruction", PAPER_THREE_OBJECTS[True]["r2"]),
     ("D.3 occlusion lowers retrieval",
      f"{PAPER_THREE_OBJECTS[False]['retrieval']:.2f} -> {PAPER_THREE_OBJECTS[True]['retrieval']:.2f}"),
@@ -87,20 +136,210 @@ PAPER_CLAIMS_APPENDIX_D = (
 # ---------------------------------------------------------------------------------
 # Appendix D: the approximators' training protocol (Adam)
 PAPER_APPROXIMATOR_PROTOCOL = {"steps": 10_000, "lrs": (1e-2, 1e-3, 1e-4), "batch_size": 4096}
+# C.4: the approximators' MLP widths
+PAPER_APPROXIMATOR_WIDTHS = (64, 4096)
 
-# §5.1, CLIP (secondary notes)
-PAPER_PRETRAINED_COMPLEXITY = (">= 0.80 concepts above fraction 0.3; objects about 0.20 at width 4096 and "
-                               "fraction 0.9 (secondary notes)")
+# §5.1, CLIP text: held-out concept recognition above this once the data fraction
+# exceeds the second number (summary); held-out object recognition about this at the
+# widest MLP and the largest fraction (secondary notes)
+PAPER_PRETRAINED_CONCEPTS = {"level": 0.80, "above fraction": 0.3}
+PAPER_PRETRAINED_OBJECTS = {"level": 0.20, "width": 4096, "fraction": 0.9}
+PAPER_PRETRAINED_COMPLEXITY = (
+    f">= {PAPER_PRETRAINED_CONCEPTS['level']:.2f} concepts above fraction {PAPER_PRETRAINED_CONCEPTS['above fraction']}; "
+    f"objects about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']} and "
+    f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (secondary notes)")
+
+# §5.2 (summary + notes): the coverages swept; the largest object spaces; the coverage
+# from which held-out object recognition is near perfect
+PAPER_COVERAGES = (0.1, 0.9)
+PAPER_OBJECT_SPACES = (2_500, 125_000)
+PAPER_COVERAGE_ONSET = {125_000: (0.3, 0.4), 2_500: 0.3}  # |O| = 125,000 jumps between; |O| >= 2,500 needs
 
 # §5.2: (claim, the paper's statement), in the order of the chapter's claims table
 PAPER_CLAIMS_5_2 = (
-    ("held-out object recognition rises with coverage", "sharp rise between coverage 0.1 and 0.9"),
+    ("held-out object recognition rises with coverage",
+     f"sharp rise between coverage {PAPER_COVERAGES[0]} and {PAPER_COVERAGES[1]}"),
     ("at high coverage it is far above the bag-of-concepts baseline", "near 1.0"),
     ("concept recognition generalizes at lower coverage than binding", "yes"),
     ("larger object spaces need a smaller fraction of their objects",
-     "|O| >= 2,500 needs about 0.3 coverage (secondary notes)"),
+     f"|O| >= {PAPER_OBJECT_SPACES[0]:,} needs about {PAPER_COVERAGE_ONSET[2_500]} coverage (secondary notes)"),
 )
 
 # §5.3 and §5.4
 PAPER_WIDTH = "small MLPs suffice; the gap grows with |O|"
 PAPER_FORM = "additive: concepts yes, objects no; products recover objects; global product best"
+
+# ---------------------------------------------------------------------------------
+# appendix E: vision encoders trained from scratch on pixels (summary), and D.7
+# ---------------------------------------------------------------------------------
+PAPER_PIXELS = {
+    "objects": "squares with a fill colour and a border colour",
+    "values per concept": 50,
+    "combinations": "up to 6.5 million",
+    "model": "a convolutional front-end feeding an eight-layer transformer",
+    "layers": 8,
+    "levels": ("clean", "speckle noise", "speckle noise + overlap"),
+}
+
+# (claim, the paper's statement), in the order of the chapter's claims table; the first
+# words of each claim name it in tests
+PAPER_CLAIMS_APPENDIX_E = (
+    ("held-out objects are recognised from pixels (binding generalizes)", "yes, at all three levels (V = 50)"),
+    ("shallow, small MLPs approximate the binding map", "yes, at all three levels"),
+    ("the global-product probe recovers held-out objects (the additive one does not)",
+     "yes, at all three levels; it fails on CLIP and DINOv2 (D.7)"),
+)
+
+
+# figure 9: the global-product probe over many controlled models
+PAPER_FIGURE9 = (f"the global-product probe's held-out object recognition tracks the model's own held-out "
+                 f"recognition; the correlation weakens slightly at |O| = {PAPER_OBJECT_SPACES[1]:,}")
+# D.7: the global-product probe on CLIP and DINOv2
+PAPER_PRODUCT_ON_PRETRAINED = "object recognition near zero for CLIP and DINOv2 (concepts recover with more data)"
+# D.7 beside appendix E: the global-product probe on frozen pretrained encoders and on
+# models trained from scratch on pixels
+PAPER_D7 = {"frozen": PAPER_PRODUCT_ON_PRETRAINED, "pixels": "recovers objects"}
+# appendix E: vision encoders trained from scratch on pixels (PAPER_PIXELS above holds its setting)
+PAPER_PIXELS_CLAIM = ("shallow MLPs approximate the binding map; the global-product probe recovers held-out objects "
+                      "at every level of visual complexity")
+
+# ---------------------------------------------------------------------------------
+# the released code's settings the book quotes (reference-spec §2-§9; settings, not
+# results: they are never compared)
+# ---------------------------------------------------------------------------------
+RELEASE = {
+    "probe train fraction": 0.4,  # linear probes: 40 % of the scenes
+    "probe epochs": 10_000,
+    "probe lr": 1e-2,
+    "component split": (0.99, 0.01),  # §4.2 fits: 99 % / 1 %
+    "component steps": 10_000,
+    "approximator steps": 4000,
+    "training steps (README)": 50_000,
+    "training lr": 3e-5,
+    "d_model": 256,
+    "layers": 6,
+    "batch": 512,
+    "logit-scale cap (train, test)": (10, 100),
+    "CLI defaults (d_out, O_max, V)": ((3, 1, 10), (64, 2, 20)),  # CLI vs README
+}
+
+
+# ---------------------------------------------------------------------------------
+# every number and claim, once
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PaperItem:
+    """One number (``value``: a float, an int, a (low, high) range) or one claim
+    (``value`` None, ``statement`` its words) the paper reports.
+
+    ``section``: where in the paper; ``data`` and ``model``: what it was measured on
+    (the paper's names); ``metric``: what it is; ``source``: :data:`SUMMARY`,
+    :data:`NOTES` or :data:`SUMMARY_AND_NOTES`; ``kind``: "result", "dataset" (a size of
+    a dataset), "setting" (a protocol the paper states) or "claim"."""
+
+    section: str
+    data: str
+    model: str
+    metric: str
+    value: Any
+    source: str
+    kind: str = "result"
+    statement: str = ""
+
+    @property
+    def key(self) -> str:
+        return " | ".join((self.section, self.data, self.model, self.metric))
+
+    @property
+    def shown(self) -> str:
+        """The paper's value (or statement) as a table shows it."""
+        if self.value is None:
+            return self.statement
+        if isinstance(self.value, tuple):
+            return "–".join(f"{v:g}" for v in self.value) if self.kind == "setting" else fmt_range(self.value)
+        if isinstance(self.value, int):
+            return f"{self.value:,}"
+        return f"{self.value:g}" if self.kind == "setting" else f"{self.value:.2f}"
+
+
+CLIP = "CLIP ViT-B/32"
+
+
+def paper_items() -> list[PaperItem]:
+    """Every number and every claim of this module's tables, once, in the paper's order."""
+    out: list[PaperItem] = []
+    add = out.append
+    for name, sizes in PAPER_DATASET_SIZES.items():
+        for what, v in sizes.items():
+            add(PaperItem("C.1" if "captions" not in name else "C.3", name, "–", what, v, SUMMARY, "dataset"))
+    for (data, model), vals in PAPER_RECONSTRUCTION.items():
+        for metric, v in zip(RECONSTRUCTION_METRICS, vals):
+            add(PaperItem("§4.1 reconstruction", data, model, metric, v, NOTES))
+    for data, v in PAPER_CONCEPT_R2.items():
+        add(PaperItem("§4.1 variance", data, CLIP, "R² bag of concepts (up to)", v, SUMMARY))
+    add(PaperItem("§4.1 variance", "text and CLEVR", CLIP, "R² objects minus concepts (about)",
+                  PAPER_OBJECTS_OVER_CONCEPTS, SUMMARY))
+    for bank, v in PAPER_EDIT_RETRIEVAL_SUMMARY.items():
+        add(PaperItem("§4.1 editing", "CLEVR" if bank == "scene-averaged" else "CLEVR and CLEVR-2D", CLIP,
+                      f"edit retrieval ({bank} object embeddings)", v, SUMMARY))
+    for modality, rows in PAPER_ATTRIBUTION.items():
+        for variant, (c, o) in rows.items():
+            for metric, v in (("concepts", c), ("objects", o)):
+                add(PaperItem("§4.2 / D.1 subtraction", PAPER_ATTRIBUTION_DATA[modality], CLIP,
+                              f"{variant}: {metric}", v, SUMMARY_AND_NOTES))
+    for (data, model), row in PAPER_EDITING.items():
+        for metric, vals in row.items():
+            for bank, v in zip(EDIT_BANKS, vals):
+                if v is not None:
+                    add(PaperItem("D.2 editing (k = 1)", data, model, f"{metric} ({bank})", v, NOTES))
+    for occ, row in PAPER_THREE_OBJECTS.items():
+        where = "three-object CLEVR, occluded" if occ else "three-object CLEVR"
+        if row["probing"] is not None:
+            add(PaperItem("D.3", where, CLIP, "probing", row["probing"], SUMMARY))
+        add(PaperItem("D.3", where, CLIP, "retrieval", row["retrieval"], SUMMARY))
+        if occ:
+            add(PaperItem("D.3", "three-object CLEVR", CLIP, "R² objects vs concepts", None, SUMMARY, "claim",
+                          row["r2"]))
+    for what, v in PAPER_NATURAL_IMAGES.items():
+        add(PaperItem("D.4", "generated natural images", "–", what, v, SUMMARY, "dataset"))
+    add(PaperItem("D.4", "generated natural images", CLIP, "decomposition and editing retrieval", None, SUMMARY,
+                  "claim", PAPER_NATURAL_CLAIM))
+    add(PaperItem("D.5", "CLEVR, CLEVR-2D, PUG:SPARE, text", "CLIP, DINOv2", "MDS picture", None, SUMMARY, "claim",
+                  PAPER_MDS))
+    add(PaperItem("§5.1", "captions", CLIP, "held-out concept recognition above fraction "
+                  f"{PAPER_PRETRAINED_CONCEPTS['above fraction']} (at least)", PAPER_PRETRAINED_CONCEPTS["level"],
+                  SUMMARY))
+    add(PaperItem("§5.1", "captions", CLIP, f"held-out object recognition, width {PAPER_PRETRAINED_OBJECTS['width']}, "
+                  f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (about)", PAPER_PRETRAINED_OBJECTS["level"], NOTES))
+    add(PaperItem("§5.1 / D.6 / D.7", "captions", "CLIP, DINOv2", "XGBoost, random forest, global product", None,
+                  SUMMARY, "claim", "fail on objects like the MLP; " + PAPER_PRODUCT_ON_PRETRAINED))
+    add(PaperItem("§5.1 / App. D", "–", "approximators", "steps", PAPER_APPROXIMATOR_PROTOCOL["steps"], SUMMARY,
+                  "setting"))
+    add(PaperItem("§5.1 / App. D", "–", "approximators", "batch size", PAPER_APPROXIMATOR_PROTOCOL["batch_size"],
+                  SUMMARY, "setting"))
+    add(PaperItem("§5.1 / App. D", "–", "approximators", "learning rates",
+                  (min(PAPER_APPROXIMATOR_PROTOCOL["lrs"]), max(PAPER_APPROXIMATOR_PROTOCOL["lrs"])), SUMMARY,
+                  "setting"))
+    add(PaperItem("§5.1 / C.4", "–", "approximators", "MLP widths", PAPER_APPROXIMATOR_WIDTHS, SUMMARY, "setting"))
+    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders", "coverages swept", PAPER_COVERAGES,
+                  SUMMARY, "setting"))
+    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders",
+                  "held-out object recognition at high coverage (near)", 1.0, SUMMARY))
+    add(PaperItem("§5.2", f"|O| = {PAPER_OBJECT_SPACES[1]:,}", "controlled dual encoders",
+                  "coverage of the jump to near-perfect recognition", PAPER_COVERAGE_ONSET[125_000], NOTES))
+    add(PaperItem("§5.2", f"|O| >= {PAPER_OBJECT_SPACES[0]:,}", "controlled dual encoders",
+                  "coverage needed (about)", PAPER_COVERAGE_ONSET[2_500], NOTES))
+    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders", "concepts vs binding", None, SUMMARY,
+                  "claim", "concept recognition generalizes at lower coverage than binding"))
+    add(PaperItem("§5.3", "controlled scenes", "controlled dual encoders", "MLP width", None, SUMMARY, "claim",
+                  PAPER_WIDTH))
+    add(PaperItem("§5.4", "controlled scenes", "controlled dual encoders", "functional form", None, SUMMARY, "claim",
+                  PAPER_FORM))
+    add(PaperItem("§5.4 figure 9", "controlled scenes", "controlled dual encoders", "global product vs the model",
+                  None, SUMMARY, "claim", PAPER_FIGURE9))
+    for what in ("values per concept", "layers"):
+        add(PaperItem("App. E", "pixel scenes", "vision encoders trained from scratch", what, PAPER_PIXELS[what],
+                      SUMMARY, "setting"))
+    add(PaperItem("App. E", "pixel scenes", "vision encoders trained from scratch", "binding function", None,
+                  SUMMARY, "claim", PAPER_PIXELS_CLAIM))
+    return out

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from itertools import product
 from typing import Any
 
-from .controlled.training import STORE_KIND, TrainConfig, check_fields, train
+from .controlled.training import TrainConfig, check_fields, train
 from .executors import (
     Task,
     check_same_code,
@@ -42,12 +42,13 @@ from .store import ResultStore
 
 log = logging.getLogger(__name__)
 
+
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     """Configs for every combination of the given field values, e.g.
-    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a TrainConfig
-    field with a non-empty list of values, each parsed and checked as that field
-    (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
-    check_fields(axes)
+    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a field of
+    ``base``'s config class with a non-empty list of values, each parsed and checked as
+    that field (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
+    check_fields(axes, type(base))
     for name, values in axes.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
             raise ValueError(f"sweep axis {name} = {values!r}: must be a list of values")
@@ -86,9 +87,10 @@ def default_workers(n_pending: int, device: str | None = None) -> int:
 
 def train_task(payload: dict[str, Any]) -> dict[str, Any]:
     """A sweep run where a worker runs it: train the config of ``payload`` (or read its
-    stored result) into the store it names; the record, as JSON."""
-    check_same_code(STORE_KIND, payload.get("code"))
+    stored result) into the store it names; the record, as JSON. The config's class
+    (tokens or pixels) is read from the config (``scene_input``)."""
     cfg = TrainConfig.from_dict(payload["config"])
+    check_same_code(cfg.store_kind, payload.get("code"))
     rec = train(cfg, store=worker_store(payload), device=payload.get("device"),
                 progress=payload.get("progress", False))
     return {**rec, "worker": socket.gethostname()}
@@ -96,13 +98,16 @@ def train_task(payload: dict[str, Any]) -> dict[str, Any]:
 
 def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | None = None,
                 progress: bool = False) -> list[Task]:
-    """The ``train`` tasks of ``configs`` (each entry's folder prepared, its log there)."""
-    where = {**store_payload(store), "device": device, "code": STORE_KIND.fingerprint(), "progress": progress}
+    """The ``train`` tasks of ``configs`` (each entry's folder prepared, its log there;
+    each config in the store folder of its class, token or pixel runs)."""
+    where = {**store_payload(store), "device": device, "progress": progress}
+    code = {kind: kind.fingerprint() for kind in {cfg.store_kind for cfg in configs}}
     tasks = []
     for cfg in configs:
-        entry = store.prepare(STORE_KIND, cfg.to_dict())
-        tasks.append(Task("train", {"config": cfg.to_dict(), **where},
-                          f"{STORE_KIND}/{config_hash(cfg.to_dict())}", entry.path / "worker.log"))
+        kind = cfg.store_kind
+        entry = store.prepare(kind, cfg.to_dict())
+        tasks.append(Task("train", {"config": cfg.to_dict(), **where, "code": code[kind]},
+                          f"{kind}/{config_hash(cfg.to_dict())}", entry.path / "worker.log"))
     return tasks
 
 
@@ -123,7 +128,7 @@ def run_sweep(
     store = store or ResultStore()
     ex = make_executor(executor, workers)
     unique = list(dict.fromkeys(configs))
-    pending = [c for c in unique if store.find(STORE_KIND, c.to_dict()) is None]
+    pending = [c for c in unique if store.find(c.store_kind, c.to_dict()) is None]
     if pending:
         ex = with_workers(ex, default_workers(len(pending), device)) if ex.name == "local" else ex
         log.info("sweep of %d runs: %d stored, %d to run (%s)", len(unique), len(unique) - len(pending),
@@ -136,7 +141,7 @@ def run_sweep(
 def stored_run(cfg: TrainConfig, store: ResultStore) -> dict[str, Any]:
     """The stored record of a run a worker finished (a ``RuntimeError`` if this machine
     cannot see it: the worker wrote to a folder that is not shared)."""
-    found = store.find(STORE_KIND, cfg.to_dict())
+    found = store.find(cfg.store_kind, cfg.to_dict())
     if found is None:
         raise RuntimeError(
             f"run {config_hash(cfg.to_dict())} finished on a worker but its record is not in {store.root} here: "

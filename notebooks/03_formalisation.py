@@ -69,7 +69,8 @@ print(f"C = {space.n_concepts} concepts x V = {space.n_values} values -> |O| = {
 #
 # `bindcore` numbers objects $0 \dots V^C-1$ by writing the value tuple in base $V$ with
 # the first concept as the least-significant digit. A batch of scenes is an integer
-# tensor `[B, O_max]` of object ids, padded with `-1` after the last object.
+# tensor `[B, O_max]` of object ids, padded with `EMPTY` (an id no object has) after the
+# last object.
 
 # %%
 ids = torch.tensor([0, 7, 42, space.n_objects - 1])

@@ -17,18 +17,24 @@
 # **The paper's claim.** A frozen encoder's embedding of a two-object scene is close to
 # a *sum of object components*: averaging the embeddings of all scenes that contain an
 # object gives a vector for that object, and the sum of a scene's object vectors
-# reconstructs its embedding (CLIP: R² 0.90 on captions, 0.78 on CLEVR), retrieves the
-# right scene among all scenes (0.97 / 0.94) and is read correctly by linear probes
-# (0.99 / 0.96). Concepts alone explain less: a bag of concepts accounts for up to 84 %
-# of the variance of text embeddings and 71 % of image embeddings, a bag of objects
-# about 10 points more. The components can be used to *edit* a scene (appendix D.2):
-# subtracting one object's vector and adding another's, `z - k (u(a) - u(a'))`, moves
-# the embedding to the counterfactual scene (CLIP on CLEVR: retrieval 1.00 with
-# averaged components, 0.97 with single-object embeddings).
+# reconstructs its embedding (CLIP: R² {glue:text}`paper_r2_text` on captions,
+# {glue:text}`paper_r2_clevr` on CLEVR), retrieves the right scene among all scenes
+# ({glue:text}`paper_ret_text` / {glue:text}`paper_ret_clevr`) and is read correctly by
+# linear probes ({glue:text}`paper_probe_text` / {glue:text}`paper_probe_clevr`).
+# Concepts alone explain less: a bag of concepts accounts for up to
+# {glue:text}`paper_boc_text` of the variance of text embeddings and
+# {glue:text}`paper_boc_image` of image embeddings, a bag of objects about
+# {glue:text}`paper_boo_more` more. The components can be used to *edit* a scene
+# (appendix D.2): subtracting one object's vector and adding another's,
+# `z - k (u(a) - u(a'))`, moves the embedding to the counterfactual scene (CLIP on
+# CLEVR: retrieval {glue:text}`paper_edit_avg` with averaged components,
+# {glue:text}`paper_edit_single` with single-object embeddings; on PUG:SPARE, where the
+# two objects never share a value, down to {glue:text}`paper_edit_pug`).
 #
 # **What this chapter does.** For every embedding set it can make here, captions of the
 # adjective-noun space, CLEVR-2D and CLEVR-like 3-D images and the controlled dual
-# encoders of §5.2, it estimates concept and object components (averages, per-slot
+# encoders of §5.2 (and the authors' CLEVR and PUG:SPARE images and DINOv2 where a
+# reader has them), it estimates concept and object components (averages, per-slot
 # averages, least squares), measures reconstruction R², retrieval and probing, and runs
 # the editing experiment with all three component banks over a sweep of the strength
 # `k`. Every row names the dataset and the encoder that produced it.
@@ -53,6 +59,10 @@ ks = None  # editing strengths k
 max_edits = None  # edits drawn per embedding set
 controlled = None  # include the controlled models of §5.2
 controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
+permutations = None  # derangements per permuted-ID control (§4.2)
+clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them
+pug_dir = None  # the authors' PUG:SPARE images, if a reader has them
+dinov2 = None  # a DINOv2 model for the image sets, e.g. "facebook/dinov2-base" (None: not run)
 workers = None
 device = None
 
@@ -62,20 +72,42 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
+from IPython.display import Markdown
 
 from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_after_edit
 from bindcore.analysis.geometry import object_banks, object_values, sample_edits
-from bindcore.analysis.geometry_sets import decomposition, editing
-from bindcore.book.chapter import geometry_sets, start_chapter
+from bindcore.analysis.geometry_sets import HOLDOUT, decomposition, editing
+from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
+from bindcore.book.chapter import data_and_weights_note, geometry_sets, start_chapter
+from bindcore.book.claims import geometry_claims
 from bindcore.book.figures import PALETTE
+from bindcore.book.prose import glue
 from bindcore.book.tables import decomposition_table, editing_table, sets_frame
 from bindcore.data import caption
+from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
 
 P = start_chapter("geometry", globals())
+text_clip, clevr_clip = PAPER_RECONSTRUCTION[("text", "CLIP ViT-B/32")], PAPER_RECONSTRUCTION[("CLEVR", "CLIP ViT-B/32")]
+for name, value in {"paper_r2_text": text_clip[0], "paper_r2_clevr": clevr_clip[0], "paper_ret_text": text_clip[2],
+                    "paper_ret_clevr": clevr_clip[2], "paper_probe_text": text_clip[3],
+                    "paper_probe_clevr": clevr_clip[3],
+                    "paper_r2_random_avg": PAPER_RECONSTRUCTION[("text", "random init")][0],
+                    "paper_r2_random_pos": PAPER_RECONSTRUCTION[("text", "random init")][1],
+                    "paper_edit_avg": PAPER_EDITING[("CLEVR", "CLIP ViT-B/32")]["retrieval"][0],
+                    "paper_edit_single": PAPER_EDITING[("CLEVR", "CLIP ViT-B/32")]["retrieval"][2],
+                    "paper_edit_pug": PAPER_EDITING[("PUG:SPARE", "CLIP ViT-B/32")]["retrieval"][0]}.items():
+    glue(name, value, ".2f")
+glue("paper_boc_text", PAPER_CONCEPT_R2["text"], ".0%")
+glue("paper_boc_image", PAPER_CONCEPT_R2["CLEVR"], ".0%")
+glue("paper_boo_more", f"{PAPER_OBJECTS_OVER_CONCEPTS * 100:.0f} points")
+glue("holdout_fit", 1 - HOLDOUT, ".0%")
+glue("holdout", HOLDOUT, ".0%")
+glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
 sets, note = geometry_sets(profile, P, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
 print(note)
+_, _, data_note = data_and_weights_note(P, "04_1_geometry", "the decomposition and editing cells")
+display(Markdown(data_note))
 sets_frame(sets)
 
 # %% [markdown]
@@ -84,10 +116,12 @@ sets_frame(sets)
 # R² of reconstructing every scene from the *bag of its concepts* (one vector per
 # concept value) and from the *bag of its objects* (one vector per object), with
 # averaged components (`avg`: the mean of all scenes containing the key, in any slot;
-# `pos`: one mean per slot) on all scenes, and least squares on 80 % of the scenes
-# evaluated on the other 20 %. Retrieval: is the real scene closest (cosine) to the
-# reconstruction one with the same two objects, in either order? Probing: linear probes
-# fitted on 40 % of the real embeddings read the reconstructions of the other scenes.
+# `pos`: one mean per slot) on all scenes, and least squares on
+# {glue:text}`holdout_fit` of the scenes evaluated on the other {glue:text}`holdout`.
+# Retrieval: is the real scene closest (cosine) to the reconstruction one with the same
+# two objects, in either order? Probing: linear object probes fitted on
+# {glue:text}`probe_share` of the real embeddings read the reconstructions of the other
+# scenes.
 
 # %% tags=["full-width"]
 frames = [decomposition(s, P) for s in sets]
@@ -113,7 +147,8 @@ plt.show()
 # %% [markdown]
 # With random weights an encoder still maps scenes that share objects to nearby
 # embeddings, so its scenes can be largely additive too: the paper's random-init text
-# row (R² 0.47 / 0.69) is the reference for those rows, not CLIP's. R² alone does not
+# row (R² {glue:text}`paper_r2_random_avg` / {glue:text}`paper_r2_random_pos`) is the
+# reference for those rows, not CLIP's. R² alone does not
 # separate a useful code from a merely additive one; the probing column does (the
 # probes' accuracy on the real embeddings is in brackets).
 #
@@ -124,8 +159,13 @@ plt.show()
 # with three banks of object vectors: `obj-avg` (averages over scenes with the object
 # in any slot), `pos-avg` (per slot) and `single` (embeddings of single-object scenes).
 # A hit: the real scene nearest to `z'` holds the intended objects (either order);
-# probing: the concept probes read the intended colours and shapes. "Shared": the
-# replaced object shares a colour or shape with the other object of its scene.
+# probing: the concept probes (jointly) read the intended colours and shapes, as the
+# release does. The release tabulates two cases: "different" (the replaced object shares
+# no value with the other object) and "shared" (it shares the colour only; the release
+# skips scenes whose objects share a shape); the paper's numbers are read as its
+# "different" rows and stand beside ours of that case. "shared" below also holds the
+# same-shape scenes, and "all" every edit. "exact" counts only the intended object
+# order, the release's rule.
 
 # %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]
@@ -134,7 +174,7 @@ editing_table(sets, edit_frames, k=1.0)
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, len(sets), figsize=(3.1 * len(sets), 3.2), sharey=True, squeeze=False)
 for ax, s, df in zip(axes[0], sets, edit_frames):
-    for i, (bank, b) in enumerate(df[df["case"] == "all"].groupby("bank", sort=False)):
+    for i, (bank, b) in enumerate(df[df["case"] == "different"].groupby("bank", sort=False)):
         ax.plot(b["k"], b["retrieval"], "o-", color=PALETTE[i], label=bank, ms=3)
     ax.axvline(1.0, color="#999999", ls=":", lw=1)
     ax.set_title(f"{s.dataset}\n{s.encoder}", fontsize=7)
@@ -142,7 +182,8 @@ for ax, s, df in zip(axes[0], sets, edit_frames):
     ax.set_ylim(-0.03, 1.03)
 axes[0, 0].set_ylabel("retrieval of the counterfactual")
 axes[0, 0].legend(fontsize=7)
-fig.suptitle(f"Editing strength sweep (k = 0 leaves the scene unchanged; profile '{profile}')", y=1.02)
+fig.suptitle(f"Editing strength sweep, 'different' edits (k = 0 leaves the scene unchanged; profile '{profile}')",
+             y=1.02)
 fig.tight_layout()
 plt.show()
 
@@ -151,7 +192,7 @@ plt.show()
 #
 # The figure below shows one edit per embedding set: the base scene, the intended
 # counterfactual and the five real scenes nearest to the edited embedding (`obj-avg`
-# bank, k = 1). In a live notebook the next cell opens an interactive version (pick a
+# bank, strength one). In a live notebook the next cell opens an interactive version (pick a
 # set, a scene, the slot and the new object); the HTML book shows only the static
 # figure.
 
@@ -238,28 +279,8 @@ else:
 # %% [markdown]
 # ## The paper's claims next to ours
 
-# %% tags=["hide-input"]
-def claims(sets, frames, edit_frames):
-    rows = []
-    for s, df, ed in zip(sets, frames, edit_frames):
-        c = df[(df["kind"] == "concepts") & (df["estimator"] == "avg")].iloc[0]
-        o = df[(df["kind"] == "objects") & (df["estimator"] == "avg")].iloc[0]
-        e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], 1.0) & (ed["case"] == "all")]
-        rows.append({"dataset": s.dataset, "encoder": s.encoder,
-                     "objects explain more than concepts (R² gap)": round(o["r2_eval"] - c["r2_eval"], 3),
-                     "object reconstructions retrieved": round(o["retrieval"], 3),
-                     "edits retrieved (obj-avg, k=1)": round(e["retrieval"].iloc[0], 3) if len(e) else np.nan})
-    return pd.DataFrame(rows).assign(profile=profile)
-
-
-display(pd.DataFrame([
-    {"claim": "bag of concepts explains up to 84 % (text) / 71 % (image) of the variance; objects ~10 points more",
-     "source": "paper summary"},
-    {"claim": "CLIP object reconstructions: R² 0.90 / 0.78, retrieval 0.97 / 0.94 (captions / CLEVR)",
-     "source": "as reported in secondary notes"},
-    {"claim": "editing with averaged object vectors retrieves the counterfactual (CLIP: 0.99-1.00)",
-     "source": "as reported in secondary notes"}]))
-claims(sets, frames, edit_frames)
+# %%
+geometry_claims(sets, frames, edit_frames, profile)
 
 # %% [markdown]
 # What this build can and cannot show: without the Hugging Face Hub (see the top of

@@ -15,10 +15,12 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/c1_datasets.ipynb)
 #
 # The paper studies frozen encoders on two-object scenes whose concepts are fully
-# crossed: **CLEVR** (3-D renders, 8 colours x 3 shapes, 576 scenes), **CLEVR-2D** (the
-# paper's flat version of it: cube -> square, cylinder -> triangle, sphere -> circle),
-# **PUG:SPARE** (photorealistic animals, 12 species x 8 colours, 7,392 scenes) and a
-# synthetic **caption space** of adjective-noun pairs (appendix C.3). The images of the
+# crossed: **CLEVR** (3-D renders, {glue:text}`paper_clevr_colours` colours x
+# {glue:text}`paper_clevr_shapes` shapes, {glue:text}`paper_clevr_scenes` scenes),
+# **CLEVR-2D** (the paper's flat version of it: cube -> square, cylinder -> triangle,
+# sphere -> circle), **PUG:SPARE** (photorealistic animals, {glue:text}`paper_pug_species`
+# species x {glue:text}`paper_pug_colours` colours, {glue:text}`paper_pug_scenes` scenes)
+# and a synthetic **caption space** of adjective-noun pairs (appendix C.3). The images of the
 # authors' release are not public, and this book downloads nothing, so `bindcore.data`
 # makes CLEVR-2D and CLEVR-like 3-D scenes on the spot, builds the caption space, and
 # loads the authors' folders (CLEVR, CLEVR-2D, PUG:SPARE) when you point it to them. All
@@ -53,6 +55,7 @@ import pandas as pd
 from bindcore.analysis.metrics import caption_retrieval
 from bindcore.book.chapter import start_chapter
 from bindcore.book.figures import sample_grid
+from bindcore.book.prose import glue
 from bindcore.data import read_labels_csv
 from bindcore.data.clevr2d import make_clevr2d, make_clevr2d_singles
 from bindcore.data.clevr3d import make_clevr3d, make_clevr3d_singles, make_clevr3d_three
@@ -60,22 +63,33 @@ from bindcore.data.folders import load_folder
 from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
 from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
 from bindcore.encoders import default_encoders, embed_dataset
+from bindcore.paper import PAPER_DATASET_SIZES, PAPER_DATASETS
 
 P = start_chapter("datasets", globals())
+clevr, pug, c3 = (PAPER_DATASET_SIZES[k] for k in ("CLEVR", "PUG:SPARE", "captions (C.3)"))
+for name, value in {"paper_clevr_colours": clevr["colours"], "paper_clevr_shapes": clevr["shapes"],
+                    "paper_clevr_scenes": clevr["scenes"], "paper_pug_species": pug["species"],
+                    "paper_pug_colours": pug["colours"], "paper_pug_scenes": pug["scenes"],
+                    "paper_c3_adjectives": c3["adjectives"], "paper_c3_nouns": c3["nouns"],
+                    "paper_c3_two": c3["two-object scenes"], "paper_c3_single": c3["single-object scenes"]}.items():
+    glue(name, value, ",")
 encoders = default_encoders()
 print("ENCODER USED IN THIS CHAPTER:", encoders.note)
 
 # %% [markdown]
 # ## CLEVR-2D
 #
-# All 576 ordered pairs of the 24 objects (identical pairs included), in the release's
-# scene order, at the release's size: flat shapes with a dark outline, object 1 on the
-# left and object 2 on the right. Captions follow the paper's template.
+# All {glue:text}`clevr2d_scenes` ordered pairs of the {glue:text}`clevr2d_objects`
+# objects (identical pairs included), in the release's scene order, at the release's
+# size: flat shapes with a dark outline, the first object on the left and the second on
+# the right. Captions follow the paper's template.
 
 # %%
 t0 = time.perf_counter()
 clevr2d = make_clevr2d()
 clevr2d_singles = make_clevr2d_singles()
+glue("clevr2d_scenes", len(clevr2d), ",")
+glue("clevr2d_objects", len(np.unique(clevr2d.object_ids())), ",")
 print(f"CLEVR-2D: {len(clevr2d)} scenes + {len(clevr2d_singles)} single objects, "
       f"{clevr2d.images[0].shape[1]}x{clevr2d.images[0].shape[0]} px, made in {time.perf_counter() - t0:.1f} s")
 fig = sample_grid(clevr2d, range(8), title="CLEVR-2D, the first eight scenes of the release's order")
@@ -84,7 +98,7 @@ plt.show()
 # %% [markdown]
 # ## CLEVR-like 3-D scenes
 #
-# The same 576 scene labels rendered in 3-D by a small ray caster (`bindcore.data.clevr3d`):
+# The same scene labels rendered in 3-D by a small ray caster (`bindcore.data.clevr3d`):
 # cubes, cylinders and spheres on a grey ground plane, a perspective camera, diffuse and
 # specular shading and cast shadows. These are *CLEVR-like*, not the CLEVR images (which
 # Blender renders with area lights, soft shadows and its own materials); they share the
@@ -114,14 +128,21 @@ plt.show()
 # %% [markdown]
 # ## The caption space (appendix C.3)
 #
-# Twenty adjectives and twenty nouns, each a single token of CLIP's tokenizer, give 400
-# objects, 160,000 ordered two-object captions and 400 single-object ones (the released
-# code's space); the paper describes a 10 x 10 space of 10,000 two-object and 100
-# single-object captions, which is `make_text_space(10, 10)`.
+# Our adjectives and nouns (the release's word lists differ), each a single token of
+# CLIP's tokenizer, give {glue:text}`text_objects` objects, {glue:text}`text_two` ordered
+# two-object captions and {glue:text}`text_single` single-object ones (the size of the
+# released code's space); the paper describes a {glue:text}`paper_c3_adjectives` x
+# {glue:text}`paper_c3_nouns` space of {glue:text}`paper_c3_two` two-object and
+# {glue:text}`paper_c3_single` single-object captions, which is the size of
+# `make_text_space(10, 10)`.
 
 # %%
 text_full = make_text_space()
 text_small = make_text_space(10, 10)
+n_full = text_full.n_objects_per_scene
+glue("text_objects", len(ADJECTIVES) * len(NOUNS), ",")
+glue("text_two", int((n_full == 2).sum()), ",")
+glue("text_single", int((n_full == 1).sum()), ",")
 print("adjectives:", ", ".join(ADJECTIVES))
 print("nouns:     ", ", ".join(NOUNS))
 print("examples:  ", " | ".join(text_full.captions[i] for i in (0, 12345, len(text_full) - 1)))
@@ -139,17 +160,18 @@ def counts(ds):
 
 
 rows = {
-    "CLEVR-2D (made here)": {**counts(clevr2d), "paper": "576 scenes, 8 x 3"},
-    "CLEVR-like 3-D (made here)": {**counts(clevr3d), "paper": "CLEVR: 576 scenes, 8 x 3"},
-    "captions, 20 x 20 (released code)": {**counts(text_full), "paper": "160,000 + 400 in the released code"},
-    "captions, 10 x 10 (paper, C.3)": {**counts(text_small), "paper": "10,000 + 100"},
+    "CLEVR-2D (made here)": {**counts(clevr2d), "paper": PAPER_DATASETS["CLEVR-2D"]},
+    "CLEVR-like 3-D (made here)": {**counts(clevr3d), "paper": "CLEVR: " + PAPER_DATASETS["CLEVR-2D"]},
+    "captions, 20 x 20 (released code)": {**counts(text_full), "paper": PAPER_DATASETS["captions (released code)"]},
+    "captions, 10 x 10 (paper, C.3)": {**counts(text_small), "paper": PAPER_DATASETS["captions (C.3)"]},
 }
 for name, folder, kind in (("CLEVR (authors' folder)", clevr_folder, "clevr"),
                            ("PUG:SPARE (authors' folder)", pug_folder, "pug_spare")):
     if folder:
         loaded = load_folder(folder, kind)
-        rows[name] = {**counts(loaded), "paper": "576 scenes, 8 x 3" if kind == "clevr"
-                      else "7,392 scenes, 12 species x 8 colours"}
+        pug = PAPER_DATASET_SIZES["PUG:SPARE"]
+        rows[name] = {**counts(loaded), "paper": PAPER_DATASETS["CLEVR-2D"] if kind == "clevr" else
+                      f"{pug['scenes']:,} scenes, {pug['species']} species x {pug['colours']} colours"}
         sample_grid(loaded, range(min(8, len(loaded))), title=name)
         plt.show()
     else:
@@ -159,10 +181,11 @@ pd.DataFrame(rows).T.fillna("")
 # %% [markdown]
 # ## The release's shape names
 #
-# In the released CLEVR `labels.csv` the *names* of shapes 1 and 2 are swapped: rows with
-# index 1 say "sphere" and rows with index 2 say "cylinder", while the images (and the
-# released code) use 1 = cylinder and 2 = sphere. `bindcore` reads the indices and names
-# them itself, so a caption always describes what the image shows. Where the release's
+# In the released CLEVR `labels.csv` the *names* of two shapes are swapped: rows with the
+# cylinder's index say "sphere" and rows with the sphere's index say "cylinder", while the
+# images (and the released code) use the indices as cylinder and sphere. `bindcore`
+# reads the indices and names them itself, so a caption always describes what the image
+# shows. Where the release's
 # label files are at hand, the mismatch can be counted:
 
 # %% tags=["hide-input"]
@@ -189,7 +212,7 @@ else:
 # %% [markdown]
 # ## A first embedding check: which caption does an image retrieve?
 #
-# Each CLEVR-2D image is compared with all 576 captions by cosine similarity, and we ask
+# Each CLEVR-2D image is compared with the captions of all scenes by cosine similarity, and we ask
 # whether the most similar caption describes the same scene, the same two objects in the
 # other order, or only the same bag of colours and shapes. Pretrained CLIP typically gets
 # the bag right more often than the binding; a model with random weights is near chance

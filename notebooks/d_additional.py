@@ -10,18 +10,22 @@
 # ---
 
 # %% [markdown]
-# # Appendix D.3 and D.5: three-object scenes, occlusion, and MDS pictures
+# # Appendix D.3–D.5: three-object scenes, occlusion, natural images and MDS pictures
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/d_additional.ipynb)
 #
 # **The paper's claims.** *D.3:* the additive picture of §4.1 is not an artefact of
 # two-object scenes. On CLEVR scenes with three objects, CLIP's image embeddings are still
-# read well by linear probes (0.91–0.93, also when one object partly hides another),
-# sums of object components reconstruct them better than sums of concept components,
-# and the reconstructions still retrieve the right scene, though less often under
-# occlusion (0.76 without, 0.65 with). *D.5:* a multidimensional-scaling (MDS) picture of
-# the object embeddings shows a partial colour x shape grid, clearest for text
-# embeddings and more distorted for CLIP's image embeddings.
+# read well by linear probes ({glue:text}`paper_probe_low`–{glue:text}`paper_probe_high`,
+# also when one object partly hides another), sums of object components reconstruct them
+# better than sums of concept components, and the reconstructions still retrieve the
+# right scene, though less often under occlusion ({glue:text}`paper_ret_clear` without,
+# {glue:text}`paper_ret_occluded` with). *D.4:* on {glue:text}`paper_images` generated
+# natural images ({glue:text}`paper_types` object types x {glue:text}`paper_patterns`
+# patterns), decomposition and editing retrieval stay above chance. *D.5:* a
+# multidimensional-scaling (MDS) picture of the object embeddings shows a partial
+# colour x shape grid, clearest for text embeddings and more distorted for CLIP's image
+# embeddings; DINOv2 separates shapes and keeps similar colours close.
 #
 # **What this chapter does.** *D.3:* it renders three-object scenes with the book's
 # small ray caster — CLEVR-*like* scenes standing in for the authors' Blender CLEVR
@@ -29,6 +33,9 @@
 # object per scene partly hidden behind another, embeds them with the available image
 # encoders, and measures linear probing, held-out R² of bag-of-concepts and
 # bag-of-objects reconstructions, and retrieval of the object reconstructions.
+# *D.4:* the authors' generated images are not public either; a substitute made here,
+# patterned objects (object types x surface patterns, ray-cast with varying colour,
+# size, turn and pattern), is decomposed and edited as in §4.1, against chance.
 # *D.5:* it draws MDS pictures of the averaged object embeddings and of the concept
 # embeddings of the §4 embedding sets (captions, CLEVR-2D, CLEVR-like 3-D, the controlled
 # models of §5.2) and scores how grid-like each picture is.
@@ -54,6 +61,14 @@ clevr3d_width = None  # width of the 3-D renders in pixels (height is 3/4 of it)
 probe_epochs = None  # full-batch epochs of the linear probes
 probe_lr = None  # Adam learning rate of the linear probes (full batch)
 mds_components = None  # MDS dimensions (the pictures show the first two)
+clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them (D.5)
+pug_dir = None  # the authors' PUG:SPARE images, if a reader has them (D.5)
+dinov2 = None  # a DINOv2 model for the image sets, e.g. "facebook/dinov2-base" (None: not run)
+natural_types = None  # D.4 substitute: object types
+natural_patterns = None  # D.4 substitute: surface patterns
+natural_width = None  # D.4 substitute: image width in pixels
+ks = None  # D.4 editing strengths
+max_edits = None  # D.4 edits drawn per set
 workers = None  # processes for training missing §5.2 runs (D.5 controlled models)
 device = None
 
@@ -65,27 +80,54 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bindcore.analysis.embedding_sets import three_object_datasets, three_object_sets, visibility_frame
-from bindcore.analysis.geometry_sets import mds_analysis
-from bindcore.book.chapter import geometry_encoders, geometry_sets, start_chapter
-from bindcore.book.claims import additional_claims
+from bindcore.analysis.embedding_sets import (
+    natural_dataset,
+    natural_sets,
+    three_object_datasets,
+    three_object_sets,
+    visibility_frame,
+)
+from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
+from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
+from bindcore.book.chapter import data_and_weights_note, geometry_encoders, geometry_sets, start_chapter
+from bindcore.book.claims import additional_claims, natural_claims
 from bindcore.book.figures import PALETTE, plot_mds, sample_grid
 from bindcore.book.profiles import chapter_parameters
-from bindcore.book.tables import mds_table, three_object_long, three_object_table
+from bindcore.book.prose import glue
+from bindcore.book.tables import mds_table, natural_table, three_object_long, three_object_table
+from bindcore.data.clevr3d import OCCLUDED_VISIBLE
+from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
 
 P = start_chapter("additional", globals())
+glue("paper_probe_low", PAPER_THREE_OBJECTS[True]["probing"][0], ".2f")
+glue("paper_probe_high", PAPER_THREE_OBJECTS[True]["probing"][1], ".2f")
+glue("paper_ret_clear", PAPER_THREE_OBJECTS[False]["retrieval"], ".2f")
+glue("paper_ret_occluded", PAPER_THREE_OBJECTS[True]["retrieval"], ".2f")
+glue("paper_images", PAPER_NATURAL_IMAGES["images"], "d")
+glue("paper_types", PAPER_NATURAL_IMAGES["object types"], "d")
+glue("paper_patterns", PAPER_NATURAL_IMAGES["patterns"], "d")
+glue("occluded_low", OCCLUDED_VISIBLE[0], ".0%")
+glue("occluded_high", OCCLUDED_VISIBLE[1], ".0%")
+glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
+glue("probe_rest", 1 - PROBE_TRAIN_FRACTION, ".0%")
+glue("holdout_fit", 1 - HOLDOUT, ".0%")
+glue("holdout", HOLDOUT, ".0%")
 encoders, note = geometry_encoders()
+folders, dino, data_note = data_and_weights_note(P, "d_additional", "the D.3, D.4 and D.5 cells")
+image_encoders = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
 display(Markdown(f"> **Encoders used on this page.** {note}"))
+display(Markdown(data_note))
 print(f"profile {profile!r}: {P}")
 
 # %% [markdown]
 # ## D.3 Three objects, with and without occlusion
 #
-# Each scene holds three objects drawn independently and uniformly from the 24
+# Each scene holds three objects drawn independently and uniformly from CLEVR's
 # colour x shape objects (so an object may repeat), placed at random on the ground and
 # listed left to right in the image. In the occluded set every scene has one object
-# standing behind another so that only 30–80 % of its area shows; the third object is
-# fully visible. The same seed gives the same scenes in both builds of the book.
+# standing behind another so that only {glue:text}`occluded_low`–{glue:text}`occluded_high`
+# of its area shows; the third object is fully visible. The same seed gives the same
+# scenes in both builds of the book.
 
 # %%
 t0 = time.perf_counter()
@@ -115,8 +157,8 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# With three objects drawn independently, the 24 objects are not equally frequent in a
-# few hundred scenes, and a small set may miss some altogether. Held-out scenes holding an
+# With three objects drawn independently, the colour x shape objects are not equally
+# frequent in a few hundred scenes, and a small set may miss some altogether. Held-out scenes holding an
 # object that the remaining scenes never show cannot be reconstructed from components;
 # the table counts them (`n_excluded`) and leaves them out rather than filling in zeros.
 # Nearly every scene is a different multiset of objects, so the chance of retrieving the
@@ -124,18 +166,20 @@ plt.show()
 #
 # The measurements, for each set and image encoder:
 #
-# * **probing**: linear concept and object probes fitted on the real embeddings of 40 %
-#   of the scenes, scored on the other 60 % with the strict criterion (every present
-#   value above every absent one);
+# * **probing**: linear concept and object probes fitted on the real embeddings of
+#   {glue:text}`probe_share` of the scenes, scored on the other {glue:text}`probe_rest`
+#   with the strict criterion (every present value above every absent one);
 # * **R²**: bag-of-concepts vs bag-of-objects reconstructions, components estimated on
-#   80 % of the scenes (averaging, as the paper, and least squares), R² on the other 20 %;
+#   {glue:text}`holdout_fit` of the scenes (averaging, as the paper, and least squares),
+#   R² on the other {glue:text}`holdout` (held-out R²: §4.1's table reports R² on the
+#   scenes the components were estimated from, and held-out R² beside it);
 # * **retrieval**: cosine top-1 among all real scenes of the object reconstruction of each
 #   scene (components from all scenes, as §4.1) and of each held-out scene (components
 #   from the rest); a hit is a scene with the same three objects in any order.
 
 # %%
 t0 = time.perf_counter()
-three_sets = three_object_sets(P, encoders["image"], datasets)
+three_sets = three_object_sets(P, image_encoders, datasets)
 three = three_object_table(three_sets, P)
 print(f"embedded and analysed in {time.perf_counter() - t0:.1f} s")
 three.drop(columns=["dataset"]).set_index(["occlusion", "encoder"]).round(3).T
@@ -171,6 +215,37 @@ plt.show()
 # table beside pretrained rows only, and the figure draws none of them beside a
 # random-init encoder.
 #
+# ## D.4 Natural images: a substitute
+#
+# The paper's natural images were made with an image generator and are not public.
+# This section uses a substitute of the same design made here (`bindcore.data.patterned`):
+# objects of several *types* (cube, cylinder, sphere, cone, egg) carrying several surface
+# *patterns* (plain, striped, checked, dotted, rayed), all ordered pairs of them, each
+# object with a colour, a size, a turn and a pattern scale and phase drawn per scene, so
+# that, as in the paper's images, the concepts are realised differently from scene to
+# scene. It is rendered by the book's ray caster, far from natural photographs: a
+# substitute of the *structure* of D.4, not of its images. The measurements are those
+# of §4.1 (decomposition: retrieval of each scene's object reconstruction among all
+# scenes) and D.2 (edits replacing one object's pattern, object-averaged components,
+# strength one), each against its chance level.
+
+# %% tags=["full-width"]
+t0 = time.perf_counter()
+patterned = natural_dataset(P)
+nat_sets = natural_sets(P, image_encoders, patterned)
+natural = natural_table(nat_sets, P)
+print(f"{len(patterned)} scenes, {P['natural_width']} px wide; rendered, embedded and analysed in "
+      f"{time.perf_counter() - t0:.1f} s")
+sample_grid(patterned, np.linspace(0, len(patterned) - 1, 8).astype(int),
+            title="the D.4 substitute: patterned objects")
+plt.show()
+natural.round(3)
+
+# %% tags=["full-width"]
+natural_claims(natural, profile)
+
+# %% [markdown]
+#
 # ## D.5 MDS pictures of object and concept embeddings
 #
 # For every embedding set of the §4 chapters (reused from the result store, or made and
@@ -179,25 +254,27 @@ plt.show()
 # embeddings are laid out by classical MDS of their cosine geometry (the chord distance
 # between L2-normalised vectors; the release uses scikit-learn's iterative metric MDS on
 # `1 - cos`, which for these small sets gives a similar layout up to rotation). Colour
-# marks concept 0 (colour, adjective), the marker concept 1 (shape, noun).
+# marks the first concept (colour, adjective), the marker the second (shape, noun).
 #
 # Two numbers for "grid-like". *Grid-likeness*: for each object, the share of its two
 # nearest neighbours that share its colour or its shape, against the share of all other
-# objects that do (chance); in a clean grid it is 1. *Grid-neighbour recall*: the same
-# with as many neighbours as an object has in the grid (7 + 2 for 8 colours x 3 shapes,
-# 9 + 9 for a 10 x 10 space), 1 only when all of an object's grid neighbours are nearer
-# than every other object. Both are computed in the 2-D picture and in the full
-# embedding: the two-neighbour score is easy to reach in the full embedding (it is near
-# 1 whenever the embedding is roughly concept-additive), and a 2-D picture cannot hold
-# a 10 x 10 grid whose values have no order, so a low score in the picture with a high
-# one in the full embedding is a limit of the projection, not of the embedding. The
-# per-concept columns tell a grid from clusters: in a grid the two nearest neighbours
-# split between sharing concept 0 and sharing concept 1, while clusters by one concept
-# (say, all objects with the same noun together) put every neighbour in that concept.
+# objects that do (chance); in a clean grid every one of them does. *Grid-neighbour
+# recall*: the same with as many neighbours as an object has in the grid
+# ($\sum_c (V_c - 1)$, the objects sharing one value with it), perfect only when all of
+# an object's grid neighbours are nearer than every other object. Both are computed in
+# the 2-D picture and in the full embedding: the two-neighbour score is easy to reach in
+# the full embedding (it is nearly perfect whenever the embedding is roughly
+# concept-additive), and a 2-D picture cannot hold a grid of two concepts with many
+# unordered values, so a low score in the picture with a high one in the full embedding
+# is a limit of the projection, not of the embedding. The per-concept columns tell a
+# grid from clusters: in a grid the two nearest neighbours split between sharing the
+# first concept and sharing the second, while clusters by one concept (say, all objects
+# with the same noun together) put every neighbour in that concept.
 
 # %% tags=["full-width"]
 t0 = time.perf_counter()
-gsets, _ = geometry_sets(profile, chapter_parameters("geometry", profile), workers=workers, device=device)
+gparams = {**chapter_parameters("geometry", profile), **{k: P[k] for k in ("clevr_dir", "pug_dir", "dinov2")}}
+gsets, _ = geometry_sets(profile, gparams, workers=workers, device=device)
 mds_frames = [mds_analysis(s, P) for s in gsets]
 grid = mds_table(gsets, mds_frames)
 print(f"{len(gsets)} embedding sets, MDS in {time.perf_counter() - t0:.1f} s (embeddings from the store when present)")
@@ -217,7 +294,7 @@ for s, df in zip(gsets, mds_frames):
 # hold no D.3 table). Each of our cells names the encoder behind it.
 
 # %%
-claims = additional_claims(three, grid)
+claims = additional_claims(three, grid, profile)
 with pd.option_context("display.max_colwidth", None):
     display(claims.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"}).hide(axis="index"))
 

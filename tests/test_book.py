@@ -331,6 +331,7 @@ def _check_reader_page(name: str, page: str) -> None:
     for line in ("WARNING:root", "No pretrained weights loaded", "INFO:"):
         assert line not in page, f"{name}: library logging ({line!r}) printed into the page"
     assert "_static/bindcore.css" in page, f"{name}: the page does not load the book's CSS"
+    assert "{glue" not in page, f"{name}: a glue role was not resolved (its value not glued by the chapter)"
     cells = re.split(r'<div class="cell ', page)[1:]
     for cell in cells:
         for table in re.findall(r'<table class="dataframe[^"]*">(.*?)</table>', cell, re.S):

@@ -272,3 +272,29 @@ def test_bad_arguments():
         c3.Renderer(supersample=0)
     with pytest.raises(ValueError, match="shape"):
         c3.SceneObject(0, 3, 0.0, 0.0)
+
+
+def test_patterned_objects_d4_substitute():
+    from bindcore.data.clevr3d import CONE, EGG, _intersect
+    from bindcore.data.patterned import OBJECT_TYPES, PATTERNS, PatternedObject, make_patterned, pattern_mask
+
+    ds = make_patterned(3, 2, size=(48, 36), seed=1)
+    assert len(ds) == 36 and ds.values_per_concept == [2, 3]
+    assert ds.concept_names == ["pattern", "object"] and ds.value_names == [PATTERNS[:2], OBJECT_TYPES[:3]]
+    assert ds.images[0].shape == (36, 48, 3) and ds.captions[1] == "a plain cube and a plain cylinder"
+    again = make_patterned(3, 2, size=(48, 36), seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(ds.images, again.images))
+    # a ray straight down hits a cone's apex region and an egg's top, with unit normals
+    for shape, top in ((CONE, 1.4), (EGG, 1.96)):
+        obj = PatternedObject(3 if shape == CONE else 4, 1, 0, 0.0, 0.0, size=0.7)
+        t, n = _intersect(obj, np.array([[0.01, 0.0, 5.0]]), np.array([[0.0, 0.0, -1.0]]))
+        assert np.isfinite(t).all() and abs(5.0 - t[0] - top) < 0.05
+        assert np.allclose(np.linalg.norm(n, axis=-1), 1.0, atol=1e-5)
+    pts = np.random.default_rng(0).normal(size=(200, 3))
+    plain = PatternedObject(0, 0, 0, 0.0, 0.0)
+    assert not pattern_mask(plain, pts).any()
+    for p in range(1, len(PATTERNS)):
+        m = pattern_mask(PatternedObject(0, p, 0, 0.0, 0.0), pts)
+        assert 0 < m.mean() < 1  # paint covers part of the surface
+    with pytest.raises(ValueError, match="n_types"):
+        make_patterned(6, 2)

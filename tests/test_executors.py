@@ -142,6 +142,23 @@ def test_a_killed_local_worker_fails_alone_and_a_rerun_resumes_it(tmp_path):
     assert "resuming from" in Path(rec["path"], "worker.log").read_text()
 
 
+def test_pixel_and_token_runs_in_worker_processes_go_to_their_own_store_folders(tmp_path):
+    """A worker reads a config's class from its JSON (``scene_input``): a pixel run in a
+    worker process stores the record that training it in this process stores."""
+    from bindcore.controlled.pixels import PIXEL_STORE_KIND
+    from bindcore.controlled.recipes import pixel_recipe
+
+    pixel = pixel_recipe("smoke", steps=6, eval_every=3, eval_scenes=16)
+    token = recipe("smoke", steps=6, eval_every=3, eval_scenes=16)
+    store = ResultStore(tmp_path / "workers", published=None)
+    there = run_sweep([pixel, token], store=store, workers=2, progress=False)
+    assert [Path(r["path"]).parent.name for r in there] == [PIXEL_STORE_KIND.name, STORE_KIND.name]
+    assert there[0]["config"] == pixel.to_dict() and "worker" not in there[0]
+    here = run_sweep([pixel], store=ResultStore(tmp_path / "here", published=None), workers=1, progress=False)[0]
+    for k, v in here["metrics"].items():  # one thread there, the default here: sums in another order
+        assert there[0]["metrics"][k] == pytest.approx(v, abs=1e-6), k
+
+
 def test_approximator_sweeps_in_worker_processes_store_what_this_process_would(tmp_path):
     from bindcore.analysis import approximators as A
     from bindcore.analysis.complexity import stored_sweep, stored_sweeps

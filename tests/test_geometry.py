@@ -338,3 +338,60 @@ def test_bad_inputs_raise_clear_errors():
         G.r2_score(Z, Z[:, :2])
     with pytest.raises(ValueError, match="same K"):
         G.grid_likeness(np.zeros((5, 2)), np.zeros((4, 2)))
+
+
+def test_permuted_controls_are_derangements_of_every_value():
+    vpc = [4, 3]
+    objects, ids = all_pairs(vpc)
+    for seed in range(5):
+        for kind in G.KINDS:
+            perm = G.permute_labels(objects, vpc, kind, seed=seed)
+            # no concept value keeps its label, and the relabelling is a bijection of the objects
+            assert (perm != objects).all()
+            mapping = dict(zip(ids.ravel().tolist(), G.object_ids(perm, vpc).ravel().tolist()))
+            assert sorted(mapping.values()) == list(range(12))
+    # without derange, the release's uniform permutation may keep labels
+    kept = [(G.permute_labels(objects, vpc, "concepts", seed=s, derange=False) == objects).any() for s in range(10)]
+    assert any(kept)
+
+
+def test_object_derangements_are_not_products_of_concept_derangements():
+    vpc = [5, 5]
+    objects, ids = all_pairs(vpc)
+    perm = G.permute_labels(objects, vpc, "objects", seed=0)
+    # a product permutation maps all objects with one value of concept 0 to one value
+    images = {tuple(sorted(set(perm[..., 0][objects[..., 0] == v].tolist()))) for v in range(5)}
+    assert any(len(img) > 1 for img in images)
+
+
+def test_attribution_controls_report_their_spread():
+    vpc = [4, 3]
+    rng = np.random.default_rng(1)
+    objects, ids = all_pairs(vpc)
+    Z = sum_of_objects(rng.normal(size=(12, 16)), ids) + 0.1 * rng.normal(size=(len(ids), 16))
+    df = G.component_attribution(Z, objects, vpc, permutations=3, probe_kw={"epochs": 100}).set_index("variant")
+    ctrl = df.loc["permuted objects (control)"]
+    assert ctrl["permutations"] == 3 and ctrl["fixed_fraction"] == 0 and ctrl["fixed_value_fraction"] == 0
+    assert ctrl["object_min"] <= ctrl["object"] <= ctrl["object_max"] and ctrl["object_sd"] >= 0
+    assert np.isnan(df.loc["original"].get("permutations", np.nan))
+    with pytest.raises(ValueError, match="permutations"):
+        G.component_attribution(Z, objects, vpc, permutations=0)
+
+
+def test_release_edit_cases():
+    """The release's "Shared" edits share only the edited colour; its "Different" edits
+    share nothing; same-shape scenes (which the release skips) are in neither."""
+    vpc = [4, 3]
+    objects, ids = all_pairs(vpc)
+    edits = G.sample_edits(objects, vpc, concept=0, max_edits=10_000)
+    base = objects[edits["scene"].to_numpy()]
+    slot = edits["slot"].to_numpy()
+    old, other = base[np.arange(len(base)), slot], base[np.arange(len(base)), 1 - slot]
+    same_colour, same_shape = old[:, 0] == other[:, 0], old[:, 1] == other[:, 1]
+    assert (edits["shared_release"] == (same_colour & ~same_shape)).all()
+    assert (~edits["shared_scene"] == (~same_colour & ~same_shape)).all()
+    Z = sum_of_objects(np.random.default_rng(0).normal(size=(12, 8)), ids)
+    df = G.editing_sweep(Z, objects, vpc, ks=[1.0], edits=edits, probes=None)
+    n = df[df["bank"] == "obj-avg"].set_index("case")["n"]
+    assert n["shared (release)"] == (same_colour & ~same_shape).sum() < n["shared"]
+    assert n["different"] + n["shared"] == n["all"]

@@ -79,9 +79,11 @@ def test_paper_numbers_sit_beside_pretrained_rows_only(store):
     table = T.three_object_table(sets, PARAMS, store=store)
     assert table["paper (CLIP): retrieval"].tolist() == [0.76, 0.65, "–"]
     assert table["paper (CLIP): probing"].tolist() == ["–", "0.91–0.93", "–"]
-    claims = CL.additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]))
-    assert list(claims.columns) == ["claim", "paper (summary)", "ours"]
-    assert len(claims) == 4
+    claims = CL.additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]), "smoke")
+    assert list(claims.columns) == CL.COLUMNS
+    # three D.3 claims of the pretrained encoder, one of its control, one D.5 claim
+    assert len(claims) == 3 + 3 + 1
+    assert (claims[claims["subject"].str.contains("control")]["status"] == CL.UNTESTABLE).all()
 
 
 def test_rare_objects_are_counted_and_excluded(store):

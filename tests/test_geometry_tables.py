@@ -43,7 +43,8 @@ def test_decomposition_table_objects_beat_concepts_and_paper_rows_match_weights(
         assert o["r2_eval"] > 0.99 > c["r2_eval"]
         assert o["retrieval"] > 0.95
     table = T.decomposition_table(sets, frames)
-    assert list(table["paper: model"]) == ["CLIP ViT-B/32", "random init", "–"]  # random init never beside CLIP
+    # random init never beside CLIP; a pretrained text encoder other than CLIP is named a substitute
+    assert list(table["paper: model"]) == ["CLIP ViT-B/32 (ours: text-True, a substitute)", "random init", "–"]
     assert len(table) == 3
 
 
@@ -70,27 +71,6 @@ def test_attribution_and_editing_tables(store):
     ed = T.editing_table(sets, [G.editing(s, PARAMS, store=store) for s in sets])
     assert set(ed["bank"]) == {"obj-avg", "pos-avg", "single"}
     assert (ed["retrieval (all)"] > 0.9).all()  # exact object vectors: edits land on the counterfactual
-
-
-def test_paper_section4_table_has_every_number_and_matches_weights(store):
-    sets = [_planted_set("text", True), _planted_set("text", False, 1), _planted_set("image", False, 2)]
-    sets[2].dataset = "CLEVR-2D"
-    dec = [G.decomposition(s, PARAMS, store=store) for s in sets]
-    att = [G.attribution(s, PARAMS, store=store) for s in sets]
-    edi = [G.editing(s, PARAMS, store=store) for s in sets]
-    t = T.paper_section4_table(sets, dec, att, edi)
-    # 5 reconstruction rows x 4 metrics, 2 x 2 variance claims, 2 modalities x 5 variants x 2,
-    # D.2: 2 CLEVR datasets x 6 + 2 PUG models x 4
-    assert len(t) == 20 + 4 + 20 + 20
-    text_clip = t[(t["data"] == "text") & (t["paper model"] == "CLIP ViT-B/32")]
-    assert (text_clip["our data | encoder"] == sets[0].label).all() and text_clip["ours"].notna().all()
-    rnd = t[t["paper model"] == "random init"]
-    assert (rnd["our data | encoder"] == sets[1].label).all()
-    # a random-init image set never stands beside CLIP's image numbers; PUG and DINOv2 are not run
-    image = t[t["data"].isin(["CLEVR", "CLEVR-2D", "PUG:SPARE"])]
-    assert image["ours"].isna().all() and image["our data | encoder"].str.startswith("not run").all()
-    r2 = text_clip[text_clip["metric"] == "R² objects (avg)"]["ours"].iloc[0]
-    assert r2 == pytest.approx(dec[0][(dec[0]["kind"] == "objects") & (dec[0]["estimator"] == "avg")]["r2_eval"].iloc[0])
 
 
 def test_encoder_choice_where_clip_is_reachable(monkeypatch):
@@ -133,3 +113,13 @@ def test_nearest_after_edit_finds_the_counterfactual():
     assert list(near["rank"]) == [1, 2, 3] and near["cosine"].is_monotonic_decreasing
     assert tuple(ids[near["scene"].iloc[0]]) == (new, ids[scene, 1])
     assert near["scene"].iloc[0] != scene
+
+
+def test_natural_table_has_chance_levels(store):
+    s = _planted_set("image", True, 4)
+    t = T.natural_table([s], PARAMS, store=store)
+    r = t.iloc[0]
+    assert r["scenes"] == len(s.Z) and r["objects"] == 12 and r["edits"] > 0
+    assert r["retrieval"] > 0.9 > 0.1 > r["retrieval chance"] > 0  # exact object vectors: far above chance
+    assert r["edit retrieval"] > 0.9 and 0 < r["edit chance"] < 0.1
+    assert r["R² objects (avg)"] > r["R² concepts (avg)"]

@@ -8,6 +8,7 @@ from bindcore.analysis.probes import (
     LinearProbes,
     controlled_binding_data,
     functional_binding,
+    heldout_by_values,
     object_level_split,
     scene_split,
 )
@@ -67,6 +68,20 @@ def test_functional_binding_of_true_embeddings():
     # a bag of concepts cannot separate (a,x)+(b,y) from (a,y)+(b,x): object recognition fails
     # on the scenes whose objects differ in both concepts
     assert bag["heldout_object"] < 0.6
+
+
+def test_heldout_scenes_split_by_values_seen_in_training():
+    data = synthetic("objects")
+    sp = object_level_split(data, 0.2, seed=0)  # 4 training objects of 24: some values never seen
+    seen, unseen = heldout_by_values(data, sp)
+    assert len(unseen) > 0 and len(seen) + len(unseen) == len(sp.heldout)
+    train_vals = [set(data.objects[sp.train][:, :, c].ravel().tolist()) for c in range(2)]
+    for i in seen:
+        assert all(v in train_vals[c] for c in range(2) for v in data.objects[i, :, c])
+    for i in unseen:
+        assert any(v not in train_vals[c] for c in range(2) for v in data.objects[i, :, c])
+    m = functional_binding(data, data.embeddings, sp)
+    assert m["n_heldout_unseen"] == len(unseen) and m["heldout_unseen_object"] > 0.9
 
 
 def test_binding_data_validates_shapes():

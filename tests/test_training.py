@@ -159,3 +159,20 @@ def test_bag_of_concepts_baseline_uses_the_held_out_scenes():
     base = bag_of_concepts_baseline(cfg, es)
     assert base["test_object_1"] == 1.0
     assert 0.12 < base["test_object_2"] < 0.30  # about 1 - 0.9**2 = 0.19
+
+
+def test_near_miss_negatives_differ_in_one_concept_and_stay_among_training_objects():
+    from bindcore.controlled.training import near_misses
+
+    cfg = tiny(n_values=6, coverage=0.5, near_miss_negatives_per_positive=3)
+    space, split = cfg.space, cfg.split
+    gen = torch.Generator().manual_seed(0)
+    objs = split.train
+    miss = near_misses(space, objs, gen, 3)
+    diff = (space.object_values(miss) != space.object_values(objs.repeat(3))).sum(1)
+    assert (diff == 1).all()
+    held = set(split.test.tolist())
+    for step in range(20):
+        gen = step_generator(cfg, step, torch.device("cpu"))
+        scenes = sample_scenes(split.train, cfg.batch_size, cfg.max_objects, gen)
+        assert not held & set(object_candidates(cfg, scenes, split.train, gen).tolist())

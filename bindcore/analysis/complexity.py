@@ -17,8 +17,17 @@ import pandas as pd
 from bindcore.io import arrays_hash, atomic_savez, config_hash
 from bindcore.store import Kind, ResultStore
 
-from .approximators import TREE_GRIDS, Protocol, get_protocol, sweep_fractions
-from .probes import BindingData, functional_binding, object_level_split
+from .approximators import (
+    TREE_GRIDS,
+    Protocol,
+    fit_trees,
+    get_protocol,
+    make_specs,
+    select_best,
+    sweep_fractions,
+    train_models,
+)
+from .probes import BindingData, functional_binding, object_level_split, split_by_objects
 
 # approximator sweeps in the result store (a sweep made by other code is computed again)
 APPROX_STORE_KIND = Kind("approximators-1", ("bindcore.analysis.complexity",))
@@ -158,3 +167,68 @@ def true_embedding_ceiling(datasets: dict[str, Any], fractions: Sequence[float],
             m = functional_binding(data, data.embeddings, object_level_split(data, f))
             rows.append({key: name, "fraction": f, **m})
     return pd.DataFrame(rows)
+
+
+def tree_components(data: Any, fraction: float, components: Sequence[int | None], grid: dict[str, list[dict]],
+                    store: Any = None) -> pd.DataFrame:
+    """The tree approximators (D.6) against the number of principal components they
+    regress (``None``: all of them; exactly that many, no variance rule), at one data
+    fraction, stored: one row per (kind, components) with held-out and training
+    recognition and R² (the first grid point of each kind)."""
+    store = store or ResultStore()
+    split = object_level_split(data, fraction)
+    rows = []
+    for kind, points in grid.items():
+        for k in components:
+            n = data.dim if k is None else min(int(k), data.dim)
+            key = {"data": binding_data_hash(data), "name": data.name, "fraction": fraction, "kind": kind,
+                   "params": points[0], "components": n}
+
+            def compute(kind: str = kind, n: int = n, points: list = points) -> dict[str, Any]:
+                rec = fit_trees(data, split, kind, grid=points[:1], variance=1.0, max_components=n, progress=False,
+                                fraction=fraction)[0]
+                rec.pop("curve", None)
+                return {"record": rec}
+
+            rec = store.cached(APPROX_STORE_KIND, {"analysis": "tree components", **key}, compute)["record"]
+            rows.append({"kind": kind, "components": "all" if k is None else int(k), "n_components": n,
+                         "explained variance": rec["explained_variance"], "fraction": fraction,
+                         **{m: rec[f"selected_{m}"] for m in ("heldout_object", "heldout_concept", "heldout_r2",
+                                                               "train_object", "train_r2")},
+                         "seconds": rec["seconds"]})
+    return pd.DataFrame(rows)
+
+
+def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_product", max_objects: int = 400,
+                  device: str | None = None, store: Any = None) -> dict[str, Any] | None:
+    """An approximator of a trained controlled model's binding function fitted on the
+    scenes of the model's *own* training objects and read on scenes of its own held-out
+    objects (all ordered pairs of the sub-grid of at most ``max_objects`` objects of
+    :func:`~bindcore.analysis.probes.controlled_binding_data`), stored under the run's
+    config hash, so a record computed where the weights are (published/) serves a build
+    that has none. Returns the selected record (learning rate chosen on validation
+    scenes), or None when the run's weights are not here and no record is stored."""
+    from bindcore.controlled.training import TrainConfig
+
+    from .probes import controlled_binding_data
+
+    store = store or ResultStore()
+    key = {"analysis": "own split", "run": config_hash(record["config"]), "family": family,
+           "protocol": asdict(protocol), "max_objects": max_objects}
+    found = store.find(APPROX_STORE_KIND, key)
+    if found is not None:
+        return found.result["record"]
+    if record.get("source", "local") != "local" or not (Path(record["path"]) / "model.pt").exists():
+        return None
+
+    def compute() -> dict[str, Any]:
+        data = controlled_binding_data(record, max_objects=max_objects, device=device or "cpu")
+        split = split_by_objects(data, TrainConfig.from_dict(record["config"]).split.train.numpy())
+        specs = make_specs(data, split, family, None, protocol.lrs, (0,), 0.2, 0)
+        recs = select_best(train_models(data, specs, protocol, device=device, progress=False))
+        rec = recs[0]
+        rec.pop("curve", None)
+        rec.update(n_train_objects=len(split.train_objects), n_objects=int(len(np.unique(data.object_ids()))))
+        return {"record": rec}
+
+    return store.cached(APPROX_STORE_KIND, key, compute)["record"]

@@ -4,6 +4,7 @@ the embedding sets of §4 and appendix D and the binding data of §5.1.
 * captions of the adjective-noun space (C.3), embedded by each given text encoder;
 * CLEVR-2D and the CLEVR-like 3-D scenes (C.1), by each given image encoder;
 * three-object CLEVR-like scenes with and without occlusion (D.3);
+* patterned objects, the substitute of D.4's generated natural images;
 * the scene tower of a trained controlled dual encoder (§5.2) on all ordered pairs of a
   sub-grid of objects (:func:`controlled_set`);
 * §5.1: the two-object captions embedded by each encoder, with linear probes fitted and
@@ -33,7 +34,7 @@ from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
 
 from .geometry_sets import EmbeddingSet
-from .probes import BindingData, LinearProbes, scene_split
+from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, scene_split
 
 THREE_OBJECT_DATASETS = {False: "CLEVR-like 3-D, three objects", True: "CLEVR-like 3-D, three objects, occluded"}
 THREE_OBJECT_SEED = 0
@@ -83,6 +84,18 @@ def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> 
     return out
 
 
+def dataset_sets(datasets: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
+    """The two-object scenes of each given image dataset (``{name: SceneDataset}``, e.g.
+    the authors' CLEVR or PUG:SPARE folders, :func:`bindcore.data.load_folder`) embedded
+    by each ``(encoder, pretrained)`` image encoder; single-object scenes where the
+    dataset has them."""
+    out = []
+    for name, ds in datasets.items():
+        pairs, singles = _split_singles(ds)
+        out += [_from_dataset(pairs, enc, "image", name, "image", pre, singles) for enc, pre in encoders]
+    return out
+
+
 def controlled_set(data: BindingData) -> EmbeddingSet:
     """A controlled model's binding data (:func:`~bindcore.analysis.probes.controlled_binding_data`)
     as an embedding set (no single-object scenes)."""
@@ -121,6 +134,27 @@ def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool
     return out
 
 
+NATURAL_DATASET = "patterned objects (D.4 substitute)"
+
+
+def natural_dataset(params: dict[str, Any]) -> Any:
+    """D.4's substitute: the ordered pairs of ``natural_patterns x natural_types``
+    patterned objects (:func:`~bindcore.data.patterned.make_patterned`, seed 0) at
+    ``natural_width`` pixels wide."""
+    from bindcore.data.patterned import make_patterned
+
+    w = params["natural_width"]
+    return make_patterned(int(params["natural_types"]), int(params["natural_patterns"]), size=(int(w), int(w) * 3 // 4))
+
+
+def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]], dataset: Any = None
+                 ) -> list[EmbeddingSet]:
+    """:func:`natural_dataset` (unless given) embedded by each ``(encoder, pretrained)``
+    image encoder."""
+    ds = dataset if dataset is not None else natural_dataset(params)
+    return [_from_dataset(ds, enc, "image", NATURAL_DATASET, "image", pre) for enc, pre in encoders]
+
+
 def is_occluded(s: EmbeddingSet) -> bool:
     """Whether a set of :func:`three_object_sets` holds the occluded scenes."""
     return s.dataset == THREE_OBJECT_DATASETS[True]
@@ -144,19 +178,31 @@ def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------
 # §5.1: binding data of pretrained text encoders
 # ---------------------------------------------------------------------------------
-def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any]):
-    """§5.1's data: the two-object captions of the adjective-noun space, each encoder's
-    (cached) embeddings, linear probes fitted on 40 % of the scenes and frozen.
-    Returns ({encoder name: BindingData}, table of probe accuracies on the other 60 %)."""
-    space = make_text_space(*params["text_space"], singles=False)
-    tr, te = scene_split(len(space), 0.4, seed=0)
+def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], datasets: dict[str, Any] | None = None):
+    """§5.1's data: two-object scenes embedded by each encoder (stored), linear probes
+    fitted on 40 % of the scenes and frozen. Without ``datasets``: the two-object
+    captions of the adjective-noun space (``params["text_space"]``) and every encoder;
+    with ``datasets`` (``{name: SceneDataset}`` of images, e.g. the authors' folders):
+    those images and the encoders that embed images. Returns ({name: BindingData} with
+    names "<encoder>" for captions and "<encoder> | <dataset>" for images, table of
+    probe accuracies on the other 60 %)."""
+    if datasets is None:
+        sources = [("", "text", make_text_space(*params["text_space"], singles=False))]
+    else:
+        sources = [(name, "image", _split_singles(ds)[0]) for name, ds in datasets.items()]
     binding, rows = {}, []
-    for name, enc in encoders.items():
-        emb = embed_dataset(enc, space, "text", progress=False)
-        probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"], seed=0)
-        probes.fit(emb[tr], space.objects[tr])
-        s = probes.scores(emb[te], space.objects[te])
-        rows.append({"encoder": name, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
-                     "probe object recognition (test scenes)": s["object"]})
-        binding[name] = probes.binding_data(space.objects, emb, name=name)
+    for dname, modality, space in sources:
+        tr, te = scene_split(len(space), PROBE_TRAIN_FRACTION, seed=0)
+        for name, enc in encoders.items():
+            if modality not in enc.modalities:
+                continue
+            key = f"{name} | {dname}" if dname else name
+            emb = embed_dataset(enc, space, modality, progress=False)
+            probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"],
+                                  seed=0)
+            probes.fit(emb[tr], space.objects[tr])
+            s = probes.scores(emb[te], space.objects[te])
+            rows.append({"encoder": key, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
+                         "probe object recognition (test scenes)": s["object"]})
+            binding[key] = probes.binding_data(space.objects, emb, name=key)
     return binding, pd.DataFrame(rows)

@@ -62,7 +62,7 @@ from bindcore.ids import object_ids, object_values, radix
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
-from .probes import LinearProbes, scene_split
+from .probes import PROBE_TRAIN_FRACTION, LinearProbes, scene_split
 
 KINDS = ("objects", "concepts")
 ESTIMATORS = ("avg", "pos-avg", "lstsq", "pos-lstsq")
@@ -92,21 +92,61 @@ def scene_codes(objects: np.ndarray, values_per_concept: Sequence[int], any_orde
     return _row_codes(ids, int(np.prod(values_per_concept)) + 1)
 
 
-def permute_labels(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, seed: int = 0) -> np.ndarray:
-    """The permuted-ID control's relabelling (D.1): ``kind="objects"`` sends every
-    object id through one seeded permutation of all ``U`` ids; ``kind="concepts"`` sends
-    each concept's values through its own seeded permutation. Absent rows stay -1."""
+def _derangement(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly drawn permutation of ``0..n-1`` with no fixed point (rejection: a
+    random permutation is one with probability about 1/e); the identity when ``n < 2``."""
+    if n < 2:
+        return np.arange(n)
+    while True:
+        perm = rng.permutation(n)
+        if (perm != np.arange(n)).all():
+            return perm
+
+
+def _value_derangement(vpc: list[int], rng: np.random.Generator, sweeps: int = 20) -> np.ndarray:
+    """A permutation of the ``U`` object ids under which no object keeps any of its
+    concept values (concepts with a single value excepted). Starts from a product of
+    per-concept derangements (always valid) and mixes it by random transpositions that
+    keep it valid (``sweeps`` x U proposals), so that it is not a product permutation."""
+    u = int(np.prod(vpc))
+    vals = object_values(np.arange(u), vpc)
+    start = np.stack([_derangement(v, rng)[vals[:, c]] for c, v in enumerate(vpc)], 1)
+    perm = object_ids(start[:, None, :], vpc)[:, 0]
+    free = np.array([v > 1 for v in vpc])
+
+    def valid(i: np.ndarray, target: np.ndarray) -> np.ndarray:
+        return (vals[i][:, free] != vals[target][:, free]).all(1)
+
+    for _ in range(sweeps):
+        i, j = rng.integers(0, u, size=(2, u))
+        for a, b in zip(i, j):
+            if a != b and valid(np.array([a, b]), np.array([perm[b], perm[a]])).all():
+                perm[a], perm[b] = perm[b], perm[a]
+    return perm
+
+
+def permute_labels(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, seed: int = 0,
+                   derange: bool = True) -> np.ndarray:
+    """The permuted-ID control's relabelling (D.1). ``kind="objects"`` sends every object
+    id through one seeded permutation of all ``U`` ids; ``kind="concepts"`` sends each
+    concept's values through its own seeded permutation. Absent rows stay -1.
+
+    ``derange`` (default): no value keeps its label. For concepts each permutation is a
+    derangement; for objects no object is sent to one that shares any of its concept
+    values (:func:`_value_derangement`), so a control never subtracts part of a scene's
+    true components. ``derange=False``: uniform permutations, fixed points allowed (the
+    released code: one permutation, whose fixed points subtract true components)."""
     obj = check_objects(objects, values_per_concept)
     vpc = check_values_per_concept(values_per_concept)
     rng = np.random.default_rng(seed)
     if kind == "objects":
-        perm = rng.permutation(int(np.prod(vpc)))
+        perm = _value_derangement(vpc, rng) if derange else rng.permutation(int(np.prod(vpc)))
         ids = object_ids(obj, vpc)
         return object_values(np.where(ids >= 0, perm[ids.clip(0)], -1), vpc)
     if kind == "concepts":
         out = obj.copy()
         for c, v in enumerate(vpc):
-            perm = rng.permutation(v)
+            perm = _derangement(v, rng) if derange else rng.permutation(v)
             out[..., c] = np.where(obj[..., c] >= 0, perm[obj[..., c].clip(0)], -1)
         return out
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -427,7 +467,7 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
                            kinds: Sequence[str] = ("concepts", "objects"),
                            estimators: Sequence[str] = ("avg", "pos-avg", "lstsq", "pos-lstsq"),
                            holdout: float | tuple | None = None, ridge: float = 0.0, retrieval: bool = True,
-                           probes: LinearProbes | str | None = None, probe_train_fraction: float = 0.4,
+                           probes: LinearProbes | str | None = None, probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                            seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """How well sums of components reconstruct the scene embeddings (§4.1): one row per
     (kind, estimator).
@@ -495,37 +535,44 @@ def _norm_ratio(a: np.ndarray, ref_centred_ss: float, centre: bool) -> float:
 
 def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
                           estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
-                          train_fraction: float = 0.4, seed: int = 0,
+                          train_fraction: float = PROBE_TRAIN_FRACTION, seed: int = 0, permutations: int = 5,
                           probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """Subtract concept or object components and re-probe (§4.2, D.1).
 
     Components are estimated on all scenes. Each variant's embeddings (the original, the
     residuals without concept / object components, and the permuted-ID controls) get
     fresh probes, fitted on a seeded ``train_fraction`` scene split and scored on the
-    rest. A permuted control estimates the components under a seeded relabelling
-    (:func:`permute_labels`) and subtracts them looked up with the true labels: the same
-    set of vectors, attached to the wrong scenes. (Relabelling both the estimate and the
-    lookup would only rename the components and change nothing.)
+    rest. A permuted control estimates the components under a relabelling
+    (:func:`permute_labels`, a derangement: no value keeps its label) and subtracts them
+    looked up with the true labels: the same set of vectors, attached to the wrong
+    scenes. (Relabelling both the estimate and the lookup would only rename the
+    components and change nothing.) Each control is run with ``permutations``
+    derangements (seeds ``seed``, ``seed + 1``, ...); its row holds their mean.
 
     Columns: ``variant, removed, permuted, concept, concepts_joint, object`` (test
-    accuracies), ``removed_norm_ratio`` = RMS norm of the subtracted sums over the RMS
-    norm of the centred embeddings, ``residual_norm_ratio`` = the same for the centred
-    residuals (1 for the original), ``fixed_fraction`` = share of object occurrences the
-    permutation left unchanged, ``n_excluded``."""
+    accuracies; the mean over derangements for a control), ``removed_norm_ratio`` = RMS
+    norm of the subtracted sums over the RMS norm of the centred embeddings,
+    ``residual_norm_ratio`` = the same for the centred residuals (1 for the original),
+    ``fixed_fraction`` = share of object occurrences the relabelling left unchanged,
+    ``fixed_value_fraction`` = share of concept values (of present objects) it left
+    unchanged, ``n_excluded``; for the controls also ``permutations`` and the spread
+    over them, ``concept_sd, object_sd, concept_min, concept_max, object_min,
+    object_max``."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    if permutations < 1:
+        raise ValueError(f"permutations must be >= 1, got {permutations}")
     train, test = scene_split(len(z), train_fraction, seed)
     ref = float(((z - z.mean(0)) ** 2).sum())
-    variants: list[tuple[str, str | None, bool, np.ndarray, float]] = [("original", None, False, obj, 0.0)]
+    present = obj[..., 0] >= 0
+    variants: list[tuple[str, str | None, list[np.ndarray]]] = [("original", None, [obj])]
     for kind in ("concepts", "objects"):
-        variants.append((f"minus {kind}", kind, False, obj, 0.0))
+        variants.append((f"minus {kind}", kind, [obj]))
     if controls:
         for kind in ("concepts", "objects"):
-            perm = permute_labels(obj, vpc, kind, seed)
-            present = obj[..., 0] >= 0
-            fixed = float((perm == obj).all(-1)[present].mean())
-            variants.append((f"permuted {kind} (control)", kind, True, perm, fixed))
-    rows = []
-    for name, kind, permuted, labels, fixed in variants:
+            variants.append((f"permuted {kind} (control)", kind,
+                             [permute_labels(obj, vpc, kind, seed + i) for i in range(permutations)]))
+
+    def run(kind: str | None, labels: np.ndarray, permuted: bool) -> dict[str, float]:
         if kind is None:
             x, removed = z, np.zeros_like(z)
         else:
@@ -535,11 +582,26 @@ def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept
         tr, te = train[ok[train]], test[ok[test]]
         probes = fit_probes(x[tr], obj[tr], vpc, **(probe_kw or {}))
         acc = probe_accuracy(probes, x[te], obj[te])
-        rows.append({"variant": name, "removed": kind or "none", "permuted": permuted, "concept": acc["concept"],
-                     "concepts_joint": acc["concepts_joint"], "object": acc["object"],
-                     "removed_norm_ratio": _norm_ratio(removed, ref, centre=False),
-                     "residual_norm_ratio": _norm_ratio(x, ref, centre=True), "fixed_fraction": fixed,
-                     "n_excluded": int((~ok).sum())})
+        return {"concept": acc["concept"], "concepts_joint": acc["concepts_joint"], "object": acc["object"],
+                "removed_norm_ratio": _norm_ratio(removed, ref, centre=False),
+                "residual_norm_ratio": _norm_ratio(x, ref, centre=True),
+                "fixed_fraction": float((labels == obj).all(-1)[present].mean()) if permuted else 0.0,
+                "fixed_value_fraction": float((labels == obj)[present].mean()) if permuted else 0.0,
+                "n_excluded": int((~ok).sum())}
+
+    rows = []
+    for name, kind, labellings in variants:
+        permuted = name.startswith("permuted")
+        runs = pd.DataFrame([run(kind, labels, permuted) for labels in labellings])
+        row: dict[str, Any] = {"variant": name, "removed": kind or "none", "permuted": permuted,
+                               **runs.mean().to_dict()}
+        row["n_excluded"] = int(runs["n_excluded"].max())
+        if row["permuted"]:
+            row["permutations"] = len(runs)
+            for m in ("concept", "object"):
+                row[f"{m}_sd"] = float(runs[m].std(ddof=0))
+                row[f"{m}_min"], row[f"{m}_max"] = float(runs[m].min()), float(runs[m].max())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -584,7 +646,10 @@ def sample_edits(objects: np.ndarray, values_per_concept: Sequence[int], *, conc
     another order), ``target_exact``, ``shared_scene`` (the replaced object shares a
     concept value with another object of the base scene: the paper's shared-concept
     scenes; the release checks colour only, its scenes differing in shape),
-    ``shared_swap`` (``old`` and ``new`` share a concept value)."""
+    ``shared_release`` (the release's "Shared" case: the replaced object shares its value
+    of the edited ``concept`` with another object and no other value; the release skips
+    scenes whose objects share another concept's value, and its "Different" case is
+    ``not shared_scene``), ``shared_swap`` (``old`` and ``new`` share a concept value)."""
     obj = check_objects(objects, values_per_concept)
     vpc = check_values_per_concept(values_per_concept)
     if concept is not None and not 0 <= concept < len(vpc):
@@ -627,13 +692,20 @@ def sample_edits(objects: np.ndarray, values_per_concept: Sequence[int], *, conc
     target = np.where(first_ord >= 0, first_ord, first_any[idx])
     old_vals, new_vals = object_values(old[idx], vpc), object_values(new[idx], vpc)
     base_obj = obj[scene[idx]]
-    shared_scene = np.zeros(len(idx), dtype=bool)
+    shared_by = np.zeros((len(idx), len(vpc)), dtype=bool)  # shares concept c's value with another object
     for j in range(o_max):
         other = (slot[idx] != j) & (base_obj[:, j, 0] >= 0)
-        shared_scene |= other & (base_obj[:, j] == old_vals).any(1)
+        shared_by |= other[:, None] & (base_obj[:, j] == old_vals)
+    shared_scene = shared_by.any(1)
+    if concept is None:
+        release_shared = np.zeros(len(idx), dtype=bool)
+    else:
+        others = np.delete(shared_by, concept, axis=1)
+        release_shared = shared_by[:, concept] & ~others.any(1)
     return pd.DataFrame({"scene": scene[idx], "slot": slot[idx], "old": old[idx], "new": new[idx],
                          "target": target, "target_exact": first_ord >= 0,
-                         "shared_scene": shared_scene, "shared_swap": (old_vals == new_vals).any(1)})
+                         "shared_scene": shared_scene, "shared_release": release_shared,
+                         "shared_swap": (old_vals == new_vals).any(1)})
 
 
 def counterfactual_objects(objects: np.ndarray, values_per_concept: Sequence[int], edits: pd.DataFrame) -> np.ndarray:
@@ -696,7 +768,7 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
                   banks: dict[str, Components] | None = None, Z_single: np.ndarray | None = None,
                   objects_single: np.ndarray | None = None, ks: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0),
                   edits: pd.DataFrame | None = None, concept: int | None = 0, max_edits: int = 1000,
-                  probes: LinearProbes | str | None = "fit", probe_train_fraction: float = 0.4,
+                  probes: LinearProbes | str | None = "fit", probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                   shared: str = "scene", seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
     """Object-replacement editing (D.2) for each bank and strength ``k``.
 
@@ -707,8 +779,11 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
     ``"scene"`` (the replaced object shares a value with another object of its scene,
     the paper's reading) or ``"swap"`` (old and new object share a value).
 
-    Returns one row per (bank, k, case) with case in ``all, shared, different``:
+    Returns one row per (bank, k, case) with case in ``all, shared, different`` and, with
+    ``shared="scene"``, ``shared (release)`` (the release's "Shared" edits; its
+    "Different" edits are ``different``):
     ``n`` (edits the bank could make), ``retrieval`` (any order), ``retrieval_exact``,
+    ``retrieval_chance`` (of hitting the intended scenes, in any order, at random),
     ``probe_concepts``, ``probe_object``."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     if shared not in ("scene", "swap"):
@@ -727,11 +802,16 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
         for k in ks:
             per = evaluate_edits(z, obj, vpc, edits, bank, float(k), probes)
             flag = per[f"shared_{shared}"].to_numpy(bool)
-            for case, mask in (("all", np.ones(len(per), bool)), ("shared", flag), ("different", ~flag)):
+            cases = [("all", np.ones(len(per), bool)), ("shared", flag), ("different", ~flag)]
+            if shared == "scene" and "shared_release" in per:
+                cases.append(("shared (release)", per["shared_release"].to_numpy(bool)))
+            for case, mask in cases:
                 sub = per[mask]
                 row = {"bank": name, "k": float(k), "case": case, "n": len(sub),
                        "retrieval": sub["hit"].mean() if len(sub) else np.nan,
-                       "retrieval_exact": sub["hit_exact"].mean() if len(sub) else np.nan}
+                       "retrieval_exact": sub["hit_exact"].mean() if len(sub) else np.nan,
+                       "retrieval_chance": retrieval_chance(obj, vpc, sub["target"].to_numpy())
+                       if len(sub) else np.nan}
                 for col in ("probe_concepts", "probe_object"):
                     row[col] = sub[col].mean() if col in sub and len(sub) else np.nan
                 rows.append(row)

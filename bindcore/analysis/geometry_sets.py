@@ -35,6 +35,7 @@ from .geometry import (
 from .inputs import check_inputs
 
 GEOMETRY_STORE_KIND = Kind("geometry-1", ("bindcore.analysis.geometry_sets",))
+HOLDOUT = 0.2  # share of scenes held out for the held-out R² of §4.1 and D.3
 
 
 @dataclass
@@ -102,11 +103,11 @@ def _probe_key(params: dict[str, Any]) -> dict[str, Any]:
 def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
     """§4.1 for one set: R² (all scenes and 20 % held out), retrieval and probing of the
     bag-of-concepts and bag-of-objects reconstructions, every estimator."""
-    p = {**_probe_key(params), "holdout": 0.2}
+    p = {**_probe_key(params), "holdout": HOLDOUT}
 
     def compute() -> pd.DataFrame:
         full = additive_decomposition(*s.args(), probes="fit", probe_kw=_probe_kw(params))
-        held = additive_decomposition(*s.args(), holdout=0.2, retrieval=False)
+        held = additive_decomposition(*s.args(), holdout=HOLDOUT, retrieval=False)
         full["r2_heldout"] = held["r2_eval"].to_numpy()
         return full
 
@@ -115,10 +116,11 @@ def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) ->
 
 def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
     """§4.2 / D.1 for one set: probes re-fitted after subtracting components, with the
-    permuted-ID controls."""
-    p = _probe_key(params)
+    permuted-ID controls (``permutations`` derangements each, default 1)."""
+    n = int(params.get("permutations", 1))
+    p = {**_probe_key(params), "permutations": n}
     return stored_frame(s, "attribution", p,
-                        lambda: component_attribution(*s.args(), probe_kw=_probe_kw(params)), store)
+                        lambda: component_attribution(*s.args(), permutations=n, probe_kw=_probe_kw(params)), store)
 
 
 def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
@@ -146,7 +148,7 @@ def object_occurrences(s: EmbeddingSet) -> dict[str, int | float]:
 
 
 def three_object_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = None,
-                          holdout: float = 0.2) -> pd.DataFrame:
+                          holdout: float = HOLDOUT) -> pd.DataFrame:
     """D.3 for one set, one row per (kind, estimator) of
     :func:`~bindcore.analysis.geometry.additive_decomposition`:
 

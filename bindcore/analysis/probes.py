@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bindcore.ids import object_ids
+from bindcore.ids import object_ids, object_values
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
@@ -131,6 +131,16 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
     return ObjectLevelSplit(train_objects, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
 
 
+def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLevelSplit:
+    """The object-level split whose training objects are the given object ids (e.g. a
+    controlled model's own training objects) among those that occur in ``data``."""
+    ids = data.object_ids()
+    train = np.intersect1d(np.unique(ids), np.asarray(train_objects, dtype=np.int64))
+    is_train = np.isin(ids, train)
+    both, none = is_train.all(1), ~is_train.any(1)
+    return ObjectLevelSplit(train, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
+
+
 # ---------------------------------------------------------------------------------
 # functional binding: predicted embeddings read by the frozen probes
 # ---------------------------------------------------------------------------------
@@ -171,11 +181,29 @@ def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: 
     return r2(data.embeddings[index], np.asarray(embeddings, dtype=np.float64)[index], reference_mean=mu)
 
 
+def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out scenes of ``split`` in two parts: (every concept value of the scene
+    occurs in some training object, some value occurs in none). An approximator's table
+    row of a value no training object has is never fitted: on the second part it
+    predicts from its initialisation."""
+    vals = data.objects[split.heldout]  # [n, 2, C]
+    train_vals = object_values(split.train_objects, data.values_per_concept)
+    seen = np.ones(len(vals), dtype=bool)
+    for c in range(data.n_concepts):
+        seen &= np.isin(vals[:, :, c], np.unique(train_vals[:, c])).all(1)
+    return split.heldout[seen], split.heldout[~seen]
+
+
 def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLevelSplit) -> dict[str, float]:
     """Concept and object recognition and R² of ``predicted`` embeddings (one row per
-    scene of ``data``) on the train, held-out and mixed scenes of ``split``."""
-    out = {}
-    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed)):
+    scene of ``data``) on the train, held-out and mixed scenes of ``split``, and on the
+    held-out scenes split by :func:`heldout_by_values` (``heldout_seen_*``: every value
+    seen in training, ``heldout_unseen_*``: some value never seen; ``n_heldout_unseen``
+    counts the latter)."""
+    seen, unseen = heldout_by_values(data, split)
+    out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
+    for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
+                      ("heldout_seen", seen), ("heldout_unseen", unseen)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
         out[f"{name}_r2"] = binding_r2(data, predicted, idx)
@@ -185,7 +213,11 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
 # ---------------------------------------------------------------------------------
 # linear probes on frozen embeddings (C.2)
 # ---------------------------------------------------------------------------------
-def scene_split(n_scenes: int, train_fraction: float = 0.4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+PROBE_TRAIN_FRACTION = 0.4  # the released code fits linear probes on 40 % of the scenes
+
+
+def scene_split(n_scenes: int, train_fraction: float = PROBE_TRAIN_FRACTION,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A seeded scene-level split (the released code fits probes on 40 % of the scenes)."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction}")
@@ -335,14 +367,16 @@ class LinearProbes:
 # controlled dual encoders as binding functions (reference-spec §7)
 # ---------------------------------------------------------------------------------
 def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
-                            device: str = "cpu") -> BindingData:
+                            device: str = "cpu", renders: int = 1) -> BindingData:
     """All ordered pairs of a set of objects (identical pairs included) encoded by a
     trained dual encoder's scene encoder (raw outputs), with its own query encoder's
     L2-normalised concept and object embeddings as the frozen probes.
 
     ``objects``: "all" = the sub-grid of the first ceil(max_objects ** (1/C)) values of
     each concept; "train" / "test" = the run's training / held-out objects (at most
-    ``max_objects``, a seeded choice)."""
+    ``max_objects``, a seeded choice). ``renders``: for a scene tower that reads images
+    (appendix E), a scene's embedding is the mean over this many seeded renderings of
+    it (a token scene has one input: 1)."""
     import math
 
     import torch.nn.functional as F
@@ -365,8 +399,14 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     pairs = torch.cartesian_prod(ids, ids)
     if cfg.max_objects > 2:
         pairs = F.pad(pairs, (0, cfg.max_objects - 2), value=-1)
+    if renders < 1:
+        raise ValueError(f"renders must be >= 1, got {renders}")
     with torch.no_grad():
-        z = embed_in_chunks(model.scene, space.tokenize_scenes(pairs.to(device)))
+        z = cfg.embed_eval_scenes(model, pairs.to(device))
+        for r in range(1, renders):
+            z = z + cfg.embed_eval_scenes(model, pairs.to(device), seed=r)
+        if renders > 1:
+            z = z / renders
         all_ids = torch.arange(space.n_objects, device=device)
         obj_probe = F.normalize(embed_in_chunks(model.query, space.object_query_tokens(all_ids)), dim=1)
         con_probe = F.normalize(embed_in_chunks(
@@ -375,5 +415,5 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     concept_probes = [con_probe[c * V:(c + 1) * V].cpu().numpy() for c in range(cfg.n_concepts)]
     vals = space.object_values(pairs[:, :2]).numpy()
     return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
-                       name=f"controlled C={cfg.n_concepts} V={V} coverage={cfg.coverage:g}",
-                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids)})
+                       name=cfg.short_name(),
+                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders})

@@ -213,12 +213,114 @@ def controlled_sets(profile: str, params: dict[str, Any], workers: int | None = 
 def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = None,
                   device: str | None = None) -> tuple[list[Any], str]:
     """Every embedding set of the §4 chapters and the encoder note for the top of the page:
-    captions and images by :func:`geometry_encoders`, and (``controlled``) the controlled
-    models of §5.2."""
-    from bindcore.analysis.embedding_sets import caption_sets, image_sets
+    captions and images by :func:`geometry_encoders` (images also by DINOv2 where the
+    ``dinov2`` parameter names it and its weights are here), the authors' image folders
+    where given (:func:`authors_data`), and (``controlled``) the controlled models of
+    §5.2."""
+    from bindcore.analysis.embedding_sets import caption_sets, dataset_sets, image_sets
 
     encoders, note = geometry_encoders()
-    sets = caption_sets(params, encoders["text"]) + image_sets(params, encoders["image"])
+    folders, _ = authors_data(params)
+    dino, _ = dinov2_encoder(params)
+    images = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
+    sets = caption_sets(params, encoders["text"]) + image_sets(params, images) + dataset_sets(folders, images)
     if params.get("controlled", True):
         sets += controlled_sets(profile, params, workers=workers, device=device)
     return sets, note
+
+
+def pixel_base(profile: str, params: dict[str, Any]):
+    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps`` if set."""
+    from bindcore.controlled.recipes import pixel_recipe
+
+    return pixel_recipe(profile) if params["steps"] is None else pixel_recipe(profile, steps=params["steps"])
+
+
+def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
+               progress: bool = False, executor: Any = None) -> list[dict[str, Any]]:
+    """The pixel dual encoders of appendix E, every level x coverage x seed of
+    ``params`` (stored runs are reused; their code version is printed; ``executor``:
+    :func:`bindcore.sweep.run_sweep`'s)."""
+    from bindcore.controlled.pixels import PIXEL_STORE_KIND, level_configs
+    from bindcore.sweep import run_sweep
+
+    runs = run_sweep(level_configs(pixel_base(profile, params), params), workers=workers, device=device,
+                     progress=progress, executor=executor)
+    note_stored(runs, kind=PIXEL_STORE_KIND, what="pixel training runs")
+    return runs
+
+
+def pixel_binding_data(runs: Iterable[Mapping[str, Any]], params: dict[str, Any]) -> list[Any]:
+    """The binding data (§5.3) of the generalizing pixel model of each level (largest
+    coverage): all ordered pairs of up to ``max_objects`` objects, each scene's
+    embedding the mean over ``renders`` seeded renderings."""
+    from bindcore.analysis.probes import controlled_binding_data
+    from bindcore.controlled.pixels import generalizing_pixel_runs
+
+    return [controlled_binding_data(r, max_objects=params["max_objects"], renders=params["renders"], device="cpu")
+            for r in generalizing_pixel_runs(list(runs))]
+
+
+# ---------------------------------------------------------------------------------
+# the authors' data and DINOv2, where a reader has them
+# ---------------------------------------------------------------------------------
+# chapter parameter -> (load_folder kind, dataset name in the tables)
+AUTHOR_FOLDERS = {"clevr_dir": ("clevr", "CLEVR (authors' images)"), "pug_dir": ("pug_spare", "PUG:SPARE")}
+AUTHOR_DATA_HOW = ("The authors share their images outside their repository (the link is in the README of "
+                   "oshapio/binding-concepts-complexity); a folder holds the images and a labels.csv in the release's "
+                   "layout (bindcore.data.load_folder reads it).")
+
+
+def authors_data(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The authors' image folders a chapter was given (``clevr_dir``, ``pug_dir``) as
+    datasets (:func:`bindcore.data.load_folder`), and one line per folder saying what
+    was loaded, or that it was not given or not found and how to get it. Absence is
+    decided by a directory check: nothing is downloaded or waited for."""
+    from bindcore.data import load_folder
+
+    out, notes = {}, []
+    for key, (kind, name) in AUTHOR_FOLDERS.items():
+        path = params.get(key)
+        if not path:
+            notes.append(f"{name}: not given (`{key}` is None).")
+        elif not Path(path).is_dir():
+            notes.append(f"{name}: folder {path} not found; nothing of it runs.")
+        else:
+            ds = load_folder(path, kind)
+            out[name] = ds
+            notes.append(f"{name}: {len(ds)} scenes loaded from {path}.")
+    return out, notes
+
+
+def dinov2_encoder(params: dict[str, Any]) -> tuple[Any | None, str]:
+    """(the DINOv2 encoder named by the chapter parameter ``dinov2``, or None; a line
+    saying which runs, or why not and how to get it). Decided without building the
+    model: at most one 0.5 s probe of the Hugging Face Hub (none under HF_HUB_OFFLINE=1)."""
+    from bindcore.encoders import DinoV2Encoder, EncoderUnavailable
+
+    name = params.get("dinov2")
+    if not name:
+        return None, ("DINOv2: not asked for (`dinov2` is None). Pass `-p dinov2 facebook/dinov2-base` where its "
+                      "weights download (e.g. Colab) or sit in the Hugging Face cache.")
+    enc = DinoV2Encoder(name)
+    try:
+        enc.check_available()
+    except (EncoderUnavailable, ImportError) as e:
+        return None, f"DINOv2 ({name}): not run here. {e}"
+    return enc, f"DINOv2 ({name}): runs on the image sets."
+
+
+def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> tuple[dict[str, Any], Any, str]:
+    """The authors' folders and DINOv2 of a chapter: (datasets, DINOv2 encoder or None,
+    a markdown note for the page naming what runs, and for what does not, the cells
+    that would run with it and the command that runs them)."""
+    datasets, notes = authors_data(params)
+    dino, dnote = dinov2_encoder(params)
+    missing = [k for k, (_, name) in AUTHOR_FOLDERS.items() if name not in datasets] + ([] if dino else ["dinov2"])
+    lines = ["**The authors' data and DINOv2 on this page.**", *(f"* {n}" for n in notes), f"* {dnote}"]
+    if missing:
+        args = " ".join(f"-p {k} {'facebook/dinov2-base' if k == 'dinov2' else '/path/to/folder'}" for k in missing)
+        lines.append(f"\nWith them, {cells} also run on those data and that encoder: "
+                     f"`papermill notebooks/{notebook}.ipynb out.ipynb {args}`. "
+                     + (AUTHOR_DATA_HOW if any(k != "dinov2" for k in missing) else ""))
+    return datasets, dino, "\n".join(lines)

@@ -1,6 +1,7 @@
 """One figure style for the whole book, and the figures the chapters share: tokens and
 object grids (§3), metrics against coverage (§5.2), approximators against data fraction
-and width (§5.1, §5.3, §5.4), MDS pictures of embedding sets (D.5)."""
+and width (§5.1, §5.3, §5.4), MDS pictures of embedding sets (D.5), rendered squares and
+recognition by visual level (appendix E)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.geometry_sets import EmbeddingSet
-from bindcore.controlled.scenes import SceneSpace
+from bindcore.controlled.scenes import SceneSpace, sample_scenes
+from bindcore.data.pixels import LEVEL_LABELS, LEVELS
 
 from .tables import FAMILY_LABELS
 
@@ -222,3 +224,78 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
     for ax in axes:
         ax.set_xlabel("MDS 1")
         ax.set_ylabel("MDS 2")
+
+
+# ---------------------------------------------------------------------------------
+# appendix E: pixel dual encoders
+# ---------------------------------------------------------------------------------
+def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, seed: int = 0):
+    """The same ``n`` training scenes of a pixel config
+    (:class:`bindcore.controlled.pixels.PixelTrainConfig`) drawn at each visual level,
+    titled with their objects as (fill, border) values."""
+    import torch
+
+    space = cfg.space
+    scenes = sample_scenes(cfg.split.train, n, space.max_objects, torch.Generator().manual_seed(seed))
+    fig, axes = plt.subplots(len(levels), n, figsize=(1.6 * n, 1.75 * len(levels)), squeeze=False)
+    for r, level in enumerate(levels):
+        imgs = cfg.with_(level=level).render(scenes, torch.Generator().manual_seed(seed))
+        for j in range(n):
+            ax = axes[r, j]
+            ax.imshow(imgs[j].permute(1, 2, 0).numpy(), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+            objs = [tuple(space.object_values(o).tolist()) for o in scenes[j] if o >= 0]
+            if r == 0:
+                ax.set_title(" ".join(f"{o}" for o in objs).replace(" ", ""), fontsize=7)
+            if j == 0:
+                ax.set_ylabel(LEVEL_LABELS[level], fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
+    """Per visual level, held-out two-object recognition (strict) and swap-pair
+    recognition against coverage, with the bag-of-concepts floor and ceiling
+    (``table``: :func:`bindcore.book.tables.pixel_results_table`)."""
+    levels = [lv for lv in (levels or LEVELS) if lv in set(table["level"])]
+    fig, axes = plt.subplots(1, len(levels), figsize=(4.6 * len(levels), 3.9), sharey=True, squeeze=False)
+    for ax, level in zip(axes[0], levels):
+        sub = table[table["level"] == level].groupby("coverage", as_index=False).mean(numeric_only=True)
+        sub = sub.sort_values("coverage")
+        ax.plot(sub["coverage"], sub["test_object_2"], "o-", color=PALETTE[0], label="held-out scenes, strict")
+        if "test_swap_pair" in sub:
+            ax.plot(sub["coverage"], sub["test_swap_pair"], "s-", color=PALETTE[1],
+                    label="swap pairs (scene and twin)")
+        ax.plot(sub["coverage"], sub["test_concept_2"], "^:", color=PALETTE[2], label="concepts, held-out scenes")
+        ax.plot(sub["coverage"], sub["boc_ceiling_test_object_2"], "--", color="#555555", lw=1.2,
+                label="bag-of-concepts ceiling")
+        ax.plot(sub["coverage"], sub["boc_test_object_2"], ":", color="#555555", lw=1.2,
+                label="bag-of-concepts oracle (floor)")
+        ax.set_title(LEVEL_LABELS[level])
+        ax.set_xlabel("object coverage")
+        ax.set_ylim(-0.03, 1.03)
+    axes[0, 0].set_ylabel("recognition, two-object scenes")
+    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, 0.0))
+    return fig
+
+
+def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
+    """Figure 9: the global product's held-out object recognition against the model's
+    own, one colour per object-space size (the legend gives its correlation), the
+    diagonal dotted."""
+    corr = correlations.set_index("objects")
+    for i, (objects, sub) in enumerate(table.groupby("objects", sort=True)):
+        r = corr.loc[objects, "Pearson r"] if objects in corr.index else np.nan
+        label = f"|O| = {objects} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
+        ax.scatter(sub["model: held-out objects"], sub["global product: held-out objects"], s=36,
+                   color=PALETTE[i % len(PALETTE)], edgecolors="black", linewidths=0.4, label=label)
+    ax.plot([0, 1], [0, 1], ":", color=REFERENCE_COLOUR, lw=1)
+    ax.set_xlabel("the model's held-out object recognition (two-object scenes)")
+    ax.set_ylabel("global product: held-out object recognition")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=8, loc="best")

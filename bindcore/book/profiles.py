@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bindcore.data.pixels import LEVELS
 from bindcore.runtime import check_profile
 from bindcore.settings import Rule, unknown_name
 
@@ -50,6 +51,17 @@ RULES: dict[str, Rule] = {
     "coverages": Rule(list, item=_FRACTION),
     "seeds": Rule(list, item=Rule(int, low=-(2**40) + 1, high=2**40 - 1)),
     "ablations": Rule(bool),
+    "levels": Rule(list, item=Rule(str, choices=LEVELS)),
+    "approx_steps": Rule(int, low=1),
+    "renders": Rule(int, low=1, note="renderings averaged per scene"),
+    "permutations": Rule(int, low=1, note="derangements per permuted-ID control"),
+    "tree_components": Rule(list, item=Rule(int, low=1, optional=True), note="None: all components"),
+    "clevr_dir": Rule(str, optional=True, note="the authors' CLEVR folder; None: not given"),
+    "pug_dir": Rule(str, optional=True, note="the authors' PUG:SPARE folder; None: not given"),
+    "dinov2": Rule(str, optional=True, note="a DINOv2 model, e.g. facebook/dinov2-base; None: not run"),
+    "natural_types": Rule(int, low=1, high=5),
+    "natural_patterns": Rule(int, low=1, high=5),
+    "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
 }
 # where a chapter reads a parameter differently from RULES
 CHAPTER_RULES: dict[tuple[str, str], Rule] = {
@@ -70,15 +82,21 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
     },
     "pretrained_complexity": {
-        # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol
+        # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol;
+        # tree_components: principal components the trees regress (None: all), at the
+        # largest fraction; clevr_dir, pug_dir: the authors' image folders; dinov2: a
+        # DINOv2 model (None: not run)
         "smoke": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16], probe_epochs=100, probe_lr=0.1,
                       steps=30,
-                      batch_size=None, lrs=[1e-2], tree_grid="small"),
+                      batch_size=None, lrs=[1e-2], tree_grid="small", tree_components=[2, None],
+                      clevr_dir=None, pug_dir=None, dinov2=None),
         "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 512],
-                      probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small"),
+                      probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small",
+                      tree_components=[8, 32, None], clevr_dir=None, pug_dir=None, dinov2=None),
         "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
                       widths=[64, 256, 1024, 4096], probe_epochs=10000, probe_lr=1e-2, steps=10000, batch_size=4096,
-                      lrs=[1e-2, 1e-3, 1e-4], tree_grid="full"),
+                      lrs=[1e-2, 1e-3, 1e-4], tree_grid="full", tree_components=[8, 32, None], clevr_dir=None,
+                      pug_dir=None, dinov2="facebook/dinov2-base"),
     },
     "controlled_complexity": {
         # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
@@ -92,25 +110,52 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "geometry": {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
         # image_scenes: first N two-object images (None: all 576); controlled_objects: objects
-        # per controlled model whose ordered pairs are embedded; ks: editing strengths
+        # per controlled model whose ordered pairs are embedded; ks: editing strengths;
+        # permutations: derangements per permuted-ID control of §4.2; clevr_dir, pug_dir:
+        # the authors' image folders (None: not given); dinov2: a DINOv2 model (None: not run)
         "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
                       probe_lr=0.1,
-                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16),
+                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None),
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100),
+                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None),
         "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000,
-                      controlled=True, controlled_objects=400),
+                      controlled=True, controlled_objects=400, permutations=5, clevr_dir=None, pug_dir=None,
+                      dinov2="facebook/dinov2-base"),
     },
     "additional": {
-        # D.3 three-object CLEVR-like scenes (each set: without and with occlusion) and D.5 MDS
-        "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2),
-        "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2),
+        # D.3 three-object CLEVR-like scenes (each set: without and with occlusion), D.4's
+        # substitute (natural_types x natural_patterns patterned objects, natural_width
+        # pixels wide; edits at strengths ks) and D.5 MDS
+        "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=3, natural_patterns=3,
+                      natural_width=64, ks=[1.0], max_edits=100),
+        "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2,
+                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=5, natural_patterns=5,
+                      natural_width=224, ks=[1.0], max_edits=1000),
         "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
-                      mds_components=3),
+                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
+                      natural_patterns=5, natural_width=320, ks=[1.0], max_edits=2000),
+    },
+    "pixel_encoders": {
+        # appendix E: levels x coverages of pixel dual encoders (steps None: the pixel recipe's);
+        # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
+        # model of each level: all ordered pairs of up to max_objects objects, each embedding the
+        # mean of `renders` renderings
+        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, seeds=[0],
+                      fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
+                      max_objects=16, renders=1),
+        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, seeds=[0],
+                      fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
+                      lrs=[1e-2], max_objects=64, renders=2),
+        "paper": dict(levels=["clean", "speckle", "overlap"],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
+                      fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
+                      approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training

@@ -10,28 +10,27 @@ which the paper gives no such number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bindcore.analysis.approximators import select_best
+from bindcore.analysis.approximators import FAMILIES, select_best
 from bindcore.analysis.complexity import protocol_for, stored_sweeps, tree_grid
 from bindcore.analysis.embedding_sets import is_occluded
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
+from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     EDIT_BANKS,
-    NOTES,
     PAPER_ATTRIBUTION,
-    PAPER_CONCEPT_R2,
     PAPER_EDITING,
-    PAPER_OBJECTS_OVER_CONCEPTS,
+    PAPER_EDITING_CASE,
     PAPER_RECONSTRUCTION,
     PAPER_THREE_OBJECTS,
-    SUMMARY,
-    SUMMARY_AND_NOTES,
+    fmt_range,
 )
+from bindcore.sweep import results_table
 
 # our datasets standing for the paper's
 PAPER_DATA = {"CLEVR-like 3-D": "CLEVR", "CLEVR-2D": "CLEVR-2D"}
@@ -61,6 +60,8 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
     if s.source == "text":
         model = "CLIP ViT-B/32" if s.pretrained else "random init"
         key, label = ("text", model), model
+        if s.pretrained and not s.encoder.startswith("CLIP"):
+            label = f"{model} (ours: {s.encoder}, a substitute)"
     elif s.source == "image" and s.pretrained and s.dataset in PAPER_DATA:
         key = (PAPER_DATA[s.dataset], "CLIP ViT-B/32")
         label = f"CLIP ViT-B/32 on {key[0]}"
@@ -113,19 +114,25 @@ def decomposition_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFr
 
 
 def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """§4.2 / D.1 side by side: concept / object decoding per variant and set; beside
-    pretrained encoders, the paper's CLIP numbers of the same modality (none beside
-    random-init controls and the controlled models, for which the paper gives none)."""
+    """§4.2 / D.1 side by side: concept / object decoding per variant and set (a
+    permuted control: the mean over its derangements, with their range and standard
+    deviation); beside pretrained encoders, the paper's CLIP numbers of the same
+    modality (none beside random-init controls and the controlled models, for which the
+    paper gives none)."""
     rows = []
     for s, df in zip(sets, frames):
         paper = PAPER_ATTRIBUTION.get(s.source, {}) if s.pretrained else {}
         for _, r in df.iterrows():
             variant = attribution_variant(r)
             pc = paper.get(variant)
+            n = r.get("permutations")
+            spread = (f"{int(n)} derangements: concepts {r['concept_min']:.2f}–{r['concept_max']:.2f} "
+                      f"(sd {r['concept_sd']:.3f}), objects {r['object_min']:.2f}–{r['object_max']:.2f} "
+                      f"(sd {r['object_sd']:.3f})" if pd.notna(n) else "–")
             rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "variant": variant,
                          "concepts": r["concept"], "objects": r["object"],
                          "paper (CLIP): concepts / objects": f"{pc[0]:.2f} / {pc[1]:.2f}" if pc else "–",
-                         "removed norm / original": r["removed_norm_ratio"]})
+                         "removed norm / original": r["removed_norm_ratio"], "controls: spread": spread})
     return pd.DataFrame(rows)
 
 
@@ -134,105 +141,36 @@ def attribution_variant(row: pd.Series) -> str:
     return str(row["variant"]).replace(" (control)", "")
 
 
+EDIT_CASES = ("different", "shared (release)", "shared", "all")
+
+
 def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], k: float = 1.0) -> pd.DataFrame:
     """D.2 at strength ``k``: probing and retrieval of the intended counterfactual per
-    bank (all edits, shared-concept and different-concept scenes), the paper's CLIP
-    numbers (all edits) beside pretrained image encoders."""
+    bank and case: ``different`` (the replaced object shares no value with the other
+    object: the release's "Different" edits), ``shared (release)`` (it shares only the
+    edited colour: the release's "Shared" edits), ``shared`` (any shared value: also the
+    same-shape scenes the release skips) and ``all``; retrieval counts the intended
+    objects in either order, ``retrieval exact`` only the intended order (the release's
+    rule). The paper's CLIP numbers (:data:`~bindcore.paper.PAPER_EDITING_CASE` edits)
+    stand beside pretrained image encoders' ``different`` edits."""
     rows = []
     for s, df in zip(sets, frames):
         paper = _paper_editing(s)
         sub = df[np.isclose(df["k"], k)]
         for bank, b in sub.groupby("bank", sort=False):
             row = {"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "bank": bank}
-            for case in ("all", "shared", "different"):
+            for case in EDIT_CASES:
                 r = b[b["case"] == case]
                 if len(r):
                     row[f"retrieval ({case})"] = r["retrieval"].iloc[0]
+                    row[f"retrieval exact ({case})"] = r["retrieval_exact"].iloc[0]
                     row[f"probing ({case})"] = r["probe_concepts"].iloc[0]
-                if case == "all":  # the paper's numbers are of all edits: beside ours
-                    row["paper (CLIP): probing / retrieval"] = (
+                    row[f"edits ({case})"] = int(r["n"].iloc[0])
+                if case == PAPER_EDITING_CASE:  # the paper's numbers are of these edits: beside ours
+                    row[f"paper (CLIP, {case}): probing / retrieval"] = (
                         f"{paper['probing'][bank]:.2f} / {paper['retrieval'][bank]:.2f}"
                         if paper and paper["probing"].get(bank) is not None else "–")
-            row["edits"] = int(b[b["case"] == "all"]["n"].iloc[0]) if (b["case"] == "all").any() else 0
             rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _match(sets: Sequence[EmbeddingSet], data: str, pretrained: bool, model: str) -> int | None:
-    """Index of our set standing for the paper's (data, model), or None: same data
-    (captions; CLEVR -> our CLEVR-like 3-D; CLEVR-2D), same kind of weights, and for
-    pretrained image rows only CLIP itself (MiniLM stands in for CLIP's text tower)."""
-    if data == "PUG:SPARE" or model == "DINOv2":
-        return None
-    want = {"text": "text", **{paper: ours for ours, paper in PAPER_DATA.items()}}[data]
-    for i, s in enumerate(sets):
-        if s.pretrained != pretrained or s.source == "controlled":
-            continue
-        if want == "text" and s.source == "text":
-            return i
-        if s.dataset == want and (not pretrained or "CLIP" in s.encoder):
-            return i
-    return None
-
-
-def _frame_value(df: pd.DataFrame, **where: Any) -> float:
-    sub = df
-    for k, v in where.items():
-        if k == "metric":
-            continue
-        sub = sub[np.isclose(sub[k], v)] if isinstance(v, float) else sub[sub[k] == v]
-    return float(sub[where["metric"]].iloc[0]) if len(sub) else float("nan")
-
-
-def paper_section4_table(sets: Sequence[EmbeddingSet], decomposition_frames: Sequence[pd.DataFrame],
-                         attribution_frames: Sequence[pd.DataFrame],
-                         editing_frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Every number the paper gives for §4.1, §4.2 and D.2 (``numbers.md``), one row each,
-    with ours beside it where this build has a matching embedding set (the encoder is
-    named), and why not where it has none."""
-    rows: list[dict[str, Any]] = []
-
-    def add(group: str, source: str, data: str, model: str, metric: str, paper: float,
-            ours: Callable[[int], float]) -> None:
-        i = _match(sets, data, model != "random init", model)
-        why = ("PUG:SPARE images are the authors' (load them with bindcore.data.load_folder)" if data == "PUG:SPARE"
-               else "DINOv2 weights not reachable here" if model == "DINOv2"
-               else "no pretrained image encoder here (needs the Hugging Face Hub, e.g. Colab)")
-        rows.append({"section": group, "data": data, "paper model": model, "metric": metric, "paper": paper,
-                     "ours": ours(i) if i is not None else float("nan"),
-                     "our data | encoder": sets[i].label if i is not None else f"not run: {why}",
-                     "paper source": source})
-
-    dec = list(decomposition_frames)
-    att = list(attribution_frames)
-    edi = list(editing_frames)
-    for (data, model), vals in PAPER_RECONSTRUCTION.items():
-        for metric, v, kw in zip(("R² objects (avg)", "R² objects (avg + pos)", "retrieval", "probing"), vals,
-                                 (dict(estimator="avg", metric="r2_eval"), dict(estimator="pos-avg", metric="r2_eval"),
-                                  dict(estimator="avg", metric="retrieval"), dict(estimator="avg", metric="probe_object"))):
-            add("§4.1 reconstruction", NOTES, data, model, metric, v,
-                lambda i, kw=kw: _frame_value(dec[i], kind="objects", **kw))
-    for data, v in PAPER_CONCEPT_R2.items():
-        add("§4.1 variance", SUMMARY, data, "CLIP ViT-B/32", "R² bag of concepts (up to)", v,
-            lambda i: max(_frame_value(dec[i], kind="concepts", estimator=e, metric="r2_eval")
-                          for e in ("avg", "pos-avg", "lstsq", "pos-lstsq")))
-        add("§4.1 variance", SUMMARY, data, "CLIP ViT-B/32", "R² objects minus concepts (about)",
-            PAPER_OBJECTS_OVER_CONCEPTS,
-            lambda i: _frame_value(dec[i], kind="objects", estimator="pos-lstsq", metric="r2_eval")
-            - _frame_value(dec[i], kind="concepts", estimator="pos-lstsq", metric="r2_eval"))
-    for modality, data in (("text", "text"), ("image", "CLEVR")):
-        for variant, (c, o) in PAPER_ATTRIBUTION[modality].items():
-            for metric, v in (("concepts", c), ("objects", o)):
-                add("§4.2 / D.1 subtraction", SUMMARY_AND_NOTES, data, "CLIP ViT-B/32", f"{variant}: {metric}", v,
-                    lambda i, variant=variant, metric=metric: _frame_value(
-                        att[i].assign(name=att[i]["variant"].str.replace(" (control)", "", regex=False)),
-                        name=variant, metric={"concepts": "concept", "objects": "object"}[metric]))
-    for (data, model), row in PAPER_EDITING.items():
-        for metric, col in (("probing", "probe_concepts"), ("retrieval", "retrieval")):
-            for bank, v in zip(EDIT_BANKS, row[metric]):
-                if v is not None:
-                    add("D.2 editing (k = 1)", NOTES, data, model, f"{metric} ({bank})", v,
-                        lambda i, bank=bank, col=col: _frame_value(edi[i], bank=bank, k=1.0, case="all", metric=col))
     return pd.DataFrame(rows)
 
 
@@ -264,7 +202,7 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
             "scenes": len(s.Z), "objects never seen": occ.get("never_seen", 0),
             "fewest occurrences": occ.get("min", 0),
             "probing concepts": real.get("concept", np.nan), "probing objects": real.get("object", np.nan),
-            "paper (CLIP): probing": paper.get("probing", "–"),
+            "paper (CLIP): probing": fmt_range(paper.get("probing")),
             "R² held-out concepts (avg)": ca["r2_heldout"], "R² held-out objects (avg)": oa["r2_heldout"],
             "R² held-out concepts (lstsq)": cl["r2_heldout"], "R² held-out objects (lstsq)": ol["r2_heldout"],
             "paper (CLIP): R²": paper.get("r2", "–"),
@@ -328,15 +266,18 @@ def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
     """One row per family x width x fraction (x seed), the learning rate or tree
     configuration chosen on the validation scenes (never on held-out objects), with
     concept / object recognition and R² on held-out, training and mixed scenes at
-    the selected step. Extra ``columns`` (e.g. ``encoder="MiniLM"``) are added."""
+    the selected step, and on the held-out scenes whose every concept value occurs in a
+    training object (``heldout_seen_*``) or not (``heldout_unseen_*``). Extra
+    ``columns`` (e.g. ``encoder="MiniLM"``) are added."""
     rows = []
     for r in select_best(records):
         row = {"family": FAMILY_LABELS.get(r["family"], r["family"]), "width": r["width"], "lr": r["lr"],
                "fraction": r["fraction"], "seed": r["seed"], "fit scenes": r["n_fit"],
                "held-out scenes": r["n_heldout"]}
-        for subset in ("heldout", "train", "mixed"):
+        for subset in ("heldout", "train", "mixed", "heldout_seen", "heldout_unseen"):
             for m in ("concept", "object", "r2"):
                 row[f"{subset}_{m}"] = r.get(f"selected_{subset}_{m}")
+        row["held-out scenes with an unseen value"] = r.get("selected_n_heldout_unseen")
         row["seconds"] = r.get("seconds")
         row.update(columns)
         rows.append(row)
@@ -359,12 +300,142 @@ def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: s
 
 
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
-                      widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None):
+                      widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
+                      **kwargs: Any):
     """One tidy table of a stored sweep per controlled model (``executor``/``workers``:
-    :func:`bindcore.analysis.complexity.stored_sweeps`)."""
+    :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
+    go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
     protocol = protocol_for(params)
-    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths)
+    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
             for d in datasets]
     sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
     return pd.concat([approximator_table(records, model=d.name, objects=d.n_object_ids)
                       for d, records in zip(datasets, sweeps)], ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------
+# appendix E: pixel dual encoders
+# ---------------------------------------------------------------------------------
+def pixel_results_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per pixel run: the §5.2 results table plus its visual level, its CPU
+    minutes (all calls that trained it) and its number of held-out objects."""
+    table = results_table(list(records))
+    table.insert(0, "level", [r["config"]["level"] for r in records])
+    table["CPU minutes"] = [r.get("cpu_seconds", float("nan")) / 60 for r in records]
+    table["held-out objects"] = [r["n_test_objects"] for r in records]
+    return table
+
+
+def level_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per level, at its largest coverage: strict and swap-pair recognition of held-out
+    two-object scenes beside the bag-of-concepts floor and ceiling."""
+    rows = []
+    for level in [lv for lv in LEVELS if lv in set(table["level"])]:
+        sub = table[table["level"] == level]
+        top = sub[sub["coverage"] == sub["coverage"].max()].mean(numeric_only=True)
+        rows.append({"level": level, "coverage": top["coverage"], "held-out objects, strict": top["test_object_2"],
+                     "swap pairs": top.get("test_swap_pair", float("nan")),
+                     "swap pairs, twins of held-out objects": top.get("test_swap_pair_heldout", float("nan")),
+                     "bag floor": top["boc_test_object_2"], "bag ceiling": top["boc_ceiling_test_object_2"],
+                     "held-out concepts": top["test_concept_2"],
+                     "training task (training objects)": top["task_object_2"]})
+    return pd.DataFrame(rows)
+
+
+def pixel_approximator_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The approximator parameters of the appendix-E chapter's ``params`` under the names
+    the §5 sweeps read (``approx_steps`` as ``steps``; ``lrs``, ``batch_size``, ``fractions``)."""
+    return {"steps": params["approx_steps"], "lrs": params["lrs"], "batch_size": params["batch_size"],
+            "fractions": params["fractions"]}
+
+
+def pixel_sweeps(datasets: Sequence[Any], params: dict[str, Any], device: str | None = None,
+                 executor: Any = None, workers: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Appendix E's approximators on the pixel models' binding data, with the chapter's
+    approximator parameters (:func:`pixel_approximator_params`): (MLPs of every width
+    (the §5.3 method), every family with the widest MLP (§5.4)); ``executor``/``workers``:
+    :func:`bindcore.analysis.complexity.stored_sweeps`."""
+    approx = pixel_approximator_params(params)
+    mlp = controlled_sweeps(datasets, approx, ["mlp"], widths=params["widths"], device=device, executor=executor,
+                            workers=workers)
+    forms = controlled_sweeps(datasets, approx, list(FAMILIES), widths={"mlp": [max(params["widths"])]},
+                              device=device, executor=executor, workers=workers)
+    return mlp, forms
+
+
+# ---------------------------------------------------------------------------------
+# §5.4 figure 9: the global product over every stored controlled model
+# ---------------------------------------------------------------------------------
+def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
+    """One row per stored training run of the controlled models (§5.2 sweeps and their
+    ablations; local runs and published records): the model's own held-out two-object
+    recognition (and swap-pair recognition and the bag-of-concepts ceiling where the
+    record has them) beside the
+    global-product probe's held-out object recognition, the probe fitted on scenes of
+    the model's own training objects (:func:`~bindcore.analysis.complexity.own_split_fit`;
+    NaN where neither the weights nor a stored fit are here)."""
+    from bindcore.analysis.complexity import own_split_fit
+    from bindcore.controlled.training import STORE_KIND
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    rows = []
+    for e in store.entries(STORE_KIND):
+        rec = e.record()
+        c, m = rec["config"], rec.get("metrics", {})
+        fit = own_split_fit(rec, protocol, "global_product", max_objects, device, store)
+        rows.append({
+            "objects": c["n_values"] ** c["n_concepts"], "C": c["n_concepts"], "V": c["n_values"],
+            "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
+            "negatives": "held-out objects (release)" if c.get("heldout_as_negatives") else "training objects",
+            "model: held-out objects": m.get("test_object_2", np.nan),
+            "model: swap pairs": m.get("test_swap_pair", np.nan),
+            "bag-of-concepts ceiling": (rec.get("bag_of_concepts") or {}).get("ceiling_test_object_2", np.nan),
+            "global product: held-out objects": fit["selected_heldout_object"] if fit else np.nan,
+            "global product: held-out R²": fit["selected_heldout_r2"] if fit else np.nan,
+            "source": e.source, "run": e.path.name,
+        })
+    cols = ["objects", "C", "V", "coverage", "seed", "steps", "negatives", "model: held-out objects",
+            "model: swap pairs", "bag-of-concepts ceiling", "global product: held-out objects",
+            "global product: held-out R²", "source", "run"]
+    return pd.DataFrame(rows, columns=cols).sort_values(["objects", "coverage", "seed"], ignore_index=True)
+
+
+def figure9_correlations(table: pd.DataFrame) -> pd.DataFrame:
+    """Per object-space size: how many models, and the Pearson and Spearman (rank)
+    correlations of the global product's held-out recognition with the model's own
+    (NaN with fewer than three models)."""
+    rows = []
+    for objects, sub in table.groupby("objects", sort=True):
+        sub = sub.dropna(subset=["model: held-out objects", "global product: held-out objects"])
+        x, y = sub["model: held-out objects"], sub["global product: held-out objects"]
+        ok = len(sub) >= 3 and x.nunique() > 1 and y.nunique() > 1
+        rows.append({"objects": objects, "models": len(sub), "Pearson r": x.corr(y) if ok else np.nan,
+                     "Spearman rho": x.rank().corr(y.rank()) if ok else np.nan})
+    return pd.DataFrame(rows, columns=["objects", "models", "Pearson r", "Spearman rho"])
+
+
+# ---------------------------------------------------------------------------------
+# appendix D.4: the substitute of the generated natural images
+# ---------------------------------------------------------------------------------
+def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: Any = None, k: float = 1.0
+                  ) -> pd.DataFrame:
+    """D.4 per set of :func:`~bindcore.analysis.embedding_sets.natural_sets`: the
+    additive decomposition (R² of the bags of concepts and objects, averaging
+    estimators; top-1 retrieval of the object reconstructions among all scenes) and the
+    edits (obj-avg bank, strength ``k``, all edits: retrieval of the intended scene),
+    each with its chance level."""
+    from bindcore.analysis.geometry_sets import decomposition, editing
+
+    rows = []
+    for s in sets:
+        dec, ed = decomposition(s, params, store), editing(s, params, store)
+        c, o = _pick(dec, "concepts", "avg"), _pick(dec, "objects", "avg")
+        e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == "all")].iloc[0]
+        rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "scenes": len(s.Z),
+                     "objects": int(np.prod(s.values_per_concept)),
+                     "R² concepts (avg)": c["r2_eval"], "R² objects (avg)": o["r2_eval"],
+                     "retrieval": o["retrieval"], "retrieval chance": o["retrieval_chance"],
+                     "edit retrieval": e["retrieval"], "edit chance": e["retrieval_chance"], "edits": int(e["n"]),
+                     "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan)})
+    return pd.DataFrame(rows)

@@ -15,6 +15,16 @@ the model to recognise training objects in two-object scenes (``concept_loss_tri
 See the binding-generalization chapter for why.
 
 ``smoke`` exercises every code path in seconds; its numbers mean nothing.
+
+The pixel recipes of appendix E (``recipe(profile, scene_input="pixels")``, a
+:class:`bindcore.controlled.pixels.PixelTrainConfig`) are each profile's token recipe
+with a few changes and the pixel tower's fields: ``paper`` has V = 50 and an
+eight-layer pixel tower with the token ``paper`` recipe's optimisation (meant for a
+GPU); ``quick`` (V = 8) was chosen on training-object metrics only (``task_object_2``
+and swap pairs among training objects; the search log is
+``benchmarks/pixel_recipe_search.csv``): the token quick recipe's optimisation with
+batch 128 for 2,500 steps and the concept loss from the first step (the delayed concept
+loss of the token recipe was worse here on the speckle level).
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from typing import Any
 from bindcore.runtime import check_profile
 
 from .training import TrainConfig, check_fields
+
+SCENE_INPUTS = ("tokens", "pixels")
 
 _RECIPES: dict[str, dict[str, Any]] = {
     "paper": dict(
@@ -52,28 +64,67 @@ _RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
+# appendix E (bindcore.controlled.pixels): each profile's token recipe with these changes,
+# and the pixel scene tower's fields
+_PIXEL_CHANGES: dict[str, dict[str, Any]] = {
+    # V = 50 and an eight-layer pixel tower; not run on this book's CPU
+    "paper": dict(
+        n_values=50, coverage=0.5,
+        image_size=64, side=16, border=3, patch_size=8, stem_channels=32, stem_layers=2, scene_layers=8,
+    ),
+    # chosen on training-object metrics only (see the module docstring)
+    "quick": dict(
+        n_values=8, batch_size=128, steps=2500, concept_loss_trigger=0.0,
+        eval_every=250, eval_scenes=512, checkpoint_every=500,
+        image_size=32, side=10, border=2, patch_size=8, stem_channels=64, stem_layers=1, scene_layers=2,
+    ),
+    "smoke": dict(
+        eval_scenes=32,
+        image_size=16, side=6, border=1, patch_size=4, stem_channels=4, stem_layers=1, scene_layers=1,
+    ),
+}
+
+
 def recipe(profile: str, **overrides: Any) -> TrainConfig:
     """The training config of a profile, with fields overridden one by one (values as
-    their fields' types or as text: ``recipe("quick", n_values="20")``)."""
+    their fields' types or as text: ``recipe("quick", n_values="20")``).
+    ``scene_input="pixels"``: the pixel recipe (:func:`pixel_recipe`)."""
+    scene_input = overrides.pop("scene_input", "tokens")
+    if scene_input == "pixels":
+        return pixel_recipe(profile, **overrides)
+    if scene_input != "tokens":
+        raise ValueError(f"TrainConfig.scene_input = {scene_input!r}: must be one of {SCENE_INPUTS}")
     check_profile(profile)
     check_fields(overrides)
     return TrainConfig(**{**_RECIPES[profile], **overrides})
 
 
-def recipe_differences(a: str = "paper", b: str = "quick") -> dict[str, tuple[Any, Any]]:
+def pixel_recipe(profile: str, **overrides: Any) -> TrainConfig:
+    """The pixel training config (a :class:`~bindcore.controlled.pixels.PixelTrainConfig`)
+    of a profile, with fields overridden one by one."""
+    from .pixels import PixelTrainConfig
+
+    check_profile(profile)
+    overrides.pop("scene_input", None)
+    check_fields(overrides, PixelTrainConfig)
+    return PixelTrainConfig(**{**_RECIPES[profile], **_PIXEL_CHANGES[profile], **overrides})
+
+
+def recipe_differences(a: str = "paper", b: str = "quick", scene_input: str = "tokens") -> dict[str, tuple[Any, Any]]:
     """Fields in which two recipes differ: {field: (value in a, value in b)}."""
-    ra, rb = recipe(a).to_dict(), recipe(b).to_dict()
+    ra, rb = recipe(a, scene_input=scene_input).to_dict(), recipe(b, scene_input=scene_input).to_dict()
     return {k: (ra[k], rb[k]) for k in ra if ra[k] != rb[k]}
 
 
-def recipe_table(profile: str, against: str = "paper"):
+def recipe_table(profile: str, against: str = "paper", scene_input: str = "tokens"):
     """A table of the fields in which ``profile``'s recipe differs from ``against``'s
     (all fields when they are the same recipe), values as text."""
     import pandas as pd
 
+    what = "recipe" if scene_input == "tokens" else f"{scene_input} recipe"
     if profile == against:
-        cfg = recipe(profile).to_dict()
-        return pd.DataFrame({f"{profile} recipe": {k: str(v) for k, v in cfg.items()}})
-    diff = recipe_differences(against, profile)
-    return pd.DataFrame({f"{against} recipe": {k: str(v[0]) for k, v in diff.items()},
-                         f"{profile} recipe": {k: str(v[1]) for k, v in diff.items()}})
+        cfg = recipe(profile, scene_input=scene_input).to_dict()
+        return pd.DataFrame({f"{profile} {what}": {k: str(v) for k, v in cfg.items()}})
+    diff = recipe_differences(against, profile, scene_input)
+    return pd.DataFrame({f"{against} {what}": {k: str(v[0]) for k, v in diff.items()},
+                         f"{profile} {what}": {k: str(v[1]) for k, v in diff.items()}})

@@ -1,9 +1,16 @@
 """Training the controlled dual encoder (appendix B.3, B.4) as a pure function of a
 config, with periodic evaluation on held-out objects (§5.2), checkpoints and resume.
+
+The scene tower reads token scenes here. A :class:`TrainConfig` subclass may give it
+another input (appendix E: rendered images, :mod:`bindcore.controlled.pixels`) by
+overriding four methods (``make_model``, ``embed_training_scenes``,
+``embed_eval_scenes``, ``short_name``) and ``store_kind``; the sampler, the coverage
+split, the objective, the metrics, checkpoints and the store are this module's.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import time
@@ -11,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, ClassVar, get_type_hints
 
 import torch
 import torch.nn.functional as F
@@ -50,6 +57,11 @@ DECAY_SCOPES = ("all", "matrices")
 # the most memory the evaluation of one object space may need (see evaluation_memory)
 MAX_EVALUATION_BYTES = 32 * 2**30
 SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
+# Scene inputs besides tokens: a config dict with ``scene_input = <name>`` is read by the
+# TrainConfig subclass named here. It is imported by name when such a dict is read, so
+# that the code fingerprint of token runs (STORE_KIND, found by reading this module's
+# imports) does not include code they never run; the subclass's own store kind names it.
+SCENE_INPUTS = {"pixels": ("bindcore.controlled.pixels", "PixelTrainConfig")}
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,10 @@ class TrainConfig:
     concept_loss_trigger: float = 0.0
     swaps_per_scene: int = 1
     random_negatives_per_positive: int = 0
+    # near-miss negatives: per kept positive, this many copies with one concept's value
+    # changed at random (kept only if an allowed object); the release's "perturbation"
+    # negatives, which it offers only without a coverage split
+    near_miss_negatives_per_positive: int = 0
     max_concept_queries: int = 64
     max_object_queries: int = 64
     candidates: str = "batch"  # "batch": batch positives + negatives; "train_vocab": all training objects
@@ -106,12 +122,15 @@ class TrainConfig:
     eval_scenes: int = 1024  # per object count
     checkpoint_every: int = 1000
 
+    # the result store's folder of runs of this config type
+    store_kind: ClassVar[Kind] = STORE_KIND
+
     def __post_init__(self) -> None:
         # every value as its field's declared type (bindcore.settings: "False" is False,
         # "1e1" is 10 for an int, "4.5" is refused); values already of that type are kept
-        for name, tp in field_types().items():
+        for name, tp in field_types(type(self)).items():
             value = getattr(self, name)
-            typed = coerce(value, tp, f"TrainConfig.{name}")
+            typed = coerce(value, tp, f"{type(self).__name__}.{name}")
             if typed is not value:
                 object.__setattr__(self, name, typed)
         validate(self)
@@ -140,30 +159,73 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    # -- the scene tower's input: token scenes (a subclass may override these) --------
+    def make_model(self) -> torch.nn.Module:
+        """A freshly initialised dual encoder of this config (on the CPU)."""
+        return DualEncoder(self.encoder_config(), tau_init=self.tau_init)
+
+    def embed_training_scenes(self, model: torch.nn.Module, scenes: torch.Tensor,
+                              gen: torch.Generator) -> torch.Tensor:
+        """Scene embeddings of a training minibatch (with gradients); ``gen`` is the step's
+        generator (unused by token scenes)."""
+        return encode_scenes(model, self.space, scenes)
+
+    def embed_eval_scenes(self, model: torch.nn.Module, scenes: torch.Tensor, seed: int = 0) -> torch.Tensor:
+        """Scene embeddings for evaluation (no gradients). A token scene has one input, so
+        ``seed`` (which rendering of a scene, for inputs that have several) must be 0."""
+        if seed != 0:
+            raise ValueError(f"seed = {seed}: a token scene has a single input sequence (seed must be 0)")
+        return embed_in_chunks(model.scene, self.space.tokenize_scenes(scenes))
+
+    def short_name(self) -> str:
+        """The model in a few words (binding data, tables)."""
+        return f"controlled C={self.n_concepts} V={self.n_values} coverage={self.coverage:g}"
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
         """A config from a dict of field values (each parsed as its field's type: text
-        from a command line or JSON values); an unknown field is a ``ValueError``."""
-        check_fields(d)
+        from a command line or JSON values); an unknown field is a ``ValueError``. Read
+        as ``TrainConfig``, a dict with ``scene_input`` gives the config class of that
+        input (:data:`SCENE_INPUTS`; ``"tokens"``: this class)."""
+        if cls is TrainConfig and "scene_input" in d:
+            name = coerce(d["scene_input"], str, "TrainConfig.scene_input")
+            if name != "tokens":
+                return scene_input_class(name).from_dict(d)
+            d = {k: v for k, v in d.items() if k != "scene_input"}
+        check_fields(d, cls)
         return cls(**d)
 
     def with_(self, **changes: Any) -> TrainConfig:
-        check_fields(changes)
+        check_fields(changes, type(self))
         return replace(self, **changes)
 
 
+def scene_input_class(name: str) -> type[TrainConfig]:
+    """The config class of scene input ``name`` (``"tokens"`` or a key of :data:`SCENE_INPUTS`)."""
+    if name == "tokens":
+        return TrainConfig
+    if name not in SCENE_INPUTS:
+        raise ValueError(f"TrainConfig.scene_input = {name!r}: must be one of {('tokens', *SCENE_INPUTS)}")
+    module, cls = SCENE_INPUTS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
 @cache
-def field_types() -> dict[str, type]:
-    """Every :class:`TrainConfig` field and its declared type (bool, int, float or str)."""
-    hints = get_type_hints(TrainConfig)
-    return {f.name: hints[f.name] for f in fields(TrainConfig)}
+def field_types(cls: type[TrainConfig] | None = None) -> dict[str, type]:
+    """Every field of ``cls`` (default :class:`TrainConfig`) and its declared type (bool,
+    int, float or str)."""
+    cls = cls or TrainConfig
+    hints = get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
 
 
-def check_fields(names: Any) -> None:
-    """A ``ValueError`` naming the first of ``names`` that is not a :class:`TrainConfig` field."""
+def check_fields(names: Any, cls: type[TrainConfig] | None = None) -> None:
+    """A ``ValueError`` naming the first of ``names`` that is not a field of ``cls``
+    (default :class:`TrainConfig`)."""
+    known = field_types(cls)
     for name in names:
-        if name not in field_types():
-            raise unknown_name(name, field_types(), "TrainConfig field")
+        if name not in known:
+            raise unknown_name(name, known, f"{(cls or TrainConfig).__name__} field")
 
 
 def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
@@ -189,10 +251,10 @@ def validate(cfg: TrainConfig) -> None:
 
     def need(ok: bool, name: str, rule: str) -> None:
         if not ok:
-            raise ValueError(f"TrainConfig.{name} = {getattr(cfg, name)!r}: {rule}")
+            raise ValueError(f"{type(cfg).__name__}.{name} = {getattr(cfg, name)!r}: {rule}")
 
-    for name, tp in field_types().items():
-        check_type(getattr(cfg, name), tp, f"TrainConfig.{name}")
+    for name, tp in field_types(type(cfg)).items():
+        check_type(getattr(cfg, name), tp, f"{type(cfg).__name__}.{name}")
     need(cfg.n_concepts >= 1, "n_concepts", "must be >= 1")
     need(cfg.n_values >= 2, "n_values", "V must be >= 2")
     need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
@@ -236,6 +298,7 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.concept_loss_weight >= 0, "concept_loss_weight", "must be >= 0")
     need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
     need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
+    need(cfg.near_miss_negatives_per_positive >= 0, "near_miss_negatives_per_positive", "must be >= 0")
     need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
     need(0 <= cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
     need(0 <= cfg.curriculum_frac < 1, "curriculum_frac", "must lie in [0, 1)")
@@ -280,7 +343,8 @@ def object_candidates(
     """Object candidate ids for one batch (B.3).
 
     ``batch``: the distinct objects present (at most ``max_object_queries``), plus
-    random negatives from the allowed list and attribute-swap hard negatives; a swap
+    random negatives from the allowed list, near-miss negatives (a kept positive with
+    one concept's value changed) and attribute-swap hard negatives; a near miss or swap
     that is not an allowed object is dropped. ``train_vocab``: every allowed object.
     """
     space = cfg.space
@@ -291,10 +355,24 @@ def object_candidates(
     if cfg.random_negatives_per_positive:
         n = len(parts[0]) * cfg.random_negatives_per_positive
         parts.append(allowed[torch.randint(0, len(allowed), (n,), generator=gen, device=gen.device)])
+    if cfg.near_miss_negatives_per_positive:
+        misses = near_misses(space, parts[0], gen, cfg.near_miss_negatives_per_positive)
+        parts.append(misses[isin(misses, allowed)])
     if cfg.swaps_per_scene:
         swaps = attribute_swaps(space, scenes, gen, cfg.swaps_per_scene)
         parts.append(swaps[isin(swaps, allowed)])
     return torch.cat(parts).unique()
+
+
+def near_misses(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator, per_object: int) -> torch.Tensor:
+    """For each object, ``per_object`` objects that differ from it in exactly one concept
+    (a random concept, shifted by a random non-zero amount mod V)."""
+    vals = space.object_values(objects.repeat(per_object))
+    rows = torch.arange(len(vals), device=vals.device)
+    c = torch.randint(0, space.n_concepts, (len(vals),), generator=gen, device=gen.device)
+    shift = torch.randint(1, space.n_values, (len(vals),), generator=gen, device=gen.device)
+    vals[rows, c] = (vals[rows, c] + shift) % space.n_values
+    return space.object_ids(vals)
 
 
 def soft_target_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -422,7 +500,7 @@ def train_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss on one minibatch: ``w_c`` x concept loss + object loss."""
     space = cfg.space
-    z = encode_scenes(model, space, scenes)
+    z = cfg.embed_training_scenes(model, scenes, gen)
     scale = model.logit_scale(cfg.logit_scale_cap)
     tasks: list[tuple[str, float, QuerySet]] = []
     if w_c > 0:
@@ -474,11 +552,14 @@ def recognition_flags(
     object_emb: torch.Tensor,
     concept_emb: torch.Tensor,
     task_candidates: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Per scene, strict concept and object recognition against the full vocabularies
     (all V**C objects, all C*V concept values); with ``task_candidates`` also object
-    recognition among those objects only ("task"). bool ``[S]`` each."""
-    z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
+    recognition among those objects only ("task"). bool ``[S]`` each. ``z``: the
+    scenes' embeddings if already computed (default: the token scene encoder's)."""
+    if z is None:
+        z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
     all_obj = torch.arange(space.n_objects, device=scenes.device)
     ok: dict[str, list[torch.Tensor]] = {"object": [], "concept": [], "task": []}
     for i in range(0, len(z), 1024):
@@ -526,27 +607,29 @@ def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, flo
     for which, sets in (("test", es.test), ("train", es.train)):
         for n, scenes in sets.items():
             r = recognition_flags(space, model, scenes, object_emb, concept_emb,
-                                  task_candidates=train_ids if which == "train" else None)
+                                  task_candidates=train_ids if which == "train" else None,
+                                  z=cfg.embed_eval_scenes(model, scenes))
             out[f"{which}_object_{n}"] = r["object"].float().mean().item()
             out[f"{which}_concept_{n}"] = r["concept"].float().mean().item()
             if "task" in r:
                 out[f"task_object_{n}"] = r["task"].float().mean().item()
             if which == "test" and n == 2:
-                out.update(_swap_pairs(space, model, scenes, r["object"], object_emb, split.test.to(device)))
+                out.update(_swap_pairs(cfg, model, scenes, r["object"], object_emb, split.test.to(device)))
     model.train(was_training)
     return out
 
 
 @torch.no_grad()
-def _swap_pairs(space: SceneSpace, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
+def _swap_pairs(cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
                 object_emb: torch.Tensor, heldout: torch.Tensor) -> dict[str, float]:
     """Swap-pair recognition of held-out two-object scenes (keys ``test_swap_pair`` and
     ``test_swap_pair_heldout``): scene and attribute-swapped twin both recognised."""
+    space = cfg.space
     source, twins = swap_twins(space, scenes[:, :2])
     if len(twins) == 0:
         return {}
     twins = torch.nn.functional.pad(twins, (0, space.max_objects - 2), value=-1)
-    z = embed_in_chunks(model.scene, space.tokenize_scenes(twins))
+    z = cfg.embed_eval_scenes(model, twins)
     all_obj = torch.arange(space.n_objects, device=scenes.device)
     twin_ok = torch.cat([strict_correct(cosine_logits(z[i:i + 1024], object_emb, 1.0),
                                         object_labels(twins[i:i + 1024], all_obj)) for i in range(0, len(z), 1024)])
@@ -578,7 +661,7 @@ def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
 # ---------------------------------------------------------------------------------
 def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
     torch.manual_seed(cfg.seed)
-    return DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init).to(device)
+    return cfg.make_model().to(device)
 
 
 class Clock:
@@ -739,15 +822,16 @@ def train(
     config meanwhile waits, then returns this run's stored result.
     """
     store = store or ResultStore()
-    found = store.find(STORE_KIND, cfg.to_dict())
+    kind = cfg.store_kind
+    found = store.find(kind, cfg.to_dict())
     if found is not None:
         return found.record()
     dev = resolve_device(device)
-    with store.claim(STORE_KIND, cfg.to_dict()):
-        found = store.find(STORE_KIND, cfg.to_dict())  # finished by another process while this one waited
+    with store.claim(kind, cfg.to_dict()):
+        found = store.find(kind, cfg.to_dict())  # finished by another process while this one waited
         if found is not None:
             return found.record()
-        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        entry = store.prepare(kind, cfg.to_dict())
         ckpt = entry.path / "checkpoint.pt"
         out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
         if keep_weights:
@@ -781,7 +865,7 @@ def train(
 def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
     """The trained dual encoder of a stored run (local runs keep their weights)."""
     cfg = TrainConfig.from_dict(record["config"])
-    model = DualEncoder(cfg.encoder_config(), tau_init=cfg.tau_init)
+    model = cfg.make_model()
     model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
     return model.eval()
 

@@ -68,9 +68,12 @@ from .core import SceneDataset, caption
 from .vocab import CLEVR_COLORS, CLEVR_RGB, CLEVR_SHAPES, clevr_release_order
 
 CUBE, CYLINDER, SPHERE = 0, 1, 2
+CONE, EGG = 3, 4  # two more solids for the patterned objects of bindcore.data.patterned
+EGG_STRETCH = 1.4  # an egg is a sphere stretched upwards by this factor
 MATERIALS = ("rubber", "metal")
 ORDERS = ("release", "product")
 LARGE = 0.7  # CLEVR's "large" object radius
+OCCLUDED_VISIBLE = (0.3, 0.8)  # visible share of the hidden object in make_clevr3d_three(occlusion=True)
 _EPS = 1e-4
 
 
@@ -170,7 +173,9 @@ def _cube_half(obj: SceneObject) -> float:
 
 
 def _height(obj: SceneObject) -> float:
-    return 2 * _cube_half(obj) if obj.shape == CUBE else 2 * obj.size
+    if obj.shape == CUBE:
+        return 2 * _cube_half(obj)
+    return 2 * obj.size * (EGG_STRETCH if obj.shape == EGG else 1.0)
 
 
 def _corners(obj: SceneObject) -> np.ndarray:
@@ -204,6 +209,39 @@ def _intersect(obj: SceneObject, o: np.ndarray, d: np.ndarray, normals: bool = T
         tt = np.where(np.isfinite(t), t, 0.0)
         n = np.stack([ox + tt * dx, oy + tt * dy, cz + tt * dz], -1) / r
         return t, n
+    if obj.shape == EGG:  # a sphere of radius r in coordinates whose z is divided by the stretch
+        r, k = obj.size, EGG_STRETCH
+        cz, ez = (oz - k * r) / k, dz / k
+        a = dx * dx + dy * dy + ez * ez
+        b = ox * dx + oy * dy + cz * ez
+        disc = b * b - a * (ox * ox + oy * oy + cz * cz - r * r)
+        t = (-b - np.sqrt(np.maximum(disc, 0.0))) / a
+        t = np.where((disc > 0) & (t > _EPS), t, inf)
+        if not normals:
+            return t, None
+        tt = np.where(np.isfinite(t), t, 0.0)
+        n = np.stack([ox + tt * dx, oy + tt * dy, (cz + tt * ez) / k], -1)
+        return t, n / np.maximum(np.linalg.norm(n, axis=-1, keepdims=True), 1e-12)
+    if obj.shape == CONE:  # apex up: x² + y² = (r/h)² (h - z)², 0 <= z <= h
+        r, h = obj.size, 2 * obj.size
+        k2, w = (r / h) ** 2, h - oz
+        a = dx * dx + dy * dy - k2 * dz * dz
+        b = 2 * (ox * dx + oy * dy + k2 * w * dz)
+        c = ox * ox + oy * oy - k2 * w * w
+        a = np.where(np.abs(a) < 1e-9, 1e-9, a)
+        disc = b * b - 4 * a * c
+        sq = np.sqrt(np.maximum(disc, 0.0))
+        best = np.full(np.broadcast(ox, dx).shape, inf, dtype=np.float32)
+        for root in ((-b - sq) / (2 * a), (-b + sq) / (2 * a)):
+            z = oz + root * dz
+            ok = (disc > 0) & (root > _EPS) & (z >= 0) & (z <= h)
+            best = np.where(ok & (root < best), root, best)
+        t = best
+        if not normals:
+            return t, None
+        tt = np.where(np.isfinite(t), t, 0.0)
+        n = np.stack([ox + tt * dx, oy + tt * dy, k2 * (w - tt * dz)], -1)
+        return t, n / np.maximum(np.linalg.norm(n, axis=-1, keepdims=True), 1e-12)
     if obj.shape == CYLINDER:
         r, h = obj.size, 2 * obj.size
         a = np.maximum(dx * dx + dy * dy, 1e-12)
@@ -476,12 +514,17 @@ class Renderer:
             best = np.where(better, cov, best)
         return out
 
+    def _albedo(self, obj: SceneObject, p: np.ndarray) -> np.ndarray:
+        """Linear-RGB albedo of ``obj`` at its surface points ``p``: its colour (``[3]``;
+        a subclass may paint a pattern, ``[n, 3]``)."""
+        return ALBEDO[obj.color]
+
     def _shade(self, obj: SceneObject, p: np.ndarray, n: np.ndarray, d: np.ndarray,
                lit: np.ndarray) -> np.ndarray:
         """Linear RGB of ``obj`` at points ``p`` with normals ``n``, seen along ``d``;
         ``lit``: not in the key light's shadow."""
         lt = self.lighting
-        alb = ALBEDO[obj.color]
+        alb = self._albedo(obj, p)
         key = self._key_strength(p) * lit
         ndl = np.maximum(n @ self.key_dir, 0.0)
         light = (lt.ambient + key * ndl + lt.fill * np.maximum(n @ self.fill_dir, 0.0)
@@ -675,7 +718,7 @@ class _Sampler:
     extent: float = 3.0  # CLEVR places objects in [-3, 3]^2
     min_gap: float = 0.2  # between the objects' bounding circles
     max_tries: int = 2000
-    occluded_range: tuple[float, float] = (0.3, 0.8)
+    occluded_range: tuple[float, float] = OCCLUDED_VISIBLE
     def _apart(self, xy: np.ndarray, r: float) -> bool:
         d = np.linalg.norm(xy[:, None] - xy[None], axis=-1) + np.eye(len(xy)) * 1e9
         return bool(d.min() >= 2 * r + self.min_gap)

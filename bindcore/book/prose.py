@@ -1,0 +1,137 @@
+"""Numbers in the chapters' prose come from code.
+
+A number reaches a chapter's markdown cells only through a glue role,
+``{glue:text}`name``` (myst-nb; the chapter's code calls :func:`glue` with a value it
+computed, or with a value of :mod:`bindcore.paper`: the paper's numbers are quoted from
+there, under names starting with ``paper_``), or through markdown the code generates.
+:func:`unquoted_numbers` finds every other number in a chapter's markdown cells and
+:func:`unglued_names` every glue role whose name the chapter's code never glues;
+``tests/test_prose.py`` requires there be none. (Checking a typed number against the
+paper's values instead would let an "ours 0.97" through whenever the paper happens to
+report 0.97 somewhere.)
+
+What is not a number here (:func:`strip_allowed`), the allow-list:
+
+* glue and other roles (``{glue:text}`...```, ``{cite:p}`...```), math (``$...$``), link
+  targets and bare URLs, inline code that is not a bare number (commands, paths,
+  parameter names);
+* references: section signs and appendix letters (``§5.2``, ``§5.2–5.4``, ``C.3``,
+  ``D.2``, ``appendix B``), figures and tables (``figure 9``, ``Table 9``), issues
+  (``issue 12``), years (``2026``);
+* digits that are part of a name: attached to letters, directly or by ``-`` or ``/``
+  (``ViT-B/32``, ``all-MiniLM-L6-v2``, ``DINOv2``, ``CLEVR-2D``, ``3-D``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+GLUE_PREFIX = "application/papermill.record/"
+
+_ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
+_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+_LINK = re.compile(r"\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+_CODE = re.compile(r"`([^`]*)`")
+_SECTION = re.compile(r"§\s*\d+(?:\.\d+)*(?:\s*[–-]\s*§?\d+(?:\.\d+)*)?")
+_APPENDIX = re.compile(r"\b[A-E]\.\d+(?:\s*[–-]\s*[A-E]?\.?\d+)?\b|\b[Aa]ppendix\s+[A-E](?:\.\d+)?\b")
+_REFERENCE = re.compile(r"\b(?:[Ff]igures?|[Tt]ables?|[Ii]ssues?|[Ss]ections?)\s+\d+(?:\s*(?:,|and|–|-)\s*\d+)*")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_NAME = re.compile(r"(?<!\de)(?<=[A-Za-z])[-/]?\d+(?:\.\d+)?|\d+(?!e-?\d)(?=-?[A-Za-z])")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?")
+_BARE_NUMBER = re.compile(r"^\s*[-+]?\d[\d,]*(?:\.\d+)?(?:e-?\d+)?\s*%?\s*$")
+
+
+def strip_allowed(text: str) -> str:
+    """``text`` without everything the allow-list (module docstring) exempts."""
+    text = _ROLE.sub(" ", text)
+    text = _MATH.sub(" ", text)
+    text = _LINK.sub("] ", text)
+    text = _URL.sub(" ", text)
+    text = _CODE.sub(lambda m: m.group(1) if _BARE_NUMBER.match(m.group(1)) else " ", text)
+    for pattern in (_SECTION, _APPENDIX, _REFERENCE, _YEAR, _NAME):
+        text = pattern.sub(" ", text)
+    return text
+
+
+def _value(token: str) -> float:
+    return float(token.replace(",", ""))
+
+
+def numbers_in(text: str) -> list[tuple[str, float]]:
+    """Every number left in ``text`` after :func:`strip_allowed`: (as written, value)."""
+    out = []
+    for m in _NUMBER.finditer(strip_allowed(text)):
+        token = m.group(0).rstrip(",")
+        out.append((token, _value(token)))
+    return out
+
+
+def markdown_cells(path: Path) -> list[tuple[int, str]]:
+    """(index, source) of every markdown cell of a jupytext py:percent notebook."""
+    import jupytext
+
+    nb = jupytext.reads(Path(path).read_text(encoding="utf-8"), fmt="py:percent")
+    return [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"]
+
+
+def code_cells(path: Path) -> str:
+    """The code cells of a jupytext py:percent notebook, joined."""
+    import jupytext
+
+    nb = jupytext.reads(Path(path).read_text(encoding="utf-8"), fmt="py:percent")
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def unquoted_numbers(path: Path) -> list[dict[str, Any]]:
+    """Numbers of a chapter's markdown cells that are neither glued nor exempt by the
+    allow-list: one dict per number with the cell, the number and its line."""
+    out = []
+    for i, source in markdown_cells(path):
+        for line in source.splitlines():
+            for token, _ in numbers_in(line):
+                out.append({"cell": i, "number": token, "line": line.strip()})
+    return out
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
+
+
+def unglued_names(path: Path) -> list[str]:
+    """Names of glue roles in a chapter's markdown that no code cell of it glues (the
+    name must appear there as a string literal)."""
+    code = code_cells(path)
+    names = {m.group(1) for _, source in markdown_cells(path) for m in _GLUE_ROLE.finditer(source)}
+    return sorted(n for n in names if f'"{n}"' not in code and f"'{n}'" not in code)
+
+
+class _Text:
+    """A value shown as plain text (no quotes) by IPython's formatters."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.text)
+
+
+def glue(name: str, value: Any, fmt: str = "") -> str:
+    """Make ``value`` (formatted with ``fmt``, e.g. ``".2f"``) available to the page's
+    prose as ``{glue:text}`name```: the output myst-nb's ``glue`` writes (a hidden
+    display record), written with IPython alone so that it also runs where myst-nb is
+    not installed (Colab). Returns the text."""
+    text = format(value, fmt) if fmt else str(value)
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return text
+    if get_ipython() is not None:
+        display({GLUE_PREFIX + "text/plain": text}, raw=True,
+                metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+    return text

@@ -1,0 +1,112 @@
+"""What the reproduction report reads: every chapter's stored results on a profile, with
+the parameters each chapter ran with in this build (:func:`~bindcore.book.chapter.ran_with`),
+gathered once into a :class:`~bindcore.book.comparison.Build` and the claim frames of
+each chapter. Results are read from the store; what is missing is computed (and stored)
+the way the chapter computes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .chapter import ran_with
+
+
+def gather(profile: str, workers: int | None = None, device: str | None = None) -> dict[str, Any]:
+    """The chapters' results on ``profile``: ``build`` (a
+    :class:`~bindcore.book.comparison.Build`), ``claims`` ({chapter: claim frame}),
+    ``params`` ({chapter: parameters}), ``sources`` (where each chapter's parameters
+    came from), and the tables the report shows: ``decomposition``, ``attribution``,
+    ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``."""
+    from bindcore.analysis import complexity as CX
+    from bindcore.analysis.approximators import FAMILIES
+    from bindcore.analysis.embedding_sets import natural_sets, pretrained_binding, three_object_sets
+    from bindcore.analysis.geometry_sets import attribution, decomposition, editing, mds_analysis
+
+    from . import claims as CL
+    from .chapter import (
+        controlled_datasets,
+        dinov2_encoder,
+        geometry_encoders,
+        geometry_sets,
+        pretrained_encoders,
+    )
+    from .comparison import Build
+    from .tables import (
+        attribution_table,
+        controlled_sweeps,
+        decomposition_table,
+        editing_table,
+        figure9_table,
+        mds_table,
+        natural_table,
+        pretrained_sweeps,
+        three_object_table,
+    )
+    from .toc import toc_notebooks
+
+    params, sources = {}, {}
+    for nb, chapter in (("04_1_geometry", "geometry"), ("04_2_component_attribution", "geometry"),
+                        ("05_1_pretrained_binding_complexity", "pretrained_complexity"),
+                        ("05_2_binding_generalization", "binding_generalization"),
+                        ("05_3_binding_function_complexity", "controlled_complexity"),
+                        ("05_4_functional_form", "controlled_complexity"), ("d_additional", "additional")):
+        params[nb], sources[nb] = ran_with(nb, chapter, profile)
+    p4, p42, p51 = params["04_1_geometry"], params["04_2_component_attribution"], \
+        params["05_1_pretrained_binding_complexity"]
+    p53, p54, pd_ = params["05_3_binding_function_complexity"], params["05_4_functional_form"], params["d_additional"]
+
+    sets, encoder_note = geometry_sets(profile, p4, workers=workers, device=device)
+    dec = [decomposition(s, p4) for s in sets]
+    att = [attribution(s, p42) for s in sets]
+    edi = [editing(s, p4) for s in sets]
+
+    encoders, _ = pretrained_encoders()
+    binding, _ = pretrained_binding(p51, encoders)
+    t51 = pretrained_sweeps(p51, binding, device=device)
+    first = next(iter(binding.values()))
+    trees = CX.tree_components(first, max(p51["fractions"]), p51["tree_components"], CX.tree_grid(p51["tree_grid"]))
+
+    dino, _ = dinov2_encoder(pd_)
+    images = list(geometry_encoders()[0]["image"]) + ([(dino, True)] if dino is not None else [])
+    three = three_object_table(three_object_sets(pd_, images), pd_)
+    natural = natural_table(natural_sets(pd_, images), pd_)
+    gparams = {**p4, **{k: pd_.get(k) for k in ("clevr_dir", "pug_dir", "dinov2")}}
+    gsets = sets if gparams == p4 else geometry_sets(profile, gparams, workers=workers, device=device)[0]
+    grid = mds_table(gsets, [mds_analysis(s, pd_) for s in gsets])
+
+    _, d53 = controlled_datasets(profile, p53, workers=workers, device=device)
+    d54 = d53 if p54["max_objects"] == p53["max_objects"] else controlled_datasets(profile, p54, workers=workers,
+                                                                                 device=device)[1]
+    widths = controlled_sweeps(d53, p53, ["mlp"], widths=p53["widths"], device=device)
+    forms = controlled_sweeps(d54, p54, list(FAMILIES), widths={"mlp": [max(p54["widths"])]}, device=device)
+    fig9 = figure9_table(CX.protocol_for(p54), p54["max_objects"], device=device)
+
+    claims = {
+        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile),
+        "§4.2": CL.attribution_claims(sets, att, profile),
+        "§5.1": CL.pretrained_claims(t51, profile),
+        "§5.3": CL.width_claims(widths, profile),
+        "§5.4": CL.form_claims(forms, profile),
+        "figure 9": CL.figure9_claims(fig9, profile),
+        "D.3 / D.5": CL.additional_claims(three, grid, profile),
+        "D.4": CL.natural_claims(natural, profile),
+    }
+    build = Build(profile, p4, sets, dec, att, edi, t51, p51, three, natural, grid, pd_,
+                  params["05_2_binding_generalization"], claims, toc_notebooks())
+    return {"build": build, "claims": claims, "params": params, "sources": sources, "encoder_note": encoder_note,
+            "decomposition": decomposition_table(sets, dec), "attribution": attribution_table(sets, att),
+            "editing": editing_table(sets, edi, k=1.0), "three": three, "natural": natural, "grid": grid,
+            "pretrained": t51, "trees": trees, "fig9": fig9}
+
+
+def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per chapter: how many of its claims are shown, not shown, untestable."""
+    from .claims import STATUSES
+
+    rows = []
+    for chapter, frame in claims.items():
+        counts = frame["status"].value_counts()
+        rows.append({"chapter": chapter, **{s: int(counts.get(s, 0)) for s in STATUSES}})
+    return pd.DataFrame(rows)

@@ -1,0 +1,141 @@
+"""Patterned objects: a substitute, made here, for the generated natural images of
+appendix D.4 (the authors' images, made with an image generator, are not public).
+
+Each object has two concepts: a *surface pattern* (plain, striped, checked, dotted,
+rayed) and an *object type* (cube, cylinder, sphere, cone, egg), so that the default 5 x 5 types
+and patterns give 25 objects and the 625 ordered two-object scenes of D.4. Like the
+paper's images, the scenes vary in what the concepts do not fix: each object's colour
+(one of CLEVR's eight, drawn per object and scene), its size, its turn about the
+vertical, and the scale and phase of its pattern. Scenes are rendered by the CLEVR-like
+ray caster (:mod:`bindcore.data.clevr3d`) at its two fixed places (object 1 left and
+back, object 2 right and front); patterns are painted in each object's own frame, a
+light grey over the object's colour.
+
+:func:`make_patterned` returns a :class:`~bindcore.data.core.SceneDataset` (concept 0
+"pattern", concept 1 "object", as CLEVR's colour and shape: captions read "a striped
+cube and a dotted egg"), seeded: the same seed gives the same pixels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from bindcore.runtime import progress_bar
+
+from .clevr3d import ALBEDO, CONE, CUBE, CYLINDER, EGG, LARGE, SPHERE, Renderer, pair_positions
+from .core import SceneDataset, caption
+from .vocab import CLEVR_COLORS
+
+OBJECT_TYPES = ["cube", "cylinder", "sphere", "cone", "egg"]
+PATTERNS = ["plain", "striped", "checked", "dotted", "rayed"]
+_SHAPES = [CUBE, CYLINDER, SPHERE, CONE, EGG]
+_PAINT = np.array([0.8, 0.8, 0.8], dtype=np.float32)  # linear RGB of the pattern's paint
+SIZE_RANGE = (0.55, 0.8)  # object radius (CLEVR's large objects: 0.7)
+SCALE_RANGE = (0.8, 1.25)  # pattern scale
+
+
+@dataclass(frozen=True)
+class PatternedObject:
+    """One object: ``kind`` (index into :data:`OBJECT_TYPES`), ``pattern`` (into
+    :data:`PATTERNS`), ``color`` (into CLEVR's colours), ground position, turn, size,
+    and the pattern's ``scale`` and ``phase``. ``shape`` and ``material`` are what the
+    ray caster reads."""
+
+    kind: int
+    pattern: int
+    color: int
+    x: float
+    y: float
+    yaw: float = 0.0
+    size: float = LARGE
+    scale: float = 1.0
+    phase: float = 0.0
+    material: str = "rubber"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.kind < len(OBJECT_TYPES):
+            raise ValueError(f"kind must be in [0, {len(OBJECT_TYPES) - 1}], got {self.kind!r}")
+        if not 0 <= self.pattern < len(PATTERNS):
+            raise ValueError(f"pattern must be in [0, {len(PATTERNS) - 1}], got {self.pattern!r}")
+        if not 0 <= self.color < len(CLEVR_COLORS):
+            raise ValueError(f"color must be in [0, {len(CLEVR_COLORS) - 1}], got {self.color!r}")
+        if not (self.size > 0 and self.scale > 0):
+            raise ValueError(f"size and scale must be > 0, got {self.size!r}, {self.scale!r}")
+
+    @property
+    def shape(self) -> int:
+        return _SHAPES[self.kind]
+
+
+def pattern_mask(obj: PatternedObject, p: np.ndarray) -> np.ndarray:
+    """``[n]`` bool: where the pattern's paint covers the surface points ``p`` ``[n, 3]``
+    of ``obj`` (computed in the object's own frame, lengths in units of its size)."""
+    c, s = math.cos(math.radians(obj.yaw)), math.sin(math.radians(obj.yaw))
+    dx, dy = p[:, 0] - obj.x, p[:, 1] - obj.y
+    u = (dx * c + dy * s) / obj.size
+    v = (-dx * s + dy * c) / obj.size
+    w = p[:, 2] / obj.size
+    q = 0.45 * obj.scale  # pattern period in units of the size
+    if obj.pattern == 0:  # plain
+        return np.zeros(len(p), dtype=bool)
+    if obj.pattern == 1:  # horizontal stripes
+        return np.sin(2 * np.pi * w / q + obj.phase) > 0.3
+    if obj.pattern == 2:  # checks
+        a = np.floor(u / q + obj.phase) + np.floor(v / q) + np.floor(w / q)
+        return a.astype(np.int64) % 2 == 0
+    if obj.pattern == 3:  # dots on a lattice
+        g = np.stack([u, v, w], -1) / q + obj.phase
+        return np.linalg.norm(g - np.round(g), axis=-1) < 0.3
+    # rays: bands around the vertical axis
+    return np.sin(6 * np.arctan2(v, u) + obj.phase) > 0.3
+
+
+class PatternedRenderer(Renderer):
+    """The CLEVR-like ray caster with patterned (rubber) surfaces."""
+
+    def _albedo(self, obj: Any, p: np.ndarray) -> np.ndarray:
+        return np.where(pattern_mask(obj, p)[:, None], _PAINT, ALBEDO[obj.color])
+
+
+def make_patterned(n_types: int = 5, n_patterns: int = 5, size: tuple[int, int] = (320, 240), seed: int = 0,
+                   supersample: int = 2, progress: bool = False) -> SceneDataset:
+    """All ordered pairs of the ``n_types x n_patterns`` objects (identical pairs
+    included: 625 scenes for 5 x 5), object 1 left and back, object 2 right and front;
+    each object's colour, size, turn and pattern scale and phase drawn per scene from
+    ``seed`` (see the module docstring)."""
+    for name, v, top in (("n_types", n_types, len(OBJECT_TYPES)), ("n_patterns", n_patterns, len(PATTERNS))):
+        if not isinstance(v, (int, np.integer)) or not 1 <= v <= top:
+            raise ValueError(f"{name} must be an integer in 1..{top}, got {v!r}")
+    renderer = PatternedRenderer(size, supersample)
+    rng = np.random.default_rng(seed)
+    objs = [(p, k) for p in range(n_patterns) for k in range(n_types)]  # (pattern, object type)
+    pos = pair_positions(renderer.camera)
+    scenes, labels = [], []
+    for a in objs:
+        for b in objs:
+            scene = []
+            for j, (p, k) in enumerate((a, b)):
+                scene.append(PatternedObject(
+                    k, p, int(rng.integers(len(CLEVR_COLORS))), float(pos[j, 0]), float(pos[j, 1]),
+                    float(rng.uniform(0, 360)), float(rng.uniform(*SIZE_RANGE)), float(rng.uniform(*SCALE_RANGE)),
+                    float(rng.uniform(0, 2 * np.pi))))
+            scenes.append(scene)
+            labels.append([a, b])
+    images, visible = [], []
+    for scene in progress_bar(scenes, enabled=progress, desc="render patterned", leave=False):
+        r = renderer.render(scene)
+        images.append(r.image)
+        visible.append([round(float(v), 4) for v in r.visible_fraction])
+    value_names = [PATTERNS[:n_patterns], OBJECT_TYPES[:n_types]]
+    objects = np.asarray(labels, dtype=np.int64)
+    return SceneDataset(
+        name="patterned", concept_names=["pattern", "object"], value_names=value_names, objects=objects,
+        captions=[caption(value_names, o) for o in objects], filenames=[f"{i:07d}.png" for i in range(len(scenes))],
+        images=images,
+        info={"generator": "bindcore.data.patterned.make_patterned", "size": list(renderer.size),
+              "supersample": renderer.ss, "seed": int(seed), "visible_fraction": visible,
+              "layout": [[asdict(o) for o in sc] for sc in scenes]})

@@ -1,0 +1,286 @@
+"""Multi-object images of coloured squares, rendered on the fly (appendix E).
+
+A scene is the same ``LongTensor[B, O_max]`` of object ids (``-1`` padded) as in
+:mod:`bindcore.controlled.scenes`, so object ids, the coverage split, labels, metrics, probes and
+approximators of §5 apply unchanged; this module only turns such a tensor into images.
+Everything is vectorised torch on the generator's device: there is no Python loop
+over images (the loops below run over object *slots* and rejection *rounds*).
+
+Objects. Concept 0 is the square's fill colour, concept 1 its border colour, both
+drawn from one palette of ``V`` colours; with ``C = 3`` concept 2 is the square's side
+(``V`` distinct integer sides from ``min_side`` to ``side``). A square of side ``s``
+is a frame of ``border`` pixels around an ``(s - 2 border)``-wide fill. The
+background is black.
+
+Palette rule (:func:`palette`). Let ``k`` be the smallest integer with ``k**3 >= V``.
+The candidate colours are the ``k**3`` RGB lattice points with channel levels
+``(i + 1) / k``, ``i = 0..k-1`` (black, the background, is never one of them); the
+palette is ``V`` of them chosen by farthest-point sampling in RGB, starting from white
+(ties go to the lower lattice index). Any two palette colours therefore differ by at
+least ``1 / k`` in some channel, and every colour is at least ``1 / k`` from the
+background: 0.5 for V <= 8, 1/3 for V <= 27, 0.25 for V <= 64 (V = 50, the paper's
+setting), far above the rounding of an 8-bit image (1/255).
+
+Layout (:func:`sample_layout`). Integer top-left corners drawn uniformly so that the
+square lies inside the image, redrawn (vectorised rejection, ``rounds`` rounds, only
+for scenes that violate the rule) until the rule holds:
+
+* levels ``clean`` and ``speckle``: no two squares overlap or touch (a gap of at least
+  ``gap`` pixels between them);
+* level ``overlap``: squares may overlap (objects are drawn in slot order, a later
+  slot on top), as long as every square keeps at least half of its fill pixels and at
+  least half of its border pixels visible.
+
+Scenes that still violate the rule after ``rounds`` rounds (rare; counted in
+``Layout.fallback``) use a fixed grid layout that satisfies it (one cell per slot,
+jittered inside the cell).
+
+Noise. ``speckle`` and ``overlap`` add speckle noise: every pixel is replaced, with
+probability ``speckle`` (default 0.2), by a uniformly random RGB colour; optionally
+(``noise`` > 0, default 0) Gaussian noise of that standard deviation is then added to
+every channel and the image clipped to [0, 1]. ``clean`` images are exact.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from bindcore.controlled.scenes import SceneSpace
+
+LEVELS = ("clean", "speckle", "overlap")
+# the levels in words (figures, tables)
+LEVEL_LABELS = {"clean": "clean", "speckle": "speckle noise", "overlap": "speckle noise + overlap"}
+
+
+@functools.lru_cache(maxsize=32)
+def _palette_cpu(n_values: int) -> torch.Tensor:
+    k = 1
+    while k**3 < n_values:
+        k += 1
+    levels = (torch.arange(k, dtype=torch.float64) + 1) / k
+    lattice = torch.cartesian_prod(levels, levels, levels)  # [k^3, 3], index order r, g, b
+    chosen = [len(lattice) - 1]  # white
+    dist = (lattice - lattice[-1]).norm(dim=1)
+    for _ in range(n_values - 1):
+        nxt = int(torch.argmax(dist))  # first maximum: the lowest index among ties
+        chosen.append(nxt)
+        dist = torch.minimum(dist, (lattice - lattice[nxt]).norm(dim=1))
+    return lattice[chosen].float()
+
+
+def palette(n_values: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The ``V`` colours of the palette rule above, ``[V, 3]`` in [0, 1]."""
+    if n_values < 1:
+        raise ValueError(f"n_values must be >= 1, got {n_values}")
+    return _palette_cpu(int(n_values)).to(device)
+
+
+def palette_separation(n_values: int) -> float:
+    """The smallest channel-wise (Chebyshev) distance between two palette colours or
+    between a palette colour and the black background."""
+    p = torch.cat([palette(n_values), torch.zeros(1, 3)])
+    d = (p[:, None, :] - p[None, :, :]).abs().amax(-1)
+    d.fill_diagonal_(float("inf"))
+    return float(d.min())
+
+
+@dataclass(frozen=True)
+class PixelSpec:
+    """How scenes become images. Sizes in pixels."""
+
+    image_size: int = 32
+    side: int = 10  # side of a square (the largest side when C = 3)
+    border: int = 2  # border width
+    min_side: int = 6  # smallest side (C = 3 only: concept 2 is the side)
+    level: str = "clean"
+    speckle: float = 0.2  # probability that a pixel becomes a random colour (speckle, overlap)
+    noise: float = 0.0  # std of extra Gaussian pixel noise (speckle, overlap)
+    gap: int = 1  # smallest gap between squares (clean, speckle)
+    rounds: int = 16  # rejection rounds before the grid fallback
+
+    def check(self, space: SceneSpace) -> None:
+        """Raise a ``ValueError`` naming the field if ``space`` cannot be drawn."""
+
+        def need(ok: bool, name: str, rule: str) -> None:
+            if not ok:
+                raise ValueError(f"PixelSpec.{name} = {getattr(self, name)!r}: {rule}")
+
+        need(self.level in LEVELS, "level", f"must be one of {LEVELS}")
+        need(self.image_size >= 4, "image_size", "must be >= 4")
+        need(1 <= self.border, "border", "must be >= 1")
+        need(self.side >= 2 * self.border + 1, "side", f"must be >= 2 * border + 1 = {2 * self.border + 1}")
+        need(self.side <= self.image_size, "side", f"must fit the image (image_size={self.image_size})")
+        need(0.0 <= self.speckle <= 1.0, "speckle", "must lie in [0, 1]")
+        need(self.noise >= 0.0, "noise", "must be >= 0")
+        need(self.gap >= 0, "gap", "must be >= 0")
+        need(self.rounds >= 0, "rounds", "must be >= 0")
+        if space.n_concepts not in (2, 3):
+            raise ValueError(f"n_concepts = {space.n_concepts}: pixel scenes have 2 concepts (fill, border colour) "
+                             "or 3 (and side)")
+        if space.n_concepts == 3:
+            need(self.min_side >= 2 * self.border + 1, "min_side", f"must be >= 2 * border + 1 = {2 * self.border + 1}")
+            need(self.side - self.min_side + 1 >= space.n_values, "min_side",
+                 f"sides {self.min_side}..{self.side} must give V = {space.n_values} distinct integer sides")
+        g = grid_cells(space.max_objects)
+        need(g * (self.side + self.gap) <= self.image_size + self.gap, "image_size",
+             f"too small for the fallback grid of {g} x {g} cells of side + gap = {self.side + self.gap} px "
+             f"(O_max = {space.max_objects})")
+
+    def sides(self, space: SceneSpace, device: torch.device | str | None = None) -> torch.Tensor:
+        """Side of each value of the size concept ``[V]`` (C = 3), else ``[1]``."""
+        if space.n_concepts < 3:
+            return torch.tensor([self.side], device=device)
+        return torch.linspace(self.min_side, self.side, space.n_values, device=device).round().long()
+
+
+def grid_cells(max_objects: int) -> int:
+    """Cells per side of the fallback grid: the smallest g with g*g >= max(O_max, 2)."""
+    return max(2, math.ceil(math.sqrt(max_objects) - 1e-9))
+
+
+@dataclass
+class Layout:
+    """Where each slot's square lies: ``top_left`` ``[B, O, 2]`` (row, column), ``side``
+    ``[B, O]`` (0 for absent slots), and how many scenes used the grid fallback."""
+
+    top_left: torch.Tensor
+    side: torch.Tensor
+    fallback: int = 0
+
+
+def _violations(top_left: torch.Tensor, side: torch.Tensor, present: torch.Tensor, spec: PixelSpec) -> torch.Tensor:
+    """bool ``[B]``: the layout of a scene breaks the level's rule."""
+    if spec.level == "overlap":
+        side = torch.where(present, side, torch.zeros_like(side))
+        fill_vis, border_vis = visible_masks(Layout(top_left, side), spec.image_size, spec.border)
+        fill_area = (side - 2 * spec.border).clamp(min=0) ** 2
+        border_area = side**2 - fill_area
+        short = (2 * fill_vis.sum((-1, -2)) < fill_area) | (2 * border_vis.sum((-1, -2)) < border_area)
+        return (present & short).any(-1)
+    centre2 = 2 * top_left + side[..., None]  # twice the centre, integer
+    d2 = (centre2[:, :, None, :] - centre2[:, None, :, :]).abs().amax(-1)  # 2 x Chebyshev distance [B, O, O]
+    need2 = side[:, :, None] + side[:, None, :] + 2 * spec.gap  # 2 x ((s_i + s_j) / 2 + gap)
+    pair = present[:, :, None] & present[:, None, :]
+    pair &= ~torch.eye(present.shape[1], dtype=torch.bool, device=present.device)
+    return (pair & (d2 < need2)).any(-1).any(-1)
+
+
+def _uniform_corners(side: torch.Tensor, image_size: int, gen: torch.Generator) -> torch.Tensor:
+    room = (image_size - side + 1).clamp(min=1).to(torch.float32)  # corners 0..image_size - side
+    u = torch.rand(*side.shape, 2, generator=gen, device=side.device)
+    return (u * room[..., None]).floor().long()
+
+
+def sample_layout(side: torch.Tensor, present: torch.Tensor, spec: PixelSpec, gen: torch.Generator) -> Layout:
+    """Top-left corners of squares of the given sides (see the module docstring)."""
+    b, o = side.shape
+    corners = _uniform_corners(side, spec.image_size, gen)
+    bad = _violations(corners, side, present, spec)
+    for _ in range(spec.rounds):
+        if not bool(bad.any()):
+            break
+        fresh = _uniform_corners(side, spec.image_size, gen)
+        corners = torch.where(bad[:, None, None], fresh, corners)
+        bad = _violations(corners, side, present, spec)
+    n_fallback = int(bad.sum())
+    if n_fallback:
+        g = grid_cells(o)
+        cell = (spec.image_size + spec.gap) // g
+        slot = torch.arange(o, device=side.device)
+        origin = torch.stack([slot // g, slot % g], dim=-1) * cell  # [O, 2]
+        room = (cell - spec.gap - side + 1).clamp(min=1).to(torch.float32)
+        jitter = (torch.rand(b, o, 2, generator=gen, device=side.device) * room[..., None]).floor().long()
+        corners = torch.where(bad[:, None, None], origin[None] + jitter, corners)
+    return Layout(corners, torch.where(present, side, torch.zeros_like(side)), n_fallback)
+
+
+def render_scenes(
+    space: SceneSpace,
+    scenes: torch.Tensor,
+    spec: PixelSpec,
+    gen: torch.Generator,
+    return_layout: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, Layout]:
+    """Scenes ``[B, O_max]`` (object ids, -1 padded) -> images ``[B, 3, H, W]`` in [0, 1]
+    (float32, on the generator's device). Deterministic given the generator's state."""
+    spec.check(space)
+    device = gen.device
+    scenes = scenes.to(device)
+    if scenes.dim() != 2 or scenes.shape[1] != space.max_objects:
+        raise ValueError(f"scenes must be [B, {space.max_objects}], got {tuple(scenes.shape)}")
+    b, o = scenes.shape
+    present = scenes >= 0
+    vals = space.object_values(scenes.clamp(min=0))  # [B, O, C]
+    colours = palette(space.n_values, device)
+    fill, border = colours[vals[..., 0]], colours[vals[..., 1]]  # [B, O, 3]
+    if space.n_concepts == 3:
+        side = spec.sides(space, device)[vals[..., 2]]
+    else:
+        side = torch.full((b, o), spec.side, dtype=torch.long, device=device)
+    layout = sample_layout(side, present, spec, gen)
+    h = spec.image_size
+    pix = torch.arange(h, device=device)
+    top, left, s = layout.top_left[..., 0, None], layout.top_left[..., 1, None], layout.side[..., None]
+    bw = spec.border
+    in_r = (pix >= top) & (pix < top + s)  # [B, O, H]
+    in_c = (pix >= left) & (pix < left + s)
+    core_r = (pix >= top + bw) & (pix < top + s - bw)
+    core_c = (pix >= left + bw) & (pix < left + s - bw)
+    which = torch.zeros(b, h, h, dtype=torch.long, device=device)  # 0: background, 1 + 2 slot (+1): fill (border)
+    for slot in range(o):  # painter's order: a later slot lies on top
+        inside = in_r[:, slot, :, None] & in_c[:, slot, None, :]  # [B, H, W]
+        edge = ~(core_r[:, slot, :, None] & core_c[:, slot, None, :])
+        which = torch.where(inside, 1 + 2 * slot + edge.long(), which)
+    table = torch.cat([torch.zeros(b, 1, 3, device=device), torch.stack([fill, border], 2).reshape(b, 2 * o, 3)], 1)
+    img = torch.gather(table.transpose(1, 2), 2, which.view(b, 1, h * h).expand(b, 3, h * h))  # [B, 3, H*W]
+    if spec.level != "clean" and spec.speckle > 0:
+        hit = torch.rand(b, h * h, generator=gen, device=device) < spec.speckle
+        img.transpose(1, 2)[hit] = torch.rand(int(hit.sum()), 3, generator=gen, device=device)
+    img = img.view(b, 3, h, h)
+    if spec.level != "clean" and spec.noise > 0:
+        img = (img + spec.noise * torch.randn(b, 3, h, h, generator=gen, device=device)).clamp(0.0, 1.0)
+    return (img, layout) if return_layout else img
+
+
+def visible_masks(layout: Layout, image_size: int, border: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per slot, bool ``[B, O, H, W]`` masks of the visible fill and the visible border
+    pixels (not covered by a later slot)."""
+    pix = torch.arange(image_size, device=layout.top_left.device)
+    top, left, s = layout.top_left[..., 0, None], layout.top_left[..., 1, None], layout.side[..., None]
+    in_r, in_c = (pix >= top) & (pix < top + s), (pix >= left) & (pix < left + s)
+    core_r = (pix >= top + border) & (pix < top + s - border)
+    core_c = (pix >= left + border) & (pix < left + s - border)
+    inside = in_r[..., :, None] & in_c[..., None, :]
+    core = core_r[..., :, None] & core_c[..., None, :]
+    covered = torch.zeros_like(inside)
+    for slot in range(inside.shape[1] - 2, -1, -1):
+        covered[:, slot] = covered[:, slot + 1] | inside[:, slot + 1]
+    return core & ~covered, inside & ~core & ~covered
+
+
+def read_objects(space: SceneSpace, images: torch.Tensor, layout: Layout, spec: PixelSpec) -> torch.Tensor:
+    """Decode each slot's concept values from the pixels, knowing only where the squares
+    are: the median colour of its visible fill and of its visible border, mapped to the
+    nearest palette colour (and, for C = 3, its side to the nearest size value).
+    ``[B, O, C]``; absent slots give -1. The test that rendered labels are readable."""
+    fill_m, border_m = visible_masks(layout, spec.image_size, spec.border)
+    colours = palette(space.n_values, images.device)
+    b, o = layout.side.shape
+    out = torch.full((b, o, space.n_concepts), -1, dtype=torch.long, device=images.device)
+    for slot in range(o):
+        for c, mask in ((0, fill_m[:, slot]), (1, border_m[:, slot])):
+            for i in range(b):  # a test helper: per-image medians are clearer than speed here
+                if layout.side[i, slot] == 0 or not bool(mask[i].any()):
+                    continue
+                med = images[i][:, mask[i]].median(dim=1).values  # [3]
+                out[i, slot, c] = int((colours - med).norm(dim=1).argmin())
+        if space.n_concepts == 3:
+            sides = spec.sides(space, images.device)
+            present = layout.side[:, slot] > 0
+            nearest = (layout.side[:, slot, None] - sides[None]).abs().argmin(1)
+            out[:, slot, 2] = torch.where(present, nearest, out[:, slot, 2])
+    return out

@@ -1,0 +1,202 @@
+"""Every claim function of bindcore.book.claims on planted tables: one where its claims
+hold, one where they fail, one where they cannot be tested."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindcore.book import claims as CL
+from bindcore.book.tables import FAMILY_LABELS
+
+MLP, ADD, GP, SGP, WOP = (FAMILY_LABELS[f] for f in ("mlp", "additive", "global_product", "sum_global_product",
+                                                     "within_object_product"))
+
+
+def statuses(df: pd.DataFrame) -> list[str]:
+    assert list(df.columns) == CL.COLUMNS
+    assert set(df["status"]) <= set(CL.STATUSES)
+    return df["status"].tolist()
+
+
+# --------------------------------------------------------------------------- §5.1
+def pretrained(concepts: float, objects: float, fractions=(0.1, 0.5, 0.9)) -> pd.DataFrame:
+    rows = []
+    for f in fractions:
+        for fam, w in ((MLP, 64), (MLP, 512), (ADD, None), ("XGBoost", None)):
+            rows.append({"encoder": "enc", "family": fam, "width": w, "fraction": f,
+                         "heldout_concept": concepts if f > 0.3 else 0.2, "heldout_object": objects})
+    return pd.DataFrame(rows)
+
+
+def test_pretrained_claims_hold_fail_and_cannot_be_tested():
+    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1), "quick")) == [CL.SHOWN, CL.SHOWN]
+    # concepts below the paper's level; objects as high as the concepts
+    assert statuses(CL.pretrained_claims(pretrained(0.5, 0.5), "quick")) == [CL.NOT_SHOWN, CL.NOT_SHOWN]
+    # no fraction above 0.3: the concept claim cannot be tested
+    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, fractions=(0.1, 0.2)), "smoke"))[0] == CL.UNTESTABLE
+    control = pretrained(0.95, 0.1).assign(encoder="ViT-B/32 text tower (random init)")
+    assert statuses(CL.pretrained_claims(control, "quick")) == [CL.UNTESTABLE] * 2
+
+
+# --------------------------------------------------------------------------- §5.3
+def widths(values: dict[int, float], model: str = "m", objects: int = 100) -> pd.DataFrame:
+    return pd.DataFrame([{"model": model, "objects": objects, "family": MLP, "width": w, "fraction": 0.8,
+                          "heldout_object": v} for w, v in values.items()])
+
+
+def test_width_claims_hold():
+    df = CL.width_claims(widths({4: 0.2, 16: 0.9, 256: 0.95}), "quick")
+    assert statuses(df) == [CL.SHOWN, CL.UNTESTABLE]  # one size: the gap claim needs two
+    assert "16" in df["ours"].iloc[0]
+
+
+def test_width_claims_fail_when_no_width_generalizes():
+    """The regression of issue 12: every width scoring 0 must not report width 4."""
+    df = CL.width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick")
+    assert statuses(df)[0] == CL.NOT_SHOWN
+    assert "no width generalizes" in df["ours"].iloc[0]
+    # only a wide MLP reaches the best: small MLPs do not suffice
+    assert statuses(CL.width_claims(widths({4: 0.1, 16: 0.2, 256: 0.9}), "quick"))[0] == CL.NOT_SHOWN
+
+
+def test_width_gap_grows_with_the_object_space():
+    grows = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.5, 256: 0.9}, "large", 2500)])
+    assert statuses(CL.width_claims(grows, "quick"))[-1] == CL.SHOWN
+    shrinks = pd.concat([widths({4: 0.5, 256: 0.9}, "small", 64), widths({4: 0.8, 256: 0.9}, "large", 2500)])
+    assert statuses(CL.width_claims(shrinks, "quick"))[-1] == CL.NOT_SHOWN
+    assert statuses(CL.width_claims(widths({16: 0.9}), "smoke"))[0] == CL.UNTESTABLE  # one width
+
+
+# --------------------------------------------------------------------------- §5.4
+def forms(values: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": "m", "family": f, "fraction": 0.8, "heldout_concept": c, "heldout_object": o}
+                         for f, (c, o) in values.items()])
+
+
+def test_form_claims():
+    holds = forms({ADD: (0.95, 0.2), GP: (0.95, 0.9), WOP: (0.9, 0.5), MLP: (0.95, 0.85)})
+    assert statuses(CL.form_claims(holds, "quick")) == [CL.SHOWN] * 3
+    fails = forms({ADD: (0.95, 0.9), GP: (0.95, 0.3), WOP: (0.9, 0.5), MLP: (0.95, 0.95)})
+    assert statuses(CL.form_claims(fails, "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(CL.form_claims(forms({MLP: (0.9, 0.9)}), "smoke")) == [CL.UNTESTABLE] * 3
+    # no family recovers objects: the global product is not "best" because it ties at zero
+    zeros = forms({ADD: (0.3, 0.02), GP: (0.3, 0.0), MLP: (0.3, 0.02)})
+    assert statuses(CL.form_claims(zeros, "smoke")) == [CL.NOT_SHOWN] * 3
+
+
+# --------------------------------------------------------------------------- figure 9
+def test_figure9_claims():
+    x = np.linspace(0, 1, 6)
+    good = pd.DataFrame({"objects": 100, "model: held-out objects": x, "global product: held-out objects": x ** 2})
+    bad = good.assign(**{"global product: held-out objects": x[::-1]})
+    assert statuses(CL.figure9_claims(good, "quick")) == [CL.SHOWN]
+    assert statuses(CL.figure9_claims(bad, "quick")) == [CL.NOT_SHOWN]
+    assert statuses(CL.figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
+    swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
+    assert statuses(CL.figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
+
+
+# --------------------------------------------------------------------------- §4.1, D.2
+def embedding_set(pretrained: bool = True):
+    return SimpleNamespace(dataset="captions 4x4", encoder="enc", pretrained=pretrained, source="text")
+
+
+def decomposition(r2_concepts: float, r2_objects: float, retrieval: float) -> pd.DataFrame:
+    return pd.DataFrame([{"kind": k, "estimator": "avg", "r2_eval": r, "retrieval": retrieval,
+                          "retrieval_chance": 0.01} for k, r in (("concepts", r2_concepts), ("objects", r2_objects))])
+
+
+def edits(retrieval: float) -> pd.DataFrame:
+    return pd.DataFrame([{"bank": "obj-avg", "k": 1.0, "case": case, "retrieval": retrieval, "n": 50}
+                         for case in ("all", "shared", "different")])
+
+
+def test_geometry_claims():
+    s = embedding_set()
+    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick")) == \
+        [CL.SHOWN] * 3
+    assert statuses(CL.geometry_claims([s], [decomposition(0.8, 0.7, 0.3)], [edits(0.2)], "quick")) == \
+        [CL.NOT_SHOWN] * 3
+    assert statuses(CL.geometry_claims([embedding_set(False)], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
+                                       "quick")) == [CL.UNTESTABLE] * 3
+    no_edits = edits(0.9)[lambda d: d["case"] != "different"]
+    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [no_edits], "quick"))[-1] == \
+        CL.UNTESTABLE
+
+
+# --------------------------------------------------------------------------- §4.2
+def attribution(values: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": v, "concept": c, "object": o} for v, (c, o) in values.items()])
+
+
+def test_attribution_claims():
+    s = embedding_set()
+    holds = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
+                         "permuted concepts (control)": (0.98, 0.9), "permuted objects (control)": (1.0, 0.85)})
+    assert statuses(CL.attribution_claims([s], [holds], "quick")) == [CL.SHOWN] * 3
+    fails = attribution({"original": (1.0, 0.9), "minus concepts": (0.6, 0.1), "minus objects": (0.5, 0.5),
+                         "permuted concepts (control)": (0.3, 0.9), "permuted objects (control)": (1.0, 0.2)})
+    assert statuses(CL.attribution_claims([s], [fails], "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(CL.attribution_claims([s], [holds.head(1)], "smoke")) == [CL.UNTESTABLE] * 3
+    assert statuses(CL.attribution_claims([embedding_set(False)], [holds], "quick")) == [CL.UNTESTABLE] * 3
+    nothing = attribution({"original": (0.1, 0.02), "minus concepts": (0.05, 0.02), "minus objects": (0.05, 0.0),
+                           "permuted concepts (control)": (0.1, 0.02), "permuted objects (control)": (0.1, 0.02)})
+    assert statuses(CL.attribution_claims([s], [nothing], "quick")) == [CL.NOT_SHOWN] * 3
+
+
+# --------------------------------------------------------------------------- D.3, D.5
+def three(weights: str, probe: tuple[float, float], r2: tuple[float, float], retrieval: tuple[float, float]):
+    rows = []
+    for occ, p, ret in zip((False, True), probe, retrieval):
+        rows.append({"dataset": "three", "occlusion": occ, "encoder": "enc", "weights": weights,
+                     "probing concepts": 0.9, "probing objects": p, "R² held-out objects (avg)": r2[0],
+                     "R² held-out concepts (avg)": r2[1], "retrieval objects (all scenes)": ret})
+    return pd.DataFrame(rows)
+
+
+def grid(text: float, image: float, weights: str = "pretrained") -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": "captions 4x4", "encoder": "t", "weights": weights,
+                          "grid-neighbour recall (full d)": text, "chance": 0.3},
+                         {"dataset": "CLEVR-2D", "encoder": "i", "weights": weights,
+                          "grid-neighbour recall (full d)": image, "chance": 0.3}])
+
+
+def test_additional_claims():
+    holds = CL.additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
+    assert statuses(holds) == [CL.SHOWN] * 4
+    fails = CL.additional_claims(three("pretrained", (0.9, 0.4), (0.5, 0.6), (0.6, 0.8)), grid(0.5, 0.6), "quick")
+    assert statuses(fails) == [CL.NOT_SHOWN] * 4
+    low = CL.additional_claims(three("pretrained", (0.1, 0.1), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
+    assert statuses(low)[0] == CL.NOT_SHOWN  # "stays high" needs it high
+    control = CL.additional_claims(three("random init (control)", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)),
+                                   grid(0.9, 0.6, "random init (control)"), "quick")
+    assert statuses(control) == [CL.UNTESTABLE] * 4
+
+
+# --------------------------------------------------------------------------- D.4
+def natural(weights: str, retrieval: float, edit: float) -> pd.DataFrame:
+    return pd.DataFrame([{"encoder": "enc", "weights": weights, "retrieval": retrieval, "retrieval chance": 0.01,
+                          "scenes": 625, "edit retrieval": edit, "edit chance": 0.01, "edits": 400}])
+
+
+def test_natural_claims():
+    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.2), "quick")) == [CL.SHOWN]
+    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.012), "quick")) == [CL.NOT_SHOWN]
+    assert statuses(CL.natural_claims(natural("random init (control)", 0.3, 0.2), "quick")) == [CL.UNTESTABLE]
+
+
+def test_above_chance_needs_a_margin():
+    assert CL.above_chance(0.2, 0.01, 100)
+    assert not CL.above_chance(0.02, 0.01, 100)
+    assert not CL.above_chance(float("nan"), 0.01, 100)
+
+
+def test_status_counts_and_a_bad_status():
+    df = CL.form_claims(forms({MLP: (0.9, 0.9)}), "smoke")
+    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 3}
+    with pytest.raises(ValueError, match="status"):
+        CL._row("c", "s", "p", "o", "maybe", "", "quick")

@@ -1,0 +1,63 @@
+"""Figure 9 (§5.4): the global product fitted on a controlled model's own training
+objects, over every stored run, local and published."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+
+from bindcore.analysis.approximators import get_protocol
+from bindcore.analysis.complexity import APPROX_STORE_KIND, own_split_fit
+from bindcore.analysis.probes import controlled_binding_data, split_by_objects
+from bindcore.book import claims as CL
+from bindcore.book.tables import figure9_correlations, figure9_table
+from bindcore.controlled.recipes import recipe
+from bindcore.controlled.training import STORE_KIND, TrainConfig, train
+from bindcore.store import ResultStore
+
+PROTOCOL = get_protocol("paper", steps=10, lrs=[1e-2], batch_size=None, eval_every=5)
+
+
+def test_own_split_uses_the_models_training_objects(tmp_path):
+    rec = train(recipe("smoke", steps=4), store=ResultStore(tmp_path, published=None), progress=False)
+    data = controlled_binding_data(rec, max_objects=16)
+    train_objects = TrainConfig.from_dict(rec["config"]).split.train.numpy()
+    split = split_by_objects(data, train_objects)
+    assert set(split.train_objects.tolist()) == set(train_objects.tolist()) & set(data.object_ids().ravel().tolist())
+    ids = data.object_ids()
+    assert np.isin(ids[split.heldout], train_objects).sum() == 0 and np.isin(ids[split.train], train_objects).all()
+
+
+def test_figure9_table_local_and_published(tmp_path):
+    local, published = tmp_path / "results", tmp_path / "published"
+    store = ResultStore(local, published=published)
+    cfgs = [recipe("smoke", steps=4, coverage=c) for c in (0.5, 0.75)]
+    runs = [train(c, store=store, progress=False) for c in cfgs]
+    table = figure9_table(PROTOCOL, max_objects=16, store=store)
+    assert len(table) == 2 and table["global product: held-out objects"].notna().all()
+    assert (table["source"] == "local").all()
+    # a run published without weights, with its figure-9 fit published beside it, still counts
+    run_dir = local / STORE_KIND / runs[0]["hash"]
+    (published / STORE_KIND).mkdir(parents=True)
+    shutil.copytree(run_dir, published / STORE_KIND / run_dir.name, ignore=shutil.ignore_patterns("*.pt"))
+    fit = own_split_fit(runs[0], PROTOCOL, max_objects=16, store=store)
+    for d in (local / APPROX_STORE_KIND).iterdir():
+        shutil.copytree(d, published / APPROX_STORE_KIND / d.name)
+    shutil.rmtree(local)
+    table = figure9_table(PROTOCOL, max_objects=16, store=store)
+    assert list(table["source"]) == ["published"]
+    assert table["global product: held-out objects"].iloc[0] == fit["selected_heldout_object"]
+    # a published run without a stored fit: shown, with no probe number
+    shutil.rmtree(published / APPROX_STORE_KIND)
+    assert np.isnan(figure9_table(PROTOCOL, max_objects=16, store=store)["global product: held-out objects"]).all()
+
+
+def test_figure9_correlations_need_three_models():
+    import pandas as pd
+
+    t = pd.DataFrame({"objects": [16] * 4 + [64] * 2, "model: held-out objects": [0.1, 0.4, 0.6, 0.9, 0.2, 0.8],
+                      "global product: held-out objects": [0.0, 0.3, 0.7, 0.8, 0.1, 0.9]})
+    c = figure9_correlations(t).set_index("objects")
+    assert c.loc[16, "models"] == 4 and c.loc[16, "Spearman rho"] == 1.0 and np.isnan(c.loc[64, "Pearson r"])
+    assert CL.figure9_claims(t, "quick")["status"].tolist() == [CL.SHOWN, CL.UNTESTABLE]
