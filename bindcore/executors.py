@@ -17,8 +17,8 @@ Two executors, both with ``run(tasks, report)``:
   system (out of memory, a signal) fails alone and the others go on; rerunning the
   sweep resumes it. (``concurrent.futures.ProcessPoolExecutor`` would reuse its
   workers, but one worker killed breaks the whole pool and fails every run still
-  queued; a child process per run costs an interpreter start, about a second, and
-  isolates the runs.)
+  queued; a child process per run costs an interpreter start and bindcore's imports,
+  seconds (benchmarks/bench_executors.py), and isolates the runs.)
 * :class:`RayExecutor`: ``ray.init(address=...)`` (``None``: ``RAY_ADDRESS`` or a
   cluster started with ``ray start`` on this machine, else a new local Ray instance;
   ``"auto"``: an existing cluster; ``"ray://head:10001"``: Ray Client), one Ray task
