@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q -e ".[book,test,encoders,ml,lint]"
+	$(BIN)/python -m pip install -q -e ".[book,test,encoders,ml,lint,cluster]"
 	touch $@
 
 book: venv

@@ -12,10 +12,11 @@ GPU); it is consulted after the local root. Only JSON, ``.npz`` and torch state 
 **Which code made a record.** A :class:`Kind` (a folder of the store) names the
 modules that compute its records. Every record carries ``code``: the fingerprint of
 those modules' source and of every bindcore module they import, transitively
-(:func:`code_fingerprint`, read from the source with ``ast``; the store's own modules,
-which keep records but compute nothing, are left out), with the package version and
-the git commit when there is one. Lookup is by config hash alone; a record whose
-fingerprint is not the current code's is *stale* and is never reused silently:
+(:func:`code_fingerprint`, read from the source with ``ast``; the store's own modules
+and the executors, which keep records or dispatch work but compute nothing, are left
+out), with the package version and the git commit when there is one. Lookup is by
+config hash alone; a record whose fingerprint is not the current code's is *stale* and
+is never reused silently:
 
 * a cheap kind (an analysis, embeddings) computes it again;
 * an expensive kind (training runs), and any published record, is reused with
@@ -85,8 +86,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 PUBLISHED_ROOT = REPO_ROOT / "published"
 
-# Modules that keep records but compute none of their numbers: not part of a fingerprint.
-RECORD_KEEPING = ("bindcore.store", "bindcore.io")
+# Modules that keep records, or dispatch their computations to workers (executors), but
+# compute none of their numbers: not part of a fingerprint.
+RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors")
 
 
 def default_root() -> Path:

@@ -50,6 +50,7 @@ seeds = None  # training seeds
 ablations = None  # also run the one-phase and release-negatives variants
 show_scale = None  # show the scale sweep's stored records (published/)
 workers = None  # parallel CPU runs (default: number of cores; 1 on a GPU)
+executor = None  # where the runs execute: "local" (default), "ray" or "ray:<address>" (a Ray cluster)
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
 # %% tags=["hide-input"]
@@ -124,7 +125,7 @@ recipe_table(profile)
 
 # %%
 configs = generalization_configs(base, P)
-records = run_sweep(configs, workers=workers, device=device)
+records = run_sweep(configs, workers=workers, device=device, executor=executor)
 note_stored(records)
 table = results_table(records)
 table["profile"] = profile
@@ -266,7 +267,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 # %% tags=["hide-input"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab = run_sweep(list(variants.values()), workers=workers, device=device)
+    ab = run_sweep(list(variants.values()), workers=workers, device=device, executor=executor)
     note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", list(variants))

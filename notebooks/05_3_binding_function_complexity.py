@@ -49,6 +49,7 @@ lrs = None  # learning rates (chosen per model on validation scenes of training 
 max_objects = None  # objects per controlled model whose ordered pairs form the data
 workers = None
 device = None
+executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -61,7 +62,7 @@ from bindcore.book.figures import plot_by_width
 from bindcore.book.tables import controlled_sweeps
 
 P = start_chapter("controlled_complexity", globals())
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
       f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")
 
@@ -89,7 +90,7 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # scenes carved from the training objects' scenes.
 
 # %%
-table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device)
+table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device, executor=executor)
 table[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "heldout_r2", "train_object",
        "seconds"]].round(3)
 

@@ -55,16 +55,23 @@ def test_sweep_in_parallel_subprocesses_matches_in_process_training(tmp_path):
     assert summary.loc[0, "objects"] == 16
 
 
-def test_sweep_reports_failing_workers(tmp_path):
-    base = recipe("smoke", steps=4)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failed_run_is_named_with_its_hash_and_log_and_the_others_go_on(tmp_path, workers):
+    from bindcore.executors import SweepError
+    from bindcore.io import config_hash
+
     store = ResultStore(tmp_path, published=None)
-    # a config whose JSON the worker cannot parse: corrupt it after the store writes it
-    cfgs = grid(base, coverage=[0.5, 0.75])
-    for c in cfgs:
-        entry = store.prepare(STORE_KIND, c.to_dict())
-        (entry.path / "config.json").write_text('{"n_values": 1}')
-    with pytest.raises(RuntimeError, match="failed"):
-        run_sweep(cfgs, store=store, workers=2, progress=False)
+    bad, good = grid(recipe("smoke", steps=4, eval_every=2, eval_scenes=16), coverage=[0.5, 0.75])
+    # the worker cannot write the bad run's weights: a folder stands where model.pt goes
+    (store.prepare(STORE_KIND, bad.to_dict()).path / "model.pt").mkdir()
+    with pytest.raises(SweepError, match="1 of 2 sweep run") as info:
+        run_sweep([bad, good], store=store, workers=workers, progress=False)
+    (failure,) = info.value.failures
+    h = config_hash(bad.to_dict())
+    assert h in str(failure) and "worker.log" in str(failure) and "Error" in failure.error
+    assert "Traceback" in failure.task.log.read_text()
+    assert store.find(STORE_KIND, good.to_dict()) is not None  # the other run went on
+    assert store.find(STORE_KIND, bad.to_dict()) is None
 
 
 def test_recipes_and_profiles():

@@ -174,24 +174,27 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
             "ViT-B/32 text tower (random init)": control}, d.note
 
 
-def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None) -> list[dict[str, Any]]:
+def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None,
+                      executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders of §5.2 trained at the largest coverage of each
-    object space of ``profile`` (stored runs are reused; their code version is printed)."""
+    object space of ``profile`` (stored runs are reused; their code version is printed;
+    ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.controlled.recipes import recipe
     from bindcore.sweep import generalization_configs, run_sweep
 
     p = chapter_parameters("binding_generalization", profile)
     configs = generalization_configs(recipe(profile), {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
-    runs = run_sweep(configs, workers=workers, device=device, progress=False)
+    runs = run_sweep(configs, workers=workers, device=device, progress=False, executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs
 
 
-def controlled_datasets(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None):
+def controlled_datasets(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
+                        executor: Any = None):
     """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3, §5.4)."""
     from bindcore.analysis.probes import controlled_binding_data
 
-    runs = generalizing_runs(profile, workers=workers, device=device)
+    runs = generalizing_runs(profile, workers=workers, device=device, executor=executor)
     return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
 
 
@@ -234,14 +237,15 @@ def pixel_base(profile: str, params: dict[str, Any]):
 
 
 def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
-               progress: bool = False) -> list[dict[str, Any]]:
+               progress: bool = False, executor: Any = None) -> list[dict[str, Any]]:
     """The pixel dual encoders of appendix E, every level x coverage x seed of
-    ``params`` (stored runs are reused; their code version is printed)."""
+    ``params`` (stored runs are reused; their code version is printed; ``executor``:
+    :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.controlled.pixels import PIXEL_STORE_KIND, level_configs
     from bindcore.sweep import run_sweep
 
     runs = run_sweep(level_configs(pixel_base(profile, params), params), workers=workers, device=device,
-                     progress=progress)
+                     progress=progress, executor=executor)
     note_stored(runs, kind=PIXEL_STORE_KIND, what="pixel training runs")
     return runs
 
