@@ -74,10 +74,10 @@ _RECIPES: dict[str, dict[str, Any]] = {
     ),
 }
 _RECIPES["scale"] = dict(_RECIPES["quick"], max_object_queries=128, near_miss_negatives_per_positive=2,
-                         concept_loss_trigger=0.0, steps=20_000)
+                         concept_loss_trigger=0.0, steps=12_000)
 
 # the scale sweep: per (C, V), the steps of each run; every size at every coverage
-SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 20_000, (3, 10): 12_000}
+SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 12_000, (3, 10): 12_000}
 SCALE_COVERAGES = (0.1, 0.2, 0.3, 0.5, 0.7)
 # (C, V): further coverages of one size (|O| = 100 at the quick book's largest coverage)
 SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {(2, 10): (0.8,)}
