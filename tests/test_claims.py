@@ -237,3 +237,18 @@ def test_generalization_claims_hold_fail_and_cannot_be_tested():
     # one size, one coverage
     one = CL.claims_table(generalization({(2, 10): {0.8: (0.9, 0.8, 1.0)}}), "smoke")
     assert statuses(one)[0] == CL.UNTESTABLE and statuses(one)[-1] == CL.UNTESTABLE
+
+
+def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
+    bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+    bag_wider = {**bag, 0.8: (0.5, 0.0, 1.0)}
+    binds = {0.1: (0.1, 0.0, 0.95), 0.3: (0.2, 0.05, 1.0), 0.5: (0.9, 0.6, 1.0)}
+    # two sizes that never bind then a larger one that binds at 0.5: shown (no pair rises)
+    shown = CL.claims_table(generalization({(2, 10): bag_wider, (2, 20): bag, (2, 50): binds}), "scale")
+    assert statuses(shown)[-1] == CL.SHOWN
+    # the two non-binding sizes alone cannot be compared
+    alone = CL.claims_table(generalization({(2, 10): bag, (2, 20): bag_wider}), "scale")
+    assert statuses(alone)[-1] == CL.UNTESTABLE
+    # a larger size that does not bind over coverages where the smaller one does: a rise
+    rises = CL.claims_table(generalization({(2, 10): binds, (2, 50): bag}), "scale")
+    assert statuses(rises)[-1] == CL.NOT_SHOWN
