@@ -5,7 +5,8 @@ Layout of one entry: ``<root>/<kind>/<config hash>/`` holding ``config.json`` an
 ``result.json`` (small records: metrics, history, machine, time, code), and optionally
 ``checkpoint.pt`` (state dicts while a run is in progress), ``model.pt`` (final
 weights) or ``embeddings.npz``. A second, read-only root (``published/`` in the
-repository) holds committed records of runs a CPU cannot redo (paper profile on a
+repository, shipped inside an installed package as ``bindcore/published``,
+:func:`published_root`) holds committed records of runs a CPU cannot redo (paper profile on a
 GPU); it is consulted after the local root. Only JSON, ``.npz`` and torch state dicts
 (loaded with ``weights_only=True``) are stored; nothing is pickled.
 
@@ -84,7 +85,22 @@ log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
-PUBLISHED_ROOT = REPO_ROOT / "published"
+
+
+def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """The committed records (the store's second, read-only root): ``published/`` of the
+    checkout bindcore runs from, else the copy a pip install puts inside the package
+    (``bindcore/published``, package data; e.g. on Colab, with no checkout beside it);
+    None when neither exists."""
+    checkout = package_dir.parent
+    for path in ((checkout / "published") if (checkout / "pyproject.toml").is_file() else None,
+                 package_dir / "published"):
+        if path is not None and path.is_dir():
+            return path
+    return None
+
+
+PUBLISHED_ROOT = published_root()
 
 # Modules that keep records, or dispatch their computations to workers (executors), but
 # compute none of their numbers: not part of a fingerprint.

@@ -34,9 +34,12 @@
 import subprocess
 import sys
 
-if "google.colab" in sys.modules:  # install bindcore on Colab only
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "bindcore @ git+https://github.com/bindcore-book/binding-concepts"], check=True)
+if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Colab's own torch
+    from importlib.metadata import version
+
+    spec = "bindcore @ git+https://github.com/bindcore-book/binding-concepts@main"
+    keep = [f"{p}=={version(p)}" for p in ("torch", "torchvision")]  # as installed
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec, *keep], check=True)
 
 # %% tags=["parameters"]
 profile = "quick"

@@ -15,6 +15,7 @@ import pytest
 
 from bindcore.book import build as book
 from bindcore.book import render
+from bindcore.book.colab import colab_link, repository
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
 
@@ -303,7 +304,7 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         errors = [o for o in outputs if o.output_type == "error"]
         assert not errors, f"{name}: error outputs {json.dumps(errors)[:500]}"
         page = (html / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
-        colab = f"colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/{name}.ipynb"
+        colab = colab_link(name, *repository(ROOT)).removeprefix("https://")
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 
     assert _tracked_status() == before, "building the book modified tracked files of the repository"

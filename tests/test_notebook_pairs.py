@@ -8,9 +8,11 @@ import jupytext
 import nbformat
 import pytest
 
+from bindcore.book import colab
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-COLAB = "https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/{}.ipynb"
+URL, BRANCH = colab.repository(ROOT)  # _config.yml: the one setting
 
 PY = sorted(NOTEBOOKS.glob("*.py"))
 IPYNB = sorted(NOTEBOOKS.glob("*.ipynb"))
@@ -77,6 +79,17 @@ def test_parameters_cell_follows_colab_install(path):
 @pytest.mark.parametrize("path", PY, ids=[p.name for p in PY])
 def test_colab_badge_points_at_own_ipynb(path):
     nb = jupytext.read(path, fmt="py:percent")
-    url = COLAB.format(path.stem)
+    url = colab.colab_link(path.stem, URL, BRANCH)
     markdown = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
     assert any(url in source for source in markdown), f"{path.name} has no Colab badge linking to {url}"
+
+
+@pytest.mark.parametrize("path", PY, ids=[p.name for p in PY])
+def test_badge_and_install_cell_follow_config(path):
+    """The badge and the Colab install cell carry _config.yml's repository address (a fork
+    changes that one line and runs `bindcore sync`)."""
+    text = path.read_text(encoding="utf-8")
+    assert colab.stamped(text, path.stem, URL, BRANCH) == text, (
+        f"{path.name}: its Colab badge or install cell differs from _config.yml's repository "
+        f"({URL}@{BRANCH}); run `bindcore sync`")
+    assert f"@ git+{URL}@{BRANCH}" in text

@@ -165,3 +165,39 @@ def test_publish_copies_config_and_result_only_and_the_store_reads_it_back(tmp_p
     assert found.source == "published" and not found.stale and found.result["value"] == 7
     with pytest.raises(ValueError, match="finished local entry"):
         store.publish(found)
+
+
+# --------------------------------------------------------------------------- published records without a checkout
+
+
+def test_published_records_found_in_a_checkout_and_in_an_installed_package(tmp_path):
+    """A checkout reads its published/; a pip-installed package (no pyproject.toml beside
+    it, e.g. on Colab) reads the copy shipped inside it as bindcore/published."""
+    from bindcore.store import published_root
+
+    checkout = tmp_path / "checkout"
+    (checkout / "bindcore").mkdir(parents=True)
+    (checkout / "published").mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    assert published_root(checkout / "bindcore") == checkout / "published"
+
+    site = tmp_path / "site-packages"
+    (site / "published").mkdir(parents=True)  # somebody else's folder: never read
+    assert published_root(site / "bindcore") is None
+    installed = site / "bindcore" / "published" / "train-2" / "abc"
+    installed.mkdir(parents=True)
+    atomic_write_json(installed / "config.json", {"n": 1})
+    atomic_write_json(installed / "result.json", {"metrics": {"x": 1.0}})
+    root = published_root(site / "bindcore")
+    assert root == site / "bindcore" / "published"
+    entries = ResultStore(tmp_path / "results", published=root).entries(Kind("train-2", (TRAINING,), expensive=True))
+    assert [e.source for e in entries] == ["published"]
+
+
+def test_package_list_names_every_package():
+    """pyproject lists bindcore's packages (published/ is mapped into it): a new subpackage
+    must be listed there or a pip install would leave it out."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    listed = set(tomllib.loads((PACKAGE_DIR.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(PACKAGE_DIR.parent).parts) for p in PACKAGE_DIR.rglob("__init__.py")}
+    assert listed == found | {"bindcore.published"}

@@ -46,15 +46,20 @@ def _strip_outputs(ipynb_path: Path) -> None:
 
 
 def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path]:
-    """``jupytext --sync`` every ``notebooks/*.py`` with its .ipynb, outputs stripped.
+    """``jupytext --sync`` every ``notebooks/*.py`` with its .ipynb, outputs stripped,
+    after the .py's Colab badge and install cell are made from ``_config.yml``'s
+    repository address (:func:`bindcore.book.colab.stamp_notebooks`).
 
-    Returns the .ipynb files that changed (with ``check=True``: that are out of sync;
-    nothing is written). An .ipynb without a .py is reported, never deleted."""
+    Returns the files that changed: the .ipynb and any .py whose address was rewritten
+    (with ``check=True``: those out of sync or with another address; nothing is
+    written). An .ipynb without a .py is reported, never deleted."""
     from jupytext.cli import jupytext
+
+    from .colab import stamp_notebooks
 
     root = resolve_root(root)
     notebooks = root / "notebooks"
-    changed = []
+    changed = stamp_notebooks(root, check=check)
     for py_path in sorted(notebooks.glob("*.py")):
         ipynb = py_path.with_suffix(".ipynb")
         if check:

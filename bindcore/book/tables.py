@@ -453,6 +453,8 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
 
     from bindcore.store import PUBLISHED_ROOT
 
+    if path is None and PUBLISHED_ROOT is None:
+        return pd.DataFrame()
     path = Path(path) if path is not None else PUBLISHED_ROOT / "recipe-search.json"
     if not path.exists():
         return pd.DataFrame()
