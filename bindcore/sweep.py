@@ -188,15 +188,29 @@ def _first_coverage(sub, mask) -> float:
 
 
 # binding is shown at a coverage when held-out swap-pair recognition reaches this (a bag
-# of concepts scores 0 there); the smallest such coverage is the transition coverage
+# of concepts scores 0 there); the transition coverage is the smallest coverage from
+# which it holds at every larger coverage swept (:func:`transition_coverage`)
 TRANSITION_SWAP = 0.5
+
+
+def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRANSITION_SWAP) -> float:
+    """The smallest coverage from which swap-pair recognition stays at or above
+    ``threshold`` at every larger coverage (NaN when the largest coverage is below it:
+    a rise that falls back is no transition)."""
+    pairs = sorted(zip(coverages, swap_pairs))
+    out = float("nan")
+    for cov, swap in reversed(pairs):
+        if swap < threshold:
+            break
+        out = float(cov)
+    return out
 
 
 def generalization_summary(table, concept_threshold: float = 0.9, transition: float = TRANSITION_SWAP) -> Any:
     """Per object-space size, from the held-out two-object scenes (seeds averaged): the
     smallest coverage at which concept recognition reaches ``concept_threshold``; the
-    transition coverage, the smallest at which swap-pair recognition reaches
-    ``transition``; swap pairs, strict object recognition and the bag-of-concepts ceiling
+    transition coverage, from which swap-pair recognition stays at or above
+    ``transition`` (:func:`transition_coverage`); swap pairs, strict object recognition and the bag-of-concepts ceiling
     at the largest coverage and at the best one; and how strongly object recognition
     rises with coverage (Spearman rank correlation)."""
     import pandas as pd
@@ -211,7 +225,7 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "objects": objects, "C": int(last["C"]), "V": int(last["V"]), "coverages": len(sub),
             f"concepts >= {concept_threshold:g} from coverage":
                 _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
-            "transition coverage": _first_coverage(sub, sub["test_swap_pair"] >= transition),
+            "transition coverage": transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
             "smallest coverage": float(sub["coverage"].iloc[0]),
             "swap pairs at smallest coverage": float(sub["test_swap_pair"].iloc[0]),
             "largest coverage": float(last["coverage"]),

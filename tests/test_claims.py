@@ -252,3 +252,12 @@ def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
     # a larger size that does not bind over coverages where the smaller one does: a rise
     rises = CL.claims_table(generalization({(2, 10): binds, (2, 50): bag}), "scale")
     assert statuses(rises)[-1] == CL.NOT_SHOWN
+
+
+def test_a_rise_that_falls_back_is_no_transition():
+    from bindcore.sweep import transition_coverage
+
+    assert transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0]) != transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0])
+    assert transition_coverage([0.7, 0.3, 0.5], [0.9, 0.0, 0.6]) == 0.5  # order of the runs does not matter
+    back = {0.3: (0.1, 0.0, 0.95), 0.5: (0.8, 0.6, 1.0), 0.7: (0.2, 0.0, 1.0)}
+    assert statuses(CL.claims_table(generalization({(2, 50): back}), "scale"))[0] == CL.NOT_SHOWN

@@ -535,7 +535,8 @@ def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin
     """The rules by which :func:`claims_table` turns the §5.2 summary into verdicts."""
     return (f"binding is read from held-out swap-pair recognition (a scene and its twin with one concept's values "
             f"swapped, both recognised; any bag of concepts scores 0). Rises with coverage: swap pairs below "
-            f"{low:g} at the smallest coverage and at least {transition:g} at a larger one. Far above the bag: at "
+            f"{low:g} at the smallest coverage and at least {transition:g} from some larger coverage on (the "
+            f"transition coverage: swap pairs stay at or above {transition:g} at every larger coverage swept). Far above the bag: at "
             f"the coverage of the best swap pairs, strict recognition at least {margin:g} above the bag-of-concepts "
             f"ceiling and swap pairs at least {transition:g}. Concepts first: concept recognition reaches "
             f"{concept_threshold:g} at a smaller coverage than the transition (swap pairs >= {transition:g}). "
@@ -577,11 +578,13 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
         if r["coverages"] < 2:
             rows.append(_row(rises, who, c_rises, "–", UNTESTABLE, "one coverage only", profile))
         else:
-            ok = r["swap pairs at smallest coverage"] < low and r["best swap pairs"] >= transition
+            ok = r["swap pairs at smallest coverage"] < low and _ok(r["transition coverage"])
             rows.append(_row(rises, who, c_rises,
                              f"swap pairs {r['swap pairs at smallest coverage']:.2f} at coverage "
-                             f"{r['smallest coverage']:g}, {r['best swap pairs']:.2f} at {r['coverage of best swap pairs']:g}",
-                             verdict(ok), f"swap pairs from below {low:g} to at least {transition:g}", profile))
+                             f"{r['smallest coverage']:g}, {r['best swap pairs']:.2f} at {r['coverage of best swap pairs']:g}, "
+                             f"{r['swap pairs at largest coverage']:.2f} at {r['largest coverage']:g}",
+                             verdict(ok), f"swap pairs from below {low:g} to at least {transition:g} and staying there",
+                             profile))
         gap = r["objects at best swap pairs"] - r["bag ceiling at best swap pairs"]
         rows.append(_row(above, who, c_above,
                          f"coverage {r['coverage of best swap pairs']:g}: strict {r['objects at best swap pairs']:.2f} vs "

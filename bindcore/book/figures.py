@@ -17,6 +17,7 @@ import pandas as pd
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
+from bindcore.sweep import transition_coverage
 
 from .tables import FAMILY_LABELS
 
@@ -305,8 +306,8 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
     """§5.2 at several object-space sizes: (0) strict held-out two-object recognition
     against coverage, one colour per size, its bag-of-concepts ceiling dotted; (1)
     held-out swap-pair recognition (a bag scores 0), the transition level dashed; (2)
-    the transition coverage against |O| (open markers: not reached by the largest
-    coverage, drawn at it)."""
+    the transition coverage against |O| (:func:`bindcore.sweep.transition_coverage`;
+    open markers: no transition, drawn at the largest coverage)."""
     mean = table.groupby(["objects", "C", "V", "coverage"], as_index=False).mean(numeric_only=True)
     trans = []
     for i, ((objects, c, v), sub) in enumerate(mean.groupby(["objects", "C", "V"], sort=True)):
@@ -316,9 +317,8 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
         axes[0].plot(sub["coverage"], sub["test_object_2"], "o-", color=colour, label=label)
         axes[0].plot(sub["coverage"], sub["boc_ceiling_test_object_2"], ":", color=colour, lw=1.2)
         axes[1].plot(sub["coverage"], sub["test_swap_pair"], "o-", color=colour, label=label)
-        hit = sub[sub["test_swap_pair"] >= transition]
-        trans.append((objects, float(hit["coverage"].iloc[0]) if len(hit) else float(sub["coverage"].max()),
-                      bool(len(hit)), colour))
+        t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
+        trans.append((objects, t if t == t else float(sub["coverage"].max()), t == t, colour))
     axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
     axes[0].set_title("strict recognition; dotted: bag-of-concepts ceiling")
     axes[1].axhline(transition, color="grey", ls="--", lw=1)
