@@ -330,12 +330,13 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
     axes[0].legend(fontsize=8, loc="upper left")
     for objects, cov, reached, colour in trans:
         axes[2].plot([objects], [cov], "o", color=colour, ms=9, mfc=colour if reached else "none")
-    axes[2].plot([t[0] for t in trans], [t[1] for t in trans], "-", color="grey", lw=1, zorder=0)
+    hit = [t for t in trans if t[2]]  # a line through the sizes with a transition only
+    axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
     axes[2].set_xscale("log")
     axes[2].set_xlabel("|O| (objects in the space)")
     axes[2].set_ylabel(f"transition coverage (swap pairs >= {transition:g})")
     axes[2].set_ylim(0, 1)
-    axes[2].set_title("open marker: not reached")
+    axes[2].set_title("open marker: no transition up to that coverage")
 
 
 def plot_binding_curves(ax: Any, records: Sequence[dict[str, Any]], metric: str = "test_swap_pair") -> None:
