@@ -160,7 +160,7 @@ plot_scale(axes, table, transition=TRANSITION_SWAP)
 fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.02)
 plt.show()
 
-# %%
+# %% tags=["full-width"]
 summary = generalization_summary(table)
 best = summary.loc[summary["objects"].idxmax()]
 glue("own_objects", f"{int(best['objects']):,}")
@@ -198,7 +198,7 @@ if P["show_scale"]:
 else:
     print("show_scale is off: the scale sweep's records are not shown")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
@@ -267,7 +267,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 # R² of the best fit $e(o) \approx b + \sum_c u_c[v_c(o)]$ over all objects. At $R^2 = 1$
 # the embeddings are a bag of concepts and swapped objects score alike.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
     ab = run_sweep(list(variants.values()), workers=workers, device=device, executor=executor)
