@@ -68,7 +68,7 @@ from bindcore.book.claims import claims_table, generalization_claim_rules
 from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import recipe_search_table
-from bindcore.controlled.recipes import SCALE_STEPS, recipe, recipe_differences, recipe_table
+from bindcore.controlled.recipes import SCALE_STEPS, recipe, recipe_table
 from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
 from bindcore.paper import PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
@@ -186,7 +186,7 @@ summary.round(3)
 # `bindcore sweep --profile scale --publish`, and this page reads the stored records.
 
 # %% tags=["hide-input"]
-pd.DataFrame({k: {"quick": str(a), "scale": str(b)} for k, (a, b) in recipe_differences("quick", "scale").items()}).T
+recipe_table("scale", against="quick")
 
 # %% tags=["hide-input"]
 scale_recs, scale_missing = scale_records() if P["show_scale"] else ([], [])
