@@ -28,7 +28,10 @@ LOG = ROOT / "published" / "recipe-search.json"
 
 
 def _row(name: str, base: str, changes: dict[str, Any], cfg: Any, metrics: dict[str, Any], bag: dict[str, Any],
-         step: int, cpu_seconds: float | None, status: str, path: str) -> dict[str, Any]:
+         step: int, cpu_seconds: float | None, status: str, path: str,
+         code: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One attempt of the log; ``code``: the record's code version (``result.json``'s
+    ``code``; None when no record was finished)."""
     return {
         "name": name, "base": base, "changes": changes, "objects": cfg.n_values ** cfg.n_concepts,
         "C": cfg.n_concepts, "V": cfg.n_values, "coverage": cfg.coverage, "steps": cfg.steps, "step reached": step,
@@ -38,6 +41,7 @@ def _row(name: str, base: str, changes: dict[str, Any], cfg: Any, metrics: dict[
         "training task": metrics.get("task_object_2"), "concepts": metrics.get("test_concept_2"),
         "bag floor": bag.get("test_object_2"), "bag ceiling": bag.get("ceiling_test_object_2"),
         "status": status, "hash": Path(path).name, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "code": code,
     }
 
 
@@ -67,7 +71,9 @@ def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, resu
     last = state["history"][-1] if state["history"] else {}
     clock = state.get("clock") or {}
     return _row(name, base, changes, cfg, last, {}, int(state["step"]), clock.get("cpu_seconds"),
-                f"stopped at step {int(state['step'])}: {reason}", str(entry))
+                f"stopped at step {int(state['step'])}: {reason}", str(entry),
+                code={"fingerprint": cfg.store_kind.fingerprint(), "note": "the code that wrote this row; a "
+                      "checkpoint does not record the code that trained it"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = recipe(args.base, **changes)
         rec = train(cfg, store=ResultStore(args.results, published=None), progress=False)
         row = _row(args.name, args.base, changes, cfg, rec["metrics"], rec["bag_of_concepts"], cfg.steps,
-                   rec.get("cpu_seconds"), "finished", rec["path"])
+                   rec.get("cpu_seconds"), "finished", rec["path"], code=rec.get("code"))
     append(row, args.log)
     print(json.dumps(row))
     return 0

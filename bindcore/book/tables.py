@@ -447,11 +447,12 @@ def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: A
 def recipe_search_table(path: Any = None) -> pd.DataFrame:
     """The attempts of the §5.2 recipe search (``benchmarks/recipe_search.py``, logged in
     ``published/recipe-search.json``), failed ones included, with the fields each changed
-    from its base recipe; an empty frame when there is no log."""
+    from its base recipe and the code version that made each; an empty frame when there
+    is no log."""
     import json
     from pathlib import Path
 
-    from bindcore.store import PUBLISHED_ROOT
+    from bindcore.store import PUBLISHED_ROOT, code_version
 
     if path is None and PUBLISHED_ROOT is None:
         return pd.DataFrame()
@@ -467,5 +468,6 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
         "CPU min": r["cpu minutes"], "strict": r["strict"], "swap pairs": r["swap pairs"],
         "swap pairs (held-out twins)": r["swap pairs, held-out twins"], "bag ceiling": r["bag ceiling"],
         "training task": r["training task"], "status": r["status"],
+        "code": code_version(r.get("code")),
     } for r in rows])
     return out
