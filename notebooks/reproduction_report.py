@@ -64,7 +64,6 @@ from bindcore.controlled.recipes import recipe, recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.sweep import (
     ablation_configs,
-    generalization_configs,
     results_table,
     run_sweep,
 )
@@ -148,7 +147,7 @@ R["editing"].round(3).assign(profile=profile)
 P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
 print("parameters:", source)
 base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
-records = run_sweep(generalization_configs(base, P), workers=workers, device=device, progress=False)
+records = R["generalization_runs"]
 note_stored(records)
 table = results_table(records)
 with pd.option_context("display.max_colwidth", None):
