@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q -e ".[book,test,encoders,ml,lint]"
+	$(BIN)/python -m pip install -q -e ".[book,test,encoders,ml,lint,cluster]"
 	touch $@
 
 book: venv
@@ -40,7 +40,7 @@ lint: venv
 	$(BIN)/ruff check .
 
 bench: venv
-	$(BIN)/python benchmarks/bench_training.py
+	$(BIN)/python benchmarks/bench_training.py --time-to-accuracy
 
 clean:
 	rm -rf _build

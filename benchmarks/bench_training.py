@@ -4,8 +4,10 @@
    4 layers, FFN 2048, d_out 64), bindcore against a release-style step
    (``release_style.py``) at the same sizes, measured side by side in one process:
    milliseconds per step, steps/s, scenes/s, and the data-pipeline share.
-2. Time to accuracy of the quick recipe: wall time until held-out two-object
-   recognition first reaches 0.9 at C=2, V=10, coverage 0.8 (``--time-to-accuracy``).
+2. Time to accuracy (``--time-to-accuracy``): one run of the scale recipe at
+   |O| = 2,500 (C=2, V=50, coverage 0.5; ``--recipe``, ``--values``, ``--coverage``
+   change it), the step, wall time and CPU time at which held-out two-object
+   recognition and held-out swap pairs first reach 0.9.
 
 Usage: ``python benchmarks/bench_training.py [--steps 20] [--threads N] [--device cuda]
 [--precisions fp32 bf16] [--time-to-accuracy]``
@@ -25,7 +27,7 @@ import torch  # noqa: E402
 from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
-from bindcore.controlled.recipes import recipe  # noqa: E402
+from bindcore.controlled.recipes import SCALE_STEPS, recipe  # noqa: E402
 from bindcore.controlled.scenes import sample_scenes  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
@@ -110,26 +112,37 @@ def bench_steps(steps: int, device: torch.device, precisions: list[str]) -> None
               "faster than the release-style step")
 
 
-def bench_time_to_accuracy(device: torch.device, target: float) -> None:
-    cfg = recipe("quick", n_values=10, coverage=0.8, eval_every=250, checkpoint_every=0)
-    t0 = time.perf_counter()
-    reached: list[tuple[int, float]] = []
+def bench_time_to_accuracy(device: torch.device, target: float, profile: str = "scale", n_concepts: int = 2,
+                           n_values: int = 50, coverage: float = 0.5) -> None:
+    """Train one run of ``profile``'s recipe (steps: the scale plan's for this size) and
+    print the step, wall time and CPU time at which held-out two-object recognition
+    (strict) and held-out swap pairs first reach ``target``."""
+    steps = SCALE_STEPS.get((n_concepts, n_values)) if profile == "scale" else None
+    cfg = recipe(profile, n_concepts=n_concepts, n_values=n_values, coverage=coverage, checkpoint_every=0,
+                 **({"steps": steps} if steps else {}))
+    t0, c0 = time.perf_counter(), time.process_time()
+    reached: dict[str, tuple[int, float, float]] = {}
 
     def on_eval(step, m):
-        if not reached and m["test_object_2"] >= target:
-            reached.append((step, time.perf_counter() - t0))
+        for key in ("test_object_2", "test_swap_pair"):
+            if key not in reached and m.get(key, 0.0) >= target:
+                reached[key] = (step, time.perf_counter() - t0, time.process_time() - c0)
         print(f"  step {step:6d}  {time.perf_counter() - t0:7.1f} s  held-out 2-object {m['test_object_2']:.3f}  "
-              f"concepts {m['test_concept_2']:.3f}", flush=True)
+              f"swap pairs {m.get('test_swap_pair', float('nan')):.3f}  concepts {m['test_concept_2']:.3f}", flush=True)
 
     out = run_training(cfg, device=device, progress=False, on_eval=on_eval)
-    total = time.perf_counter() - t0
-    print(f"quick recipe, C=2 V=10 coverage 0.8, {cfg.steps} steps, {torch.get_num_threads()} thread(s), {device}: "
-          f"final held-out 2-object {out.metrics['test_object_2']:.3f} "
-          f"(bag of concepts {out.baseline['test_object_2']:.3f}) after {total / 60:.1f} min")
-    if reached:
-        print(f"reached {target} at step {reached[0][0]} after {reached[0][1] / 60:.1f} min")
-    else:
-        print(f"did not reach {target} within the recipe's {cfg.steps} steps")
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{profile} recipe, |O| = {n_values ** n_concepts:,} (C={n_concepts} V={n_values}) coverage {coverage:g}, "
+          f"{cfg.steps} steps, {torch.get_num_threads()} thread(s), {device}: final held-out 2-object "
+          f"{out.metrics['test_object_2']:.3f}, swap pairs {out.metrics.get('test_swap_pair', float('nan')):.3f} "
+          f"(bag ceiling {out.baseline.get('ceiling_test_object_2', float('nan')):.3f}) after {total / 60:.1f} min "
+          f"wall, {cpu / 60:.1f} CPU-min")
+    for key, what in (("test_object_2", "held-out 2-object (strict)"), ("test_swap_pair", "held-out swap pairs")):
+        if key in reached:
+            step, wall, c = reached[key]
+            print(f"{what} reached {target} at step {step}: {wall / 60:.1f} min wall, {c / 60:.1f} CPU-min")
+        else:
+            print(f"{what} did not reach {target} within the recipe's {cfg.steps} steps")
 
 
 def main() -> None:
@@ -139,14 +152,18 @@ def main() -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
                     help="precisions to time (bf16 = autocast; fast on CPUs with AMX and on GPUs)")
-    ap.add_argument("--time-to-accuracy", action="store_true", help="also run the quick recipe to its target")
+    ap.add_argument("--time-to-accuracy", action="store_true",
+                    help="also train one run to its target (default: the scale recipe at |O| = 2,500, coverage 0.5)")
     ap.add_argument("--target", type=float, default=0.9)
+    ap.add_argument("--recipe", default="scale", help="recipe profile of the time-to-accuracy run")
+    ap.add_argument("--values", type=int, default=50, help="V of the time-to-accuracy run (C = 2)")
+    ap.add_argument("--coverage", type=float, default=0.5, help="coverage of the time-to-accuracy run")
     args = ap.parse_args()
     set_threads(args.threads)
     device = resolve_device(args.device)
     bench_steps(args.steps, device, args.precisions)
     if args.time_to_accuracy:
-        bench_time_to_accuracy(device, args.target)
+        bench_time_to_accuracy(device, args.target, args.recipe, 2, args.values, args.coverage)
 
 
 if __name__ == "__main__":

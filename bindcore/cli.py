@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bindcore.runtime import PROFILES
+from bindcore.runtime import PROFILES, RECIPE_PROFILES
 
 EXIT_USAGE = 2  # an expected failure: bad options, config or paths
 
@@ -202,7 +202,8 @@ def _config_from_args(args: argparse.Namespace):
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=PROFILES, default="quick", help="recipe to start from (default quick)")
+    p.add_argument("--profile", choices=RECIPE_PROFILES, default="quick",
+                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes)")
     p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
@@ -224,14 +225,15 @@ def register_train(subparsers) -> None:
     p.set_defaults(func=_run_train)
 
 
-def _check_run_options(args: argparse.Namespace):
-    """The config of a train or sweep command, with its device and result store
-    checked: every expected failure before any work."""
+def _check_run_options(args: argparse.Namespace, device_here: bool = True):
+    """The config of a train or sweep command, with its device (where it runs here) and
+    result store checked: every expected failure before any work."""
     from bindcore.io import check_writable_folder
     from bindcore.runtime import check_device
 
     cfg = _config_from_args(args)
-    check_option("--device", check_device, args.device)
+    if device_here:
+        check_option("--device", check_device, args.device)
     check_option("--results", check_writable_folder, args.results)
     return cfg
 
@@ -254,11 +256,35 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive_number(text: str) -> float:
+    """argparse type of a resource amount per run (CPUs): a finite number > 0."""
+    from bindcore.settings import Rule
+
+    try:
+        return Rule(float, low=0, open_low=True).check(text, "value")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+
+
+def non_negative_number(text: str) -> float:
+    """argparse type of a resource amount per run (GPUs): a finite number >= 0."""
+    from bindcore.settings import Rule
+
+    try:
+        return Rule(float, low=0).check(text, "value")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+
+
 def register_sweep(subparsers) -> None:
+    from bindcore.executors import EXECUTORS
+
     p = subparsers.add_parser(
         "sweep",
-        help="train a grid of configs (coverage x V x ...), in parallel on a CPU",
-        description="Every combination of the given values; stored runs are reused.",
+        help="train a grid of configs (coverage x V x ...), in parallel on a CPU or on a Ray cluster",
+        description="Every combination of the given values; stored runs are reused. Runs go to an "
+        "executor: local (this machine) or ray (one Ray task per run; the results folder must be "
+        "shared by every node).",
     )
     _add_run_options(p)
     p.add_argument("--coverages", type=field_value("coverage"), nargs="+", default=None, help="coverage values")
@@ -266,27 +292,92 @@ def register_sweep(subparsers) -> None:
     p.add_argument("--concepts", type=field_value("n_concepts"), nargs="+", default=None,
                    help="number of concepts (C)")
     p.add_argument("--seeds", type=field_value("seed"), nargs="+", default=None, help="training seeds")
-    p.add_argument("--workers", type=positive_int, default=None, help="parallel runs (default: CPU cores, 1 on GPU)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="runs at once (local default: CPU cores, 1 on a GPU; ray default: what the cluster holds)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local (default: this machine) or ray (a Ray cluster, or a local Ray instance)")
+    p.add_argument("--address", default=None,
+                   help="ray: the cluster, 'auto', HOST:PORT or ray://HOST:10001 "
+                   "(default: RAY_ADDRESS, else a new local Ray instance)")
+    p.add_argument("--cpus-per-run", type=positive_number, default=None, help="ray: CPUs per run (default 1)")
+    p.add_argument("--gpus-per-run", type=non_negative_number, default=None, help="ray: GPUs per run (default 0)")
+    p.add_argument("--publish", action="store_true",
+                   help="copy each finished run's config and result (no weights) to published/, where the "
+                   "book reads them")
     p.set_defaults(func=_run_sweep)
 
 
+def sweep_configs(args: argparse.Namespace) -> list:
+    """The configs of a sweep command: every combination of the axes given
+    (``--coverages``, ``--values``, ...) on the base config of ``--profile`` /
+    ``--config`` / ``--set``; ``--profile scale`` without axes: the scale plan
+    (:func:`bindcore.controlled.recipes.scale_plan`) with the ``--set`` fields applied."""
+    from bindcore.controlled.recipes import scale_plan
+    from bindcore.sweep import grid
+
+    base = _config_from_args(args)
+    axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
+                              ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
+    if args.profile == "scale" and not axes and args.config is None:
+        return [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
+    return grid(base, **axes)
+
+
+def sweep_executor(args: argparse.Namespace):
+    """The executor of a sweep command, its options checked and, for Ray, connected:
+    a missing Ray, an address with no cluster behind it or a GPU device without GPUs
+    per run are refused before any work."""
+    from bindcore.executors import LocalExecutor, RayExecutor, _import_ray
+
+    ray_only = {"--address": args.address, "--cpus-per-run": args.cpus_per_run, "--gpus-per-run": args.gpus_per_run}
+    if args.executor == "local":
+        for option, value in ray_only.items():
+            if value is not None:
+                raise OptionError(option, "only with --executor ray")
+        return LocalExecutor(args.workers)
+    check_option("--executor", lambda _: _import_ray(), args.executor)
+    gpus = args.gpus_per_run or 0.0
+    if args.device and args.device.startswith("cuda") and not gpus:
+        raise OptionError("--gpus-per-run", f"--device {args.device} with --executor ray needs --gpus-per-run > 0 "
+                          "(Ray hides the GPUs from runs that ask for none)")
+    executor = RayExecutor(address=args.address, cpus_per_run=args.cpus_per_run or 1.0, gpus_per_run=gpus,
+                           workers=args.workers)
+    check_option("--address", lambda _: executor.start(), args.address or "local instance")
+    return executor
+
+
 def _run_sweep(args: argparse.Namespace) -> int:
+    import time
+
+    from bindcore.executors import SweepError
     from bindcore.store import ResultStore
-    from bindcore.sweep import grid, run_sweep
+    from bindcore.sweep import run_sweep
 
     try:
-        base = _check_run_options(args)
-        axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
-                                  ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
-        configs = grid(base, **axes)
+        _check_run_options(args, device_here=args.executor == "local")
+        configs = sweep_configs(args)
+        executor = sweep_executor(args)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
-    recs = run_sweep(configs, store=ResultStore(args.results), workers=args.workers, device=args.device,
-                     progress=not args.quiet)
+    t0 = time.perf_counter()
+    try:
+        recs = run_sweep(configs, store=ResultStore(args.results), device=args.device, progress=not args.quiet,
+                         executor=executor)
+    except SweepError as exc:
+        print(f"bindcore sweep: {exc}", file=sys.stderr)
+        return 1
+    if args.publish:
+        store = ResultStore(args.results)
+        for cfg in configs:
+            entry = store.find(cfg.store_kind, cfg.to_dict())
+            if entry is not None and entry.source == "local":
+                print(f"published {store.publish(entry)}")
     for cfg, rec in zip(configs, recs):
         m = rec["metrics"]
         print(f"C={cfg.n_concepts} V={cfg.n_values} coverage={cfg.coverage:g} seed={cfg.seed}: "
               + " ".join(f"{k}={v:.3f}" for k, v in sorted(m.items()) if k.startswith("test_")))
+    print(f"{len(recs)} runs in {time.perf_counter() - t0:.1f} s (executor {args.executor}; results in "
+          f"{ResultStore(args.results).root})")
     return 0
 
 

@@ -17,6 +17,9 @@ from typing import Any
 # Workload sizes (README "Profiles"): smoke (CI: every code path, numbers meaningless),
 # quick (a laptop CPU: the paper's findings at small scale), paper (a GPU: the paper's scales).
 PROFILES = ("smoke", "quick", "paper")
+# training recipes: the book's profiles and ``scale`` (bindcore.controlled.recipes), a
+# recipe and sweep plan that no chapter runs but the quick book shows from published/
+RECIPE_PROFILES = (*PROFILES, "scale")
 
 _TRUE = {"1", "true", "yes", "on"}
 

@@ -13,10 +13,11 @@ GPU); it is consulted after the local root. Only JSON, ``.npz`` and torch state 
 **Which code made a record.** A :class:`Kind` (a folder of the store) names the
 modules that compute its records. Every record carries ``code``: the fingerprint of
 those modules' source and of every bindcore module they import, transitively
-(:func:`code_fingerprint`, read from the source with ``ast``; the store's own modules,
-which keep records but compute nothing, are left out), with the package version and
-the git commit when there is one. Lookup is by config hash alone; a record whose
-fingerprint is not the current code's is *stale* and is never reused silently:
+(:func:`code_fingerprint`, read from the source with ``ast``; the store's own modules
+and the executors, which keep records or dispatch work but compute nothing, are left
+out), with the package version and the git commit when there is one. Lookup is by
+config hash alone; a record whose fingerprint is not the current code's is *stale* and
+is never reused silently:
 
 * a cheap kind (an analysis, embeddings) computes it again;
 * an expensive kind (training runs), and any published record, is reused with
@@ -101,8 +102,9 @@ def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
 
 PUBLISHED_ROOT = published_root()
 
-# Modules that keep records but compute none of their numbers: not part of a fingerprint.
-RECORD_KEEPING = ("bindcore.store", "bindcore.io")
+# Modules that keep records, or dispatch their computations to workers (executors), but
+# compute none of their numbers: not part of a fingerprint.
+RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors")
 
 
 def default_root() -> Path:
@@ -582,6 +584,20 @@ class ResultStore:
                     seen.add(d.name)
                     code = result.get("code") or {}
                     yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
+
+    def publish(self, entry: Entry) -> Path:
+        """Copy a finished local entry's ``config.json`` and ``result.json`` (no
+        weights, no checkpoint) to the published root, atomically; its path there."""
+        if self.published is None:
+            raise ValueError("this store has no published root")
+        if entry.source != "local" or not entry.done:
+            raise ValueError(f"{entry.path}: only a finished local entry can be published")
+        kind_dir = entry.path.parent.name
+        dest = self.published / kind_dir / entry.path.name
+        dest.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(dest / "config.json", entry.config)
+        atomic_write_json(dest / "result.json", entry.result)
+        return dest
 
     # -- claims ---------------------------------------------------------------------
     def claim_path(self, kind: Kind, config: dict[str, Any]) -> Path:

@@ -1,26 +1,46 @@
-"""Parameter sweeps over training configs (§5.2): a local executor.
+"""Parameter sweeps over training configs (§5.2), on an executor (:mod:`bindcore.executors`).
 
-Runs already in the result store are returned at once. The rest run either in this
-process (one at a time: the right choice on a GPU) or as parallel ``bindcore train``
-subprocesses, each with one CPU thread: at the model sizes of the quick profile two
-one-thread runs side by side do about twice the work of one two-thread run.
-Workers exchange nothing but JSON files in the store (no pickle crosses a process); a
-thread pool (``concurrent.futures``) keeps ``workers`` of them running.
+Runs already in the result store are returned at once. Each of the rest is a task
+(``train``: the config as JSON, the store's folder, the device) run by an executor:
+
+* ``local`` (the default): in this process, one run at a time (the right choice on a
+  GPU), or as child processes with one CPU thread each, one per core: at the model sizes
+  of the quick profile two one-thread runs side by side do about twice the work of one
+  two-thread run;
+* ``ray``: one Ray task per run on a Ray cluster (or a local Ray instance), its result
+  written by the worker to the store's folder, which every node must share.
+
+A run writes its log to ``worker.log`` in its store entry; a failed run is named with
+its config hash and log while the others go on, and :class:`bindcore.executors.SweepError`
+lists the failures at the end. Two workers never train one config at once (the store's
+claim, taken by :func:`bindcore.controlled.training.train`); a killed run resumes from
+its checkpoint wherever it runs next.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import subprocess
-import sys
+import socket
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from itertools import product
 from typing import Any
 
 from .controlled.training import TrainConfig, check_fields, seconds_per_step, train
-from .runtime import openmp_environment, progress_bar, resolve_device
+from .executors import (
+    Task,
+    check_same_code,
+    make_executor,
+    run_tasks,
+    store_payload,
+    with_workers,
+    worker_store,
+)
+from .io import config_hash
+from .runtime import resolve_device
 from .store import ResultStore
+
+log = logging.getLogger(__name__)
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
@@ -59,6 +79,7 @@ def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, Tra
 
 
 def default_workers(n_pending: int, device: str | None = None) -> int:
+    """Local runs at once: one on a GPU, else one per CPU core (at most one per run)."""
     if resolve_device(device).type == "cuda":
         return 1
     return max(1, min(n_pending, os.cpu_count() or 1))
@@ -98,60 +119,74 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
+def train_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """A sweep run where a worker runs it: train the config of ``payload`` (or read its
+    stored result) into the store it names; the record, as JSON. The config's class
+    (tokens or pixels) is read from the config (``scene_input``)."""
+    cfg = TrainConfig.from_dict(payload["config"])
+    check_same_code(cfg.store_kind, payload.get("code"))
+    rec = train(cfg, store=worker_store(payload), device=payload.get("device"),
+                progress=payload.get("progress", False))
+    return {**rec, "worker": socket.gethostname()}
+
+
+def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | None = None,
+                progress: bool = False) -> list[Task]:
+    """The ``train`` tasks of ``configs`` (each entry's folder prepared, its log there;
+    each config in the store folder of its class, token or pixel runs)."""
+    where = {**store_payload(store), "device": device, "progress": progress}
+    code = {kind: kind.fingerprint() for kind in {cfg.store_kind for cfg in configs}}
+    tasks = []
+    for cfg in configs:
+        kind = cfg.store_kind
+        entry = store.prepare(kind, cfg.to_dict())
+        tasks.append(Task("train", {"config": cfg.to_dict(), **where, "code": code[kind]},
+                          f"{kind}/{config_hash(cfg.to_dict())}", entry.path / "worker.log"))
+    return tasks
+
+
 def run_sweep(
     configs: list[TrainConfig],
     store: ResultStore | None = None,
     workers: int | None = None,
     device: str | None = None,
     progress: bool = True,
+    executor: Any = None,
     estimate: bool = True,
 ) -> list[dict[str, Any]]:
     """Train every config (or fetch its stored result); results in the order given.
     Before training, print the number of runs to train and an estimate of their time
-    here (``estimate``, :func:`training_estimate`)."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be an integer >= 1 (or None: one per CPU core), got {workers!r}")
+    here (``estimate``, :func:`training_estimate`).
+
+    ``executor``: ``"local"`` (default; ``workers`` runs at once, default one per CPU
+    core, one on a GPU; one runs in this process), ``"ray"``, ``"ray:<address>"`` or an
+    executor object (:func:`bindcore.executors.make_executor`). Failed runs are
+    reported at the end (:class:`bindcore.executors.SweepError`), after the others."""
     store = store or ResultStore()
-    pending = [c for c in dict.fromkeys(configs) if store.find(c.store_kind, c.to_dict()) is None]
-    n_workers = workers if workers is not None else default_workers(len(pending), device)
-    if pending and estimate:
-        print(f"{training_estimate(pending, device, n_workers)[1]}; {len(dict.fromkeys(configs)) - len(pending)} stored", flush=True)
-    if pending and n_workers <= 1:
-        for cfg in progress_bar(pending, enabled=progress, desc="sweep"):
-            train(cfg, store=store, device=device, progress=progress)
-    elif pending:
-        _run_in_subprocesses(pending, store, n_workers, device, progress)
-    return [train(c, store=store, device=device, progress=False) for c in configs]
+    ex = make_executor(executor, workers)
+    unique = list(dict.fromkeys(configs))
+    pending = [c for c in unique if store.find(c.store_kind, c.to_dict()) is None]
+    if pending:
+        ex = with_workers(ex, default_workers(len(pending), device)) if ex.name == "local" else ex
+        log.info("sweep of %d runs: %d stored, %d to run (%s)", len(unique), len(unique) - len(pending),
+                 len(pending), ex.describe())
+        in_process = ex.name == "local" and ex.workers == 1
+        if estimate:
+            n_workers = getattr(ex, "workers", None) or 1
+            print(f"{training_estimate(pending, device, n_workers)[1]}; {len(unique) - len(pending)} stored", flush=True)
+        run_tasks(train_tasks(pending, store, device, progress=progress and in_process), ex, progress=progress)
+    return [stored_run(c, store) for c in configs]
 
 
-def _run_in_subprocesses(
-    pending: list[TrainConfig], store: ResultStore, n_workers: int, device: str | None, progress: bool
-) -> None:
-    """Each pending run as a ``bindcore train`` subprocess with one CPU thread, at most
-    ``n_workers`` at a time; its output goes to ``worker.log`` in its store entry."""
-    env = {**os.environ, **openmp_environment(threads=1)}
-
-    def run(cfg: TrainConfig) -> str | None:
-        entry = store.prepare(cfg.store_kind, cfg.to_dict())
-        cmd = [sys.executable, "-m", "bindcore", "train", "--config", str(entry.path / "config.json"),
-               "--threads", "1", "--results", str(store.root), "--quiet"]
-        if device:
-            cmd += ["--device", device]
-        log_path = entry.path / "worker.log"
-        with open(log_path, "w") as log:
-            code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
-        return None if code == 0 else f"{log_path}:\n" + log_path.read_text()[-2000:]
-
-    failures = []
-    with ThreadPoolExecutor(max_workers=n_workers) as pool:
-        bar = progress_bar(total=len(pending), enabled=progress, desc=f"sweep ({n_workers} workers)")
-        for failure in (f.result() for f in as_completed(pool.submit(run, cfg) for cfg in pending)):
-            bar.update(1)
-            if failure:
-                failures.append(failure)
-        bar.close()
-    if failures:
-        raise RuntimeError(f"{len(failures)} sweep run(s) failed:\n" + "\n".join(failures))
+def stored_run(cfg: TrainConfig, store: ResultStore) -> dict[str, Any]:
+    """The stored record of a run a worker finished (a ``RuntimeError`` if this machine
+    cannot see it: the worker wrote to a folder that is not shared)."""
+    found = store.find(cfg.store_kind, cfg.to_dict())
+    if found is None:
+        raise RuntimeError(
+            f"run {config_hash(cfg.to_dict())} finished on a worker but its record is not in {store.root} here: "
+            "on a cluster the results must be a folder every node shares (--results or BINDCORE_RESULTS)")
+    return found.record()
 
 
 def values_seen_in_training(cfg: TrainConfig) -> float:
@@ -163,8 +198,9 @@ def values_seen_in_training(cfg: TrainConfig) -> float:
 
 
 def results_table(records: list[dict[str, Any]]):
-    """One row per run: its scene space, coverage, held-out and training accuracies,
-    the bag-of-concepts oracle on the same held-out scenes, time and provenance."""
+    """One row per run: its scene space, coverage, held-out and training accuracies
+    (with swap-pair recognition), the bag-of-concepts floor and ceiling on the same
+    held-out scenes (``boc_*``), time and provenance."""
     import pandas as pd
 
     rows = []
@@ -177,7 +213,10 @@ def results_table(records: list[dict[str, Any]]):
         row["values seen in training"] = values_seen_in_training(TrainConfig.from_dict(c))
         row.update(rec["metrics"])
         row.update({f"boc_{k}": v for k, v in rec["bag_of_concepts"].items()})
-        row.update({"minutes": rec["seconds"] / 60, "device": rec["device"], "source": rec.get("source", "local")})
+        cpu = rec.get("cpu_seconds")
+        row.update({"minutes": rec["seconds"] / 60, "cpu minutes": cpu / 60 if cpu is not None else float("nan"),
+                    "device": rec["device"], "machine": (rec.get("machine") or {}).get("hostname", "?"),
+                    "finished": rec.get("finished_at", "?"), "source": rec.get("source", "local")})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -188,30 +227,56 @@ def _first_coverage(sub, mask) -> float:
     return float(hit["coverage"].iloc[0]) if len(hit) else float("nan")
 
 
-def generalization_summary(table, concept_threshold: float = 0.9, binding_margin: float = 0.1) -> Any:
-    """Per object-space size, from the held-out two-object scenes: the smallest coverage
-    at which concept recognition reaches ``concept_threshold``; the smallest coverage at
-    which object recognition beats the bag-of-concepts oracle by ``binding_margin`` (the
-    onset of binding generalization); object recognition at the largest coverage next
-    to the oracle's; and whether object recognition rises with coverage (Spearman rank
-    correlation)."""
+# binding is shown at a coverage when held-out swap-pair recognition reaches this (a bag
+# of concepts scores 0 there); the transition coverage is the smallest coverage from
+# which it holds at every larger coverage swept (:func:`transition_coverage`)
+TRANSITION_SWAP = 0.5
+
+
+def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRANSITION_SWAP) -> float:
+    """The smallest coverage from which swap-pair recognition stays at or above
+    ``threshold`` at every larger coverage (NaN when the largest coverage is below it:
+    a rise that falls back is no transition)."""
+    pairs = sorted(zip(coverages, swap_pairs))
+    out = float("nan")
+    for cov, swap in reversed(pairs):
+        if swap < threshold:
+            break
+        out = float(cov)
+    return out
+
+
+def generalization_summary(table, concept_threshold: float = 0.9, transition: float = TRANSITION_SWAP) -> Any:
+    """Per object-space size, from the held-out two-object scenes (seeds averaged): the
+    smallest coverage at which concept recognition reaches ``concept_threshold``; the
+    transition coverage, from which swap-pair recognition stays at or above
+    ``transition`` (:func:`transition_coverage`); swap pairs, strict object recognition and the bag-of-concepts ceiling
+    at the largest coverage and at the best one; and how strongly object recognition
+    rises with coverage (Spearman rank correlation)."""
     import pandas as pd
 
     out = []
     for objects, sub in table.groupby("objects"):
         sub = sub.groupby("coverage", as_index=False).mean(numeric_only=True).sort_values("coverage")
-
         last = sub.iloc[-1]
+        best = sub.loc[sub["test_swap_pair"].idxmax()]
         rho = sub["coverage"].rank().corr(sub["test_object_2"].rank()) if len(sub) > 1 else float("nan")
         out.append({
-            "objects": objects,
+            "objects": objects, "C": int(last["C"]), "V": int(last["V"]), "coverages": len(sub),
             f"concepts >= {concept_threshold:g} from coverage":
                 _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
-            f"objects beat oracle by {binding_margin:g} from coverage":
-                _first_coverage(sub, sub["test_object_2"] >= sub["boc_test_object_2"] + binding_margin),
+            "transition coverage": transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
+            "smallest coverage": float(sub["coverage"].iloc[0]),
+            "swap pairs at smallest coverage": float(sub["test_swap_pair"].iloc[0]),
             "largest coverage": float(last["coverage"]),
             "objects at largest coverage": float(last["test_object_2"]),
-            "oracle at largest coverage": float(last["boc_test_object_2"]),
+            "swap pairs at largest coverage": float(last["test_swap_pair"]),
+            "bag ceiling at largest coverage": float(last["boc_ceiling_test_object_2"]),
+            "bag floor at largest coverage": float(last["boc_test_object_2"]),
+            "best swap pairs": float(best["test_swap_pair"]),
+            "objects at best swap pairs": float(best["test_object_2"]),
+            "bag ceiling at best swap pairs": float(best["boc_ceiling_test_object_2"]),
+            "coverage of best swap pairs": float(best["coverage"]),
             "rank correlation coverage vs objects": rho,
         })
     return pd.DataFrame(out)

@@ -52,6 +52,7 @@ import torch
 
 import bindcore
 from bindcore.analysis.metrics import (
+    bag_ceiling,
     bag_of_concepts_accuracy,
     bag_of_concepts_scores,
     expected_bag_of_concepts_two_objects,
@@ -59,6 +60,7 @@ from bindcore.analysis.metrics import (
 )
 from bindcore.book.chapter import start_chapter
 from bindcore.book.figures import draw_token_rows, object_grid
+from bindcore.book.prose import glue
 from bindcore.controlled.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
 
 P = start_chapter("formalisation", globals())
@@ -194,11 +196,13 @@ for v in P["values_for_baseline"]:
     rows.append({"V": v, "|O|": sp.n_objects,
                  "1 object (sampled)": bag_of_concepts_accuracy(sp, sc1, vocab),
                  "2 objects (sampled)": bag_of_concepts_accuracy(sp, sc2, vocab),
-                 "2 objects (formula)": expected_bag_of_concepts_two_objects(v, n_concepts)})
+                 "2 objects (formula)": expected_bag_of_concepts_two_objects(v, n_concepts),
+                 "2 objects, bag ceiling": bag_ceiling(sp, sc2).mean().item()})
 boc = pd.DataFrame(rows)
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
-ax.plot(boc["V"], boc["2 objects (sampled)"], "o", label="two-object scenes, sampled")
-ax.plot(boc["V"], boc["2 objects (formula)"], "-", label="two-object scenes, formula")
+ax.plot(boc["V"], boc["2 objects (sampled)"], "o", label="two-object scenes, oracle (floor), sampled")
+ax.plot(boc["V"], boc["2 objects (formula)"], "-", label="two-object scenes, oracle (floor), formula")
+ax.plot(boc["V"], boc["2 objects, bag ceiling"], "^:", label="two-object scenes, bag ceiling")
 ax.plot(boc["V"], boc["1 object (sampled)"], "s--", label="one-object scenes, sampled")
 ax.set_xlabel("values per concept V")
 ax.set_ylabel("object recognition of the oracle")
@@ -209,7 +213,27 @@ plt.show()
 boc.round(3)
 
 # %% [markdown]
-# This oracle is the baseline that §5.2 draws under every binding-generalization curve:
-# a model above it on two-object scenes of held-out objects must know which values go
-# together. Concept recognition, in contrast, is solved perfectly by the oracle, which is
-# why concept accuracy alone can never show binding.
+# The oracle breaks ties against itself: when a wrong binding reaches the top score it
+# counts the scene as failed. It is therefore a *floor*, not the best a bag of concepts
+# can do. A scorer of the bag alone can still be right on one scene of each swap pair,
+# by breaking the tie in favour of one of the bindings the bag admits. The *bag
+# ceiling* (`bindcore.analysis.metrics.bag_ceiling`, triangles above) is the best
+# any bag scorer can reach on the same scenes: a scene whose objects differ in $m \ge 1$
+# concepts admits $2^{m-1}$ bindings, all ranked alike, so at most one of them is
+# recognised. At {glue:text}`ceiling_v`, the ceiling is {glue:text}`ceiling_at_v`
+# against the floor's {glue:text}`floor_at_v`: a model between the two need not bind
+# anything.
+#
+# The test that no bag can pass is the swap pair itself. For each held-out two-object
+# scene whose objects differ in at least two concepts, take its *twin* with one
+# concept's values swapped between the objects (same bag, other binding) and ask that
+# both be recognised; any bag scorer gets zero. §5.2 reports this swap-pair recognition
+# beside strict accuracy and reads every binding claim from it, with the floor and the
+# ceiling drawn for reference. Concept recognition, in contrast, is solved perfectly by
+# the oracle, which is why concept accuracy alone can never show binding.
+
+# %% tags=["remove-cell"]
+_row = boc.iloc[(boc["V"] - 10).abs().argmin()]
+glue("ceiling_v", f"V = {int(_row['V'])}")
+glue("ceiling_at_v", _row["2 objects, bag ceiling"], ".3f")
+glue("floor_at_v", _row["2 objects (sampled)"], ".3f")

@@ -61,6 +61,7 @@ clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if 
 pug_dir = None  # the authors' PUG:SPARE images, if a reader has them
 dinov2 = None  # a DINOv2 model for the image datasets, e.g. "facebook/dinov2-base" (None: not run)
 device = None
+executor = None  # approximator sweeps: one after the other here (default) or "ray" / "ray:<address>": one Ray task each
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -120,7 +121,7 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # chosen on validation scenes of the training objects, never on held-out ones.
 
 # %%
-table = pretrained_sweeps(P, binding, device=device)
+table = pretrained_sweeps(P, binding, device=device, executor=executor)
 print(f"approximators: {CX.protocol_for(P)}")
 table[["encoder", "family", "width", "fraction", "heldout_concept", "heldout_object", "heldout_r2",
        "train_object", "seconds"]].round(3)
@@ -194,7 +195,7 @@ if dino is not None:
 if folders and image_encoders:
     image_binding, image_probes = pretrained_binding(P, image_encoders, folders)
     display(image_probes.round(3))
-    image_table = pretrained_sweeps(P, image_binding, device=device)
+    image_table = pretrained_sweeps(P, image_binding, device=device, executor=executor)
     display(pretrained_claims(image_table, profile))
 else:
     print("not run: " + ("no pretrained image encoder here" if not image_encoders else "no image folder given"))

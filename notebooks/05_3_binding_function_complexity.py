@@ -53,6 +53,7 @@ max_objects = None  # objects per controlled model whose ordered pairs form the 
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 workers = None
 device = None
+executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -65,7 +66,7 @@ from bindcore.book.figures import plot_by_width
 from bindcore.book.tables import controlled_sweeps
 
 P = start_chapter("controlled_complexity", globals())
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
       f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")
 
@@ -93,7 +94,7 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # scenes carved from the training objects' scenes.
 
 # %%
-table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device)
+table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device, executor=executor)
 table[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "heldout_r2", "train_object",
        "seconds"]].round(3)
 

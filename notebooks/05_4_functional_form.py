@@ -55,6 +55,7 @@ max_objects = None
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 workers = None
 device = None
+executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -71,11 +72,12 @@ from bindcore.paper import PAPER_OBJECT_SPACES
 
 P = start_chapter("controlled_complexity", globals())
 glue("paper_largest_space", PAPER_OBJECT_SPACES[-1], ",")
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device)
+runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 
 # %%
-table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device)
+table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device,
+                         executor=executor)
 
 # %% [markdown]
 # ## All families side by side
@@ -110,7 +112,7 @@ plt.show()
 # %% tags=["full-width"]
 top_only = {**P, "fractions": [max(P["fractions"])]}
 products = ["global_product", "sum_global_product", "within_object_product", "sum_within_object_product"]
-inits = pd.concat([controlled_sweeps(datasets, top_only, products, widths=None, device=device,
+inits = pd.concat([controlled_sweeps(datasets, top_only, products, widths=None, device=device, executor=executor,
                                      product_init=init).assign(init=init) for init in ("one_plus", "normal")])
 inits.pivot_table(index=["model", "family"], columns="init",
                   values=["train_r2", "heldout_r2", "train_object", "heldout_object"]).round(3)

@@ -60,6 +60,7 @@ max_objects = None  # objects whose ordered pairs form each model's binding data
 renders = None  # renderings averaged per scene for the binding data
 workers = None  # parallel CPU training runs (default: number of cores; 1 on a GPU)
 device = None  # "cuda" or "cpu" (default: cuda when present)
+executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"
 
 # %% tags=["hide-input"]
 import time
@@ -156,7 +157,7 @@ recipe_table(profile, scene_input="pixels")
 # same bag, another binding). Any bag-of-concepts scorer ranks the two alike and scores zero.
 
 # %% tags=["full-width"]
-records = pixel_runs(profile, P, workers=workers, device=device, progress=True)
+records = pixel_runs(profile, P, workers=workers, device=device, progress=True, executor=executor)
 table = pixel_results_table(records)
 cols = ["level", "coverage", "held-out objects", "test_object_2", "test_swap_pair", "boc_test_object_2",
         "boc_ceiling_test_object_2", "test_concept_2", "test_object_1", "task_object_2", "minutes", "CPU minutes"]
@@ -205,7 +206,7 @@ ceiling[["model", "fraction", "heldout_concept", "heldout_object", "train_object
 
 # %%
 print(f"approximators: {protocol_for(pixel_approximator_params(P))}")
-mlp, forms = pixel_sweeps(datasets, P, device=device)
+mlp, forms = pixel_sweeps(datasets, P, device=device, executor=executor)
 approx_cpu_minutes = (time.process_time() - cpu_start) / 60
 mlp[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "heldout_r2", "seconds"]].round(3)
 

@@ -200,3 +200,64 @@ def test_status_counts_and_a_bad_status():
     assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 3}
     with pytest.raises(ValueError, match="status"):
         CL._row("c", "s", "p", "o", "maybe", "", "quick")
+
+
+# --------------------------------------------------------------------------- §5.2
+def generalization(sizes: dict[tuple[int, int], dict[float, tuple[float, float, float]]],
+                   ceiling: float = 0.55) -> pd.DataFrame:
+    """A results table of planted runs: {(C, V): {coverage: (strict, swap, concepts)}}."""
+    from bindcore.sweep import generalization_summary
+
+    rows = [{"C": c, "V": v, "objects": v ** c, "coverage": cov, "test_object_2": o, "test_swap_pair": s,
+             "test_concept_2": k, "boc_ceiling_test_object_2": ceiling, "boc_test_object_2": 0.05}
+            for (c, v), runs in sizes.items() for cov, (o, s, k) in runs.items()]
+    return generalization_summary(pd.DataFrame(rows))
+
+
+def test_generalization_claims_hold_fail_and_cannot_be_tested():
+    small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
+    large = {0.1: (0.1, 0.0, 0.92), 0.3: (0.8, 0.7, 0.95), 0.5: (0.97, 0.95, 1.0), 0.7: (0.99, 0.98, 1.0)}
+    held = CL.claims_table(generalization({(2, 10): small, (2, 50): large}), "scale")
+    assert statuses(held) == [CL.SHOWN] * 7
+    assert held["subject"].iloc[-1] == "across sizes" and "0.5" in held["ours"].iloc[-1]
+    # a bag of concepts: strict at the floor-to-ceiling level, swap pairs 0 everywhere
+    bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+    failed = CL.claims_table(generalization({(2, 10): bag, (2, 50): bag}), "scale")
+    assert statuses(failed)[:2] == [CL.NOT_SHOWN, CL.NOT_SHOWN]
+    assert statuses(failed)[2] == CL.UNTESTABLE and statuses(failed)[-1] == CL.UNTESTABLE
+    # the larger space needs MORE coverage: the paper's trend fails
+    rising = CL.claims_table(generalization({(2, 10): large, (2, 50): small}), "scale")
+    assert statuses(rising)[-1] == CL.NOT_SHOWN
+    # a larger space that never binds while the smaller one does: a rise
+    never = CL.claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
+    assert statuses(never)[-1] == CL.NOT_SHOWN
+    # concepts and binding at the same coverage: concepts first is not shown
+    same = {0.1: (0.1, 0.0, 0.5), 0.5: (0.9, 0.8, 0.95)}
+    assert statuses(CL.claims_table(generalization({(2, 10): same}), "quick"))[2] == CL.NOT_SHOWN
+    # one size, one coverage
+    one = CL.claims_table(generalization({(2, 10): {0.8: (0.9, 0.8, 1.0)}}), "smoke")
+    assert statuses(one)[0] == CL.UNTESTABLE and statuses(one)[-1] == CL.UNTESTABLE
+
+
+def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
+    bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+    bag_wider = {**bag, 0.8: (0.5, 0.0, 1.0)}
+    binds = {0.1: (0.1, 0.0, 0.95), 0.3: (0.2, 0.05, 1.0), 0.5: (0.9, 0.6, 1.0)}
+    # two sizes that never bind then a larger one that binds at 0.5: shown (no pair rises)
+    shown = CL.claims_table(generalization({(2, 10): bag_wider, (2, 20): bag, (2, 50): binds}), "scale")
+    assert statuses(shown)[-1] == CL.SHOWN
+    # the two non-binding sizes alone cannot be compared
+    alone = CL.claims_table(generalization({(2, 10): bag, (2, 20): bag_wider}), "scale")
+    assert statuses(alone)[-1] == CL.UNTESTABLE
+    # a larger size that does not bind over coverages where the smaller one does: a rise
+    rises = CL.claims_table(generalization({(2, 10): binds, (2, 50): bag}), "scale")
+    assert statuses(rises)[-1] == CL.NOT_SHOWN
+
+
+def test_a_rise_that_falls_back_is_no_transition():
+    from bindcore.sweep import transition_coverage
+
+    assert transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0]) != transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0])
+    assert transition_coverage([0.7, 0.3, 0.5], [0.9, 0.0, 0.6]) == 0.5  # order of the runs does not matter
+    back = {0.3: (0.1, 0.0, 0.95), 0.5: (0.8, 0.6, 1.0), 0.7: (0.2, 0.0, 1.0)}
+    assert statuses(CL.claims_table(generalization({(2, 50): back}), "scale"))[0] == CL.NOT_SHOWN

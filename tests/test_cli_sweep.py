@@ -55,16 +55,23 @@ def test_sweep_in_parallel_subprocesses_matches_in_process_training(tmp_path):
     assert summary.loc[0, "objects"] == 16
 
 
-def test_sweep_reports_failing_workers(tmp_path):
-    base = recipe("smoke", steps=4)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failed_run_is_named_with_its_hash_and_log_and_the_others_go_on(tmp_path, workers):
+    from bindcore.executors import SweepError
+    from bindcore.io import config_hash
+
     store = ResultStore(tmp_path, published=None)
-    # a config whose JSON the worker cannot parse: corrupt it after the store writes it
-    cfgs = grid(base, coverage=[0.5, 0.75])
-    for c in cfgs:
-        entry = store.prepare(STORE_KIND, c.to_dict())
-        (entry.path / "config.json").write_text('{"n_values": 1}')
-    with pytest.raises(RuntimeError, match="failed"):
-        run_sweep(cfgs, store=store, workers=2, progress=False)
+    bad, good = grid(recipe("smoke", steps=4, eval_every=2, eval_scenes=16), coverage=[0.5, 0.75])
+    # the worker cannot write the bad run's weights: a folder stands where model.pt goes
+    (store.prepare(STORE_KIND, bad.to_dict()).path / "model.pt").mkdir()
+    with pytest.raises(SweepError, match="1 of 2 sweep run") as info:
+        run_sweep([bad, good], store=store, workers=workers, progress=False)
+    (failure,) = info.value.failures
+    h = config_hash(bad.to_dict())
+    assert h in str(failure) and "worker.log" in str(failure) and "Error" in failure.error
+    assert "Traceback" in failure.task.log.read_text()
+    assert store.find(STORE_KIND, good.to_dict()) is not None  # the other run went on
+    assert store.find(STORE_KIND, bad.to_dict()) is None
 
 
 def test_recipes_and_profiles():
@@ -106,3 +113,33 @@ def test_data_make_writes_a_dataset_with_its_labels(tmp_path, capsys, kind, args
     if kind != "text":
         assert all((out / f).is_file() for f in filenames)
     assert f"{n} scenes" in capsys.readouterr().out
+
+
+def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_covers_the_sizes():
+    from bindcore.controlled.recipes import SCALE_COVERAGES, SCALE_EXTRA_COVERAGES, SCALE_STEPS, scale_plan
+
+    diff = recipe_differences("quick", "scale")
+    assert set(diff) == {"max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger", "steps"}
+    plan = scale_plan()
+    extra = sum(len(v) for v in SCALE_EXTRA_COVERAGES.values())
+    assert len(plan) == len(SCALE_STEPS) * len(SCALE_COVERAGES) + extra
+    assert {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
+    for c in plan:
+        assert c.steps == SCALE_STEPS[(c.n_concepts, c.n_values)] and not c.heldout_as_negatives
+    sizes = [c.n_values ** c.n_concepts for c in plan]
+    assert sizes == sorted(sizes)  # smallest object space first: early records are the cheap ones
+    with pytest.raises(ValueError, match="recipe profile"):
+        recipe("huge")
+
+
+def test_sweep_command_publishes_config_and_result_without_weights(tmp_path, monkeypatch, capsys):
+    import bindcore.store as store_mod
+
+    monkeypatch.setattr(store_mod.ResultStore.__init__, "__defaults__", (None, tmp_path / "published"))
+    args = ["sweep", *TINY, "--coverages", "0.5", "--results", str(tmp_path / "results"), "--quiet", "--workers", "1"]
+    assert main([*args, "--publish"]) == 0
+    out = capsys.readouterr().out
+    published = list((tmp_path / "published" / STORE_KIND).iterdir())
+    assert len(published) == 1 and f"published {published[0]}" in out
+    assert sorted(p.name for p in published[0].iterdir()) == ["config.json", "result.json"]
+    assert json.loads((published[0] / "result.json").read_text())["config"]["coverage"] == 0.5

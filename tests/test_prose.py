@@ -12,7 +12,7 @@ from bindcore.book import prose
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.py"))
 # rewritten on another branch (issue 10); its prose still types numbers
-NOT_YET = {"05_2_binding_generalization.py": "owned by the scale branch; its rewrite must pass this test"}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("text", [

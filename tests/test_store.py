@@ -148,6 +148,25 @@ def test_the_report_reads_the_parameters_a_chapter_ran_with(tmp_path, monkeypatc
     assert ran_with("04_2_component_attribution", "geometry", "smoke")[0] == chapter_parameters("geometry", "smoke")
 
 
+def test_publish_copies_config_and_result_only_and_the_store_reads_it_back(tmp_path):
+    kind = Kind("dear", ("bindcore.analysis.metrics",), expensive=True)
+    store = ResultStore(tmp_path / "results", published=tmp_path / "published")
+    cfg = {"a": 1}
+    entry = store.prepare(kind, cfg)
+    (entry.path / "model.pt").write_bytes(b"weights")
+    with pytest.raises(ValueError, match="finished local entry"):
+        store.publish(entry)  # not finished yet
+    store.finish(entry, {"value": 7})
+    dest = store.publish(entry)
+    assert sorted(p.name for p in dest.iterdir()) == ["config.json", "result.json"]
+    assert dest == tmp_path / "published" / "dear" / config_hash(cfg)
+    shutil.rmtree(entry.path)
+    found = store.find(kind, cfg)
+    assert found.source == "published" and not found.stale and found.result["value"] == 7
+    with pytest.raises(ValueError, match="finished local entry"):
+        store.publish(found)
+
+
 # --------------------------------------------------------------------------- published records without a checkout
 
 

@@ -1,6 +1,7 @@
 """Binding-function complexity (paper §5.1, §5.3, §5.4): the approximators' protocol of
-a chapter's parameters, approximator sweeps stored under a hash of their inputs, and
-the ceiling the frozen probes set (:mod:`bindcore.analysis.approximators` does the
+a chapter's parameters, approximator sweeps stored under a hash of their inputs (one
+after the other, or several at once on an executor: :func:`stored_sweeps`), and the
+ceiling the frozen probes set (:mod:`bindcore.analysis.approximators` does the
 fitting)."""
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.io import arrays_hash, config_hash
+from bindcore.io import arrays_hash, atomic_savez, config_hash
 from bindcore.store import Kind, ResultStore
 
 from .approximators import (
     TREE_GRIDS,
+    Protocol,
     fit_trees,
     get_protocol,
     make_specs,
@@ -25,7 +27,7 @@ from .approximators import (
     sweep_fractions,
     train_models,
 )
-from .probes import functional_binding, object_level_split, split_by_objects
+from .probes import BindingData, functional_binding, object_level_split, split_by_objects
 
 # approximator sweeps in the result store (a sweep made by other code is computed again)
 APPROX_STORE_KIND = Kind("approximators-1", ("bindcore.analysis.complexity",))
@@ -52,6 +54,21 @@ def binding_data_hash(data: Any) -> str:
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 
 
+def sweep_key(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any, widths: Any = None,
+              tree_grid: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """What a stored approximator sweep is keyed by: the binding data's content and
+    every input of :func:`bindcore.analysis.approximators.sweep_fractions` (JSON)."""
+    return {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
+            "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
+            **kwargs}
+
+
+def _computed(records: list[dict[str, Any]]) -> dict[str, Any]:
+    for r in records:
+        r.pop("predictions", None)
+    return {"records": records}
+
+
 def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any,
                  widths: Any = None, tree_grid: Any = None, device: str | None = None, store: Any = None,
                  **kwargs: Any) -> list[dict[str, Any]]:
@@ -59,18 +76,86 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
     (the binding data's content, fractions, families, widths, protocol, tree grid), so
     that a chapter re-executes, and the reproduction report reads it, in seconds."""
     store = store or ResultStore()
-    key = {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
-           "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
-           **kwargs}
+    key = sweep_key(data, fractions, families, protocol, widths=widths, tree_grid=tree_grid, **kwargs)
 
     def compute() -> dict[str, Any]:
-        records = sweep_fractions(data, fractions, families, widths=widths, protocol=protocol, tree_grid=tree_grid,
-                                  device=device, progress=False, **kwargs)
-        for r in records:
-            r.pop("predictions", None)
-        return {"records": records}
+        return _computed(sweep_fractions(data, fractions, families, widths=widths, protocol=protocol,
+                                         tree_grid=tree_grid, device=device, progress=False, **kwargs))
 
     return store.cached(APPROX_STORE_KIND, key, compute)["records"]
+
+
+# ---------------------------------------------------------------------------------
+# independent stacked sweeps (one per binding data set) on an executor
+# ---------------------------------------------------------------------------------
+def save_binding_data(data: BindingData, path: Path) -> Path:
+    """The arrays of ``data`` as an ``.npz`` (no pickle; ``info`` is not kept)."""
+    probes = {f"concept_probe_{i}": p for i, p in enumerate(data.concept_probes)}
+    return atomic_savez(path, objects=data.objects, embeddings=data.embeddings, object_probe=data.object_probe,
+                        values_per_concept=np.asarray(data.values_per_concept), name=np.asarray(data.name), **probes)
+
+
+def load_binding_data(path: str | Path) -> BindingData:
+    with np.load(path, allow_pickle=False) as z:
+        values = [int(v) for v in z["values_per_concept"]]
+        return BindingData(z["objects"], z["embeddings"], values, [z[f"concept_probe_{i}"] for i in range(len(values))],
+                           z["object_probe"], str(z["name"]))
+
+
+def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """One stored sweep where a worker runs it (task ``approximators`` of
+    :mod:`bindcore.executors`): the binding data from its ``.npz``, the sweep's inputs
+    from its key; the records go to the store, under the entry's claim."""
+    from bindcore.executors import check_same_code, worker_store
+
+    check_same_code(APPROX_STORE_KIND, payload.get("code"))
+    store, key, data_path = worker_store(payload), payload["key"], Path(payload["data"])
+    with store.claim(APPROX_STORE_KIND, key):
+        found = store.find(APPROX_STORE_KIND, key)
+        if found is None:
+            data = load_binding_data(data_path)
+            if binding_data_hash(data) != key["data"]:
+                raise ValueError(f"{data_path} does not hold the binding data of this sweep (content hash differs)")
+            args = {k: v for k, v in key.items() if k not in ("data", "name")}
+            proto = args.pop("protocol")
+            protocol = Protocol(**{**proto, "lrs": tuple(proto["lrs"])})
+            found = store.prepare(APPROX_STORE_KIND, key)
+            store.finish(found, _computed(sweep_fractions(data, protocol=protocol, device=payload.get("device"),
+                                                          progress=False, **args)))
+        data_path.unlink(missing_ok=True)
+    return {"path": str(found.path), "models": len(found.result["records"])}
+
+
+def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, store: Any = None,
+                  executor: Any = None, workers: int | None = None, progress: bool = False
+                  ) -> list[list[dict[str, Any]]]:
+    """:func:`stored_sweep` of each job (a dict of its arguments: ``data``, ``fractions``,
+    ``families``, ``protocol``, ...), the records of each in order. Each job is one
+    stacked sweep, independent of the others. ``executor`` (:func:`bindcore.executors.make_executor`):
+    by default they run one after the other in this process (stacking already keeps
+    every core busy); ``"local"`` with ``workers`` > 1 runs them as one-thread worker
+    processes, ``"ray"`` as one Ray task each (the binding data travels as an ``.npz``
+    in the store's entry, removed when the sweep is stored)."""
+    from bindcore.executors import Task, make_executor, run_tasks, store_payload, with_workers
+
+    store = store or ResultStore()
+    ex = make_executor(executor, workers)
+    ex = with_workers(ex, 1) if ex.name == "local" else ex
+    if ex.name == "local" and ex.workers == 1:
+        return [stored_sweep(**job, device=device, store=store) for job in jobs]
+    keys = [sweep_key(**job) for job in jobs]
+    where = {**store_payload(store), "device": device, "code": APPROX_STORE_KIND.fingerprint()}
+    tasks: dict[str, Task] = {}
+    for job, key in zip(jobs, keys):
+        h = config_hash(key)
+        if h in tasks or store.find(APPROX_STORE_KIND, key) is not None:
+            continue
+        entry = store.prepare(APPROX_STORE_KIND, key)
+        data_path = save_binding_data(job["data"], entry.path / "binding.npz")
+        tasks[h] = Task("approximators", {"key": key, "data": str(data_path), **where},
+                        f"{APPROX_STORE_KIND}/{h}", entry.path / "worker.log")
+    run_tasks(list(tasks.values()), ex, progress=progress, desc="approximator sweeps")
+    return [store.find(APPROX_STORE_KIND, key).result["records"] for key in keys]
 
 
 def true_embedding_ceiling(datasets: dict[str, Any], fractions: Sequence[float], key: str = "encoder"):

@@ -175,26 +175,29 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
 
 
 def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None,
-                      steps: int | None = None) -> list[dict[str, Any]]:
+                      steps: int | None = None, executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders of §5.2 trained at the largest coverage of each
     object space of ``profile``, ``steps`` steps each (None: the profile's recipe; a
-    chapter's ``controlled_steps``). Stored runs are reused; their code version is printed."""
+    chapter's ``controlled_steps``). Stored runs are reused; their code version is printed;
+    ``executor``: :func:`bindcore.sweep.run_sweep`'s."""
     from bindcore.controlled.recipes import recipe
     from bindcore.sweep import generalization_configs, run_sweep
 
     p = chapter_parameters("binding_generalization", profile)
     base = recipe(profile) if steps is None else recipe(profile, steps=steps)
     configs = generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
-    runs = run_sweep(configs, workers=workers, device=device, progress=False)
+    runs = run_sweep(configs, workers=workers, device=device, progress=False, executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs
 
 
-def controlled_datasets(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None):
+def controlled_datasets(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
+                        executor: Any = None):
     """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3, §5.4)."""
     from bindcore.analysis.probes import controlled_binding_data
 
-    runs = generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"))
+    runs = generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"),
+                             executor=executor)
     return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
 
 
@@ -237,14 +240,15 @@ def pixel_base(profile: str, params: dict[str, Any]):
 
 
 def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,
-               progress: bool = False) -> list[dict[str, Any]]:
+               progress: bool = False, executor: Any = None) -> list[dict[str, Any]]:
     """The pixel dual encoders of appendix E, every level x coverage x seed of
-    ``params`` (stored runs are reused; their code version is printed)."""
+    ``params`` (stored runs are reused; their code version is printed; ``executor``:
+    :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.controlled.pixels import PIXEL_STORE_KIND, level_configs
     from bindcore.sweep import run_sweep
 
     runs = run_sweep(level_configs(pixel_base(profile, params), params), workers=workers, device=device,
-                     progress=progress)
+                     progress=progress, executor=executor)
     note_stored(runs, kind=PIXEL_STORE_KIND, what="pixel training runs")
     return runs
 
@@ -323,3 +327,45 @@ def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> 
                      f"`papermill notebooks/{notebook}.ipynb out.ipynb {args}`. "
                      + (AUTHOR_DATA_HOW if any(k != "dinov2" for k in missing) else ""))
     return datasets, dino, "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------
+# §5.2 at the paper's sizes: the scale sweep's stored records
+# ---------------------------------------------------------------------------------
+def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
+    local or published, and the configs of the plan that have none yet. The quick book
+    shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
+    from bindcore.controlled.recipes import scale_plan
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    found, missing = [], []
+    for cfg in scale_plan():
+        entry = store.find(cfg.store_kind, cfg.to_dict())
+        if entry is None:
+            missing.append(cfg)
+        else:
+            found.append(entry.record())
+    return found, missing
+
+
+def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) -> str:
+    """Where and how the scale records were made, in one paragraph of text."""
+    if not records:
+        return (f"No record of the scale sweep is stored ({len(missing)} runs planned): "
+                f"`bindcore sweep --profile scale --publish` computes them.")
+    machines = sorted({f"{(r.get('machine') or {}).get('hostname', '?')} ({r.get('device', '?')}, "
+                       f"{r.get('threads', '?')} thread{'s' if r.get('threads') != 1 else ''} per run)" for r in records})
+    cpu = [r["cpu_seconds"] / 60 for r in records if r.get("cpu_seconds") is not None]
+    when = sorted(r.get("finished_at", "?") for r in records)
+    text = (f"{len(records)} runs of the scale sweep ({', '.join(sorted({r.get('source', 'local') for r in records}))}"
+            f" records), computed on {', '.join(machines)} between {when[0]} and {when[-1]}"
+            + (f"; {min(cpu):.1f} to {max(cpu):.1f} CPU-minutes per run, {sum(cpu):.0f} in all" if cpu else "")
+            + ". Recompute them with `bindcore sweep --profile scale` (add `--publish` to copy the records to "
+              "published/).")
+    if missing:
+        text += (f" Not computed yet: {len(missing)} runs (" + ", ".join(
+            f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
+            + (", ..." if len(missing) > 8 else "") + ").")
+    return text

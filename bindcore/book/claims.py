@@ -5,8 +5,7 @@ needs, e.g. a pretrained encoder, a second object-space size, a data fraction ab
 0.3), with the paper's statement (:mod:`bindcore.paper`), ours in words, and ``why``:
 the rule the status follows, with its thresholds (parameters of each function).
 
-Every claim function returns a frame with the columns :data:`COLUMNS`; the §5.2
-:func:`claims_table` keeps its own shape (its chapter is rewritten elsewhere).
+Every claim function returns a frame with the columns :data:`COLUMNS`.
 ``tests/test_claims.py`` feeds each function planted tables on which its claims hold,
 fail and cannot be tested.
 """
@@ -531,36 +530,96 @@ def natural_claims(table: pd.DataFrame, profile: str, z: float = 3.0) -> pd.Data
 # ---------------------------------------------------------------------------------
 # §5.2 (its own shape; the chapter is rewritten elsewhere)
 # ---------------------------------------------------------------------------------
-def claims_table(summary, profile: str, concept_threshold: float = 0.9, binding_margin: float = 0.1):
-    """The §5.2 claims, the paper's statement of each, and what our sweep shows."""
-    conc = summary[f"concepts >= {concept_threshold:g} from coverage"]
-    bind = summary[f"objects beat oracle by {binding_margin:g} from coverage"]
+def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+                               concept_threshold: float = 0.9) -> str:
+    """The rules by which :func:`claims_table` turns the §5.2 summary into verdicts."""
+    return (f"binding is read from held-out swap-pair recognition (a scene and its twin with one concept's values "
+            f"swapped, both recognised; any bag of concepts scores 0). Rises with coverage: swap pairs below "
+            f"{low:g} at the smallest coverage and at least {transition:g} from some larger coverage on (the "
+            f"transition coverage: swap pairs stay at or above {transition:g} at every larger coverage swept). Far above the bag: at "
+            f"the coverage of the best swap pairs, strict recognition at least {margin:g} above the bag-of-concepts "
+            f"ceiling and swap pairs at least {transition:g}. Concepts first: concept recognition reaches "
+            f"{concept_threshold:g} at a smaller coverage than the transition (swap pairs >= {transition:g}). "
+            f"Larger spaces need a smaller fraction: over every pair of sizes that can be compared, the larger "
+            f"never needs more coverage for the transition and at least once needs less (a size without a "
+            f"transition needs more than its largest coverage; two such sizes cannot be compared).")
 
-    def order(c: float, b: float) -> str:
-        if pd.isna(c):
-            return f"concepts never reach {concept_threshold:g}"
-        if pd.isna(b) or c < b:
-            return f"concepts earlier ({c:g} vs {'never' if pd.isna(b) else f'{b:g}'})"
-        return f"{'same coverage' if c == b else 'binding earlier'} ({c:g} vs {b:g})"
 
+def _size(r: dict[str, Any]) -> str:
+    return f"|O| = {int(r['objects']):,} (C = {int(r['C'])}, V = {int(r['V'])})"
+
+
+def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | None:
+    """How the transition coverage moves from a smaller object space to a larger one:
+    ``"rises"``, ``"falls"``, ``"same"``, or None when they cannot be compared (neither
+    has a transition; a missing one lies above that size's largest coverage)."""
+    ts, tl = small["transition coverage"], large["transition coverage"]
+    if _ok(ts) and _ok(tl):
+        return "rises" if tl > ts else "falls" if tl < ts else "same"
+    if _ok(ts):  # the larger space does not bind where the smaller one does
+        return "rises" if large["largest coverage"] >= ts else None
+    if _ok(tl):  # the larger space binds below the smaller one's largest coverage
+        return "falls" if tl <= small["largest coverage"] else None
+    return None
+
+
+def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+                 concept_threshold: float = 0.9) -> pd.DataFrame:
+    """The §5.2 claims per object-space size (and across sizes) from
+    :func:`bindcore.sweep.generalization_summary`, with the verdicts of
+    :func:`generalization_claim_rules`. ``profile`` names where the numbers come from
+    (e.g. ``"quick"`` or ``"scale (published)"``)."""
     (rises, c_rises), (above, c_above), (order_claim, c_order), (fraction, c_fraction) = PAPER_CLAIMS_5_2
-    rows = [
-        (rises, c_rises,
-         "rank correlation " + ", ".join(f"|O|={o}: {r:.2f}" for o, r in
-                                         zip(summary["objects"], summary["rank correlation coverage vs objects"]))),
-        (above, c_above,
-         ", ".join(f"|O|={o}: {a:.2f} vs oracle {b:.2f} at coverage {c:g}" for o, a, b, c in
-                   zip(summary["objects"], summary["objects at largest coverage"],
-                       summary["oracle at largest coverage"], summary["largest coverage"]))),
-        (order_claim, c_order,
-         f"coverage where concepts reach {concept_threshold:g} vs where objects beat the oracle by "
-         f"{binding_margin:g}: " + "; ".join(f"|O|={o}: {order(c, b)}" for o, c, b in zip(summary["objects"], conc, bind))),
-        (fraction, c_fraction,
-         "onset of binding generalization: " + ", ".join(f"|O|={o}: {b:g}" for o, b in zip(summary["objects"], bind))
-         + "; objects at the largest coverage: " + ", ".join(
-             f"|O|={o}: {a:.2f}" for o, a in zip(summary["objects"], summary["objects at largest coverage"]))),
-    ]
-    return pd.DataFrame(rows, columns=["claim", "paper", f"ours (profile '{profile}')"])
+    conc_col = f"concepts >= {concept_threshold:g} from coverage"
+    rows = []
+    recs = summary.sort_values("objects").to_dict("records")
+    for r in recs:
+        who = _size(r)
+        if r["coverages"] < 2:
+            rows.append(_row(rises, who, c_rises, "–", UNTESTABLE, "one coverage only", profile))
+        else:
+            ok = r["swap pairs at smallest coverage"] < low and _ok(r["transition coverage"])
+            rows.append(_row(rises, who, c_rises,
+                             f"swap pairs {r['swap pairs at smallest coverage']:.2f} at coverage "
+                             f"{r['smallest coverage']:g}, {r['best swap pairs']:.2f} at {r['coverage of best swap pairs']:g}, "
+                             f"{r['swap pairs at largest coverage']:.2f} at {r['largest coverage']:g}",
+                             verdict(ok), f"swap pairs from below {low:g} to at least {transition:g} and staying there",
+                             profile))
+        gap = r["objects at best swap pairs"] - r["bag ceiling at best swap pairs"]
+        rows.append(_row(above, who, c_above,
+                         f"coverage {r['coverage of best swap pairs']:g}: strict {r['objects at best swap pairs']:.2f} vs "
+                         f"bag ceiling {r['bag ceiling at best swap pairs']:.2f}; swap pairs {r['best swap pairs']:.2f}",
+                         verdict(gap >= margin and r["best swap pairs"] >= transition),
+                         f"strict >= ceiling + {margin:g} and swap pairs >= {transition:g}", profile))
+        t, c = r["transition coverage"], r[conc_col]
+        if not _ok(t):
+            rows.append(_row(order_claim, who, c_order,
+                             f"concepts reach {concept_threshold:g} at {c:g}; swap pairs never reach {transition:g}"
+                             if _ok(c) else f"neither concepts ({concept_threshold:g}) nor binding ({transition:g})",
+                             UNTESTABLE, f"no transition (swap pairs >= {transition:g}) at any coverage", profile))
+        else:
+            rows.append(_row(order_claim, who, c_order,
+                             f"concepts from coverage {c:g}, binding from {t:g}" if _ok(c)
+                             else f"concepts never reach {concept_threshold:g}; binding from {t:g}",
+                             verdict(_ok(c) and c < t), "concepts reach the threshold at a smaller coverage", profile))
+    ours = ", ".join(f"|O| = {int(r['objects']):,}: " + (f"{r['transition coverage']:g}" if _ok(r["transition coverage"])
+                                                        else f"> {r['largest coverage']:g}") for r in recs)
+    if len(recs) < 2:
+        rows.append(_row(fraction, "across sizes", c_fraction, ours or "–", UNTESTABLE, "one object-space size only",
+                         profile))
+    else:
+        never = [not _ok(r["transition coverage"]) for r in recs]
+        if all(never):
+            rows.append(_row(fraction, "across sizes", c_fraction, ours, UNTESTABLE,
+                             f"no size reaches swap pairs {transition:g}", profile))
+        else:
+            order = [_transition_order(a, b) for i, a in enumerate(recs) for b in recs[i + 1:]]
+            rows.append(_row(fraction, "across sizes", c_fraction, "transition coverage " + ours,
+                             verdict("rises" not in order and "falls" in order),
+                             "over every pair of sizes that can be compared, the larger never needs more "
+                             "coverage and at least once needs less (a size without a transition needs more than "
+                             "its largest coverage; two such sizes cannot be compared)", profile))
+    return _frame(rows)
 
 
 # ---------------------------------------------------------------------------------

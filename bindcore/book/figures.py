@@ -17,6 +17,7 @@ import pandas as pd
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
+from bindcore.sweep import transition_coverage
 
 from .tables import FAMILY_LABELS
 
@@ -299,3 +300,59 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
     ax.legend(fontsize=8, loc="best")
+
+
+def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
+    """§5.2 at several object-space sizes: (0) strict held-out two-object recognition
+    against coverage, one colour per size, its bag-of-concepts ceiling dotted; (1)
+    held-out swap-pair recognition (a bag scores 0), the transition level dashed; (2)
+    the transition coverage against |O| (:func:`bindcore.sweep.transition_coverage`;
+    open markers: no transition, drawn at the largest coverage)."""
+    mean = table.groupby(["objects", "C", "V", "coverage"], as_index=False).mean(numeric_only=True)
+    trans = []
+    for i, ((objects, c, v), sub) in enumerate(mean.groupby(["objects", "C", "V"], sort=True)):
+        sub = sub.sort_values("coverage")
+        colour = PALETTE[i % len(PALETTE)]
+        label = f"|O| = {objects:,} (C = {c}, V = {v})"
+        axes[0].plot(sub["coverage"], sub["test_object_2"], "o-", color=colour, label=label)
+        axes[0].plot(sub["coverage"], sub["boc_ceiling_test_object_2"], ":", color=colour, lw=1.2)
+        axes[1].plot(sub["coverage"], sub["test_swap_pair"], "o-", color=colour, label=label)
+        t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
+        trans.append((objects, t if t == t else float(sub["coverage"].max()), t == t, colour))
+    axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
+    axes[0].set_title("strict recognition; dotted: bag-of-concepts ceiling")
+    axes[1].axhline(transition, color="grey", ls="--", lw=1)
+    axes[1].set_ylabel("held-out swap pairs recognised")
+    axes[1].set_title("swap pairs (any bag of concepts: 0)")
+    for ax in axes[:2]:
+        ax.set_xlabel("object coverage")
+        ax.set_ylim(-0.03, 1.03)
+    axes[0].legend(fontsize=8, loc="upper left")
+    for objects, cov, reached, colour in trans:
+        axes[2].plot([objects], [cov], "o", color=colour, ms=9, mfc=colour if reached else "none")
+    hit = [t for t in trans if t[2]]  # a line through the sizes with a transition only
+    axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
+    axes[2].set_xscale("log")
+    axes[2].set_xlabel("|O| (objects in the space)")
+    axes[2].set_ylabel(f"transition coverage (swap pairs >= {transition:g})")
+    axes[2].set_ylim(0, 1)
+    axes[2].set_title("open marker: no transition up to that coverage")
+
+
+def plot_binding_curves(ax: Any, records: Sequence[dict[str, Any]], metric: str = "test_swap_pair") -> None:
+    """``metric`` over training steps, one line per run (colour: object-space size,
+    line weight: coverage)."""
+    sizes = sorted({r["config"]["n_values"] ** r["config"]["n_concepts"] for r in records})
+    covs = sorted({r["config"]["coverage"] for r in records})
+    for r in records:
+        c = r["config"]
+        objects = c["n_values"] ** c["n_concepts"]
+        h = pd.DataFrame(r["history"])
+        if metric not in h:
+            continue
+        w = 0.8 + 2.2 * (covs.index(c["coverage"]) / max(1, len(covs) - 1))
+        ax.plot(h["step"], h[metric], "-", lw=w, color=PALETTE[sizes.index(objects) % len(PALETTE)],
+                label=f"|O| = {objects:,}, coverage {c['coverage']:g}")
+    ax.set_xlabel("training step")
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=7, ncol=2)

@@ -51,6 +51,7 @@ RULES: dict[str, Rule] = {
     "coverages": Rule(list, item=_FRACTION),
     "seeds": Rule(list, item=Rule(int, low=-(2**40) + 1, high=2**40 - 1)),
     "ablations": Rule(bool),
+    "show_scale": Rule(bool, note="show the scale sweep's stored records (published/)"),
     "levels": Rule(list, item=Rule(str, choices=LEVELS)),
     "approx_steps": Rule(int, low=1),
     "renders": Rule(int, low=1, note="renderings averaged per scene"),
@@ -161,12 +162,13 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
-        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True),
+        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True,
+                      show_scale=True),
         "quick": dict(sizes=[[2, 8], [2, 10]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, seeds=[0],
-                      ablations=True),
+                      ablations=True, show_scale=True),
         "paper": dict(sizes=[[2, 10], [2, 20], [2, 50]],
                       coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
-                      ablations=True),
+                      ablations=True, show_scale=True),
     },
 }
 

@@ -18,7 +18,8 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     :class:`~bindcore.book.comparison.Build`), ``claims`` ({chapter: claim frame}),
     ``params`` ({chapter: parameters}), ``sources`` (where each chapter's parameters
     came from), and the tables the report shows: ``decomposition``, ``attribution``,
-    ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``."""
+    ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and the §5.2
+    sweep's records (``generalization_runs``)."""
     from bindcore.analysis import complexity as CX
     from bindcore.analysis.approximators import FAMILIES
     from bindcore.analysis.embedding_sets import natural_sets, pretrained_binding, three_object_sets
@@ -83,7 +84,8 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     forms = controlled_sweeps(d54, p54, list(FAMILIES), widths={"mlp": [max(p54["widths"])]}, device=device)
     fig9 = figure9_table(CX.protocol_for(p54), p54["max_objects"], device=device)
 
-    claims = {
+    runs52 = generalization_runs(profile, params["05_2_binding_generalization"], workers, device)
+    claims = {**generalization_claims(profile, params["05_2_binding_generalization"], runs52),
         "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile),
         "§4.2": CL.attribution_claims(sets, att, profile),
         "§5.1": CL.pretrained_claims(t51, profile),
@@ -98,7 +100,32 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     return {"build": build, "claims": claims, "params": params, "sources": sources, "encoder_note": encoder_note,
             "decomposition": decomposition_table(sets, dec), "attribution": attribution_table(sets, att),
             "editing": editing_table(sets, edi, k=1.0), "three": three, "natural": natural, "grid": grid,
-            "pretrained": t51, "trees": trees, "fig9": fig9}
+            "pretrained": t51, "trees": trees, "fig9": fig9, "generalization_runs": runs52}
+
+
+def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
+                        device: str | None = None) -> list[dict[str, Any]]:
+    """The records of the §5.2 chapter's own sweep (stored runs; missing ones trained)."""
+    from bindcore.controlled.recipes import recipe
+    from bindcore.sweep import generalization_configs, run_sweep
+
+    base = recipe(profile) if p52["steps"] is None else recipe(profile, steps=p52["steps"])
+    return run_sweep(generalization_configs(base, p52), workers=workers, device=device, progress=False)
+
+
+def generalization_claims(profile: str, p52: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    """The §5.2 claims of the chapter's own sweep (``runs``: :func:`generalization_runs`)
+    and, when the chapter shows them, of the scale sweep's stored records."""
+    from bindcore.sweep import generalization_summary, results_table
+
+    from . import claims as CL
+    from .chapter import scale_records
+
+    out = {"§5.2": CL.claims_table(generalization_summary(results_table(runs)), profile)}
+    scale, _ = scale_records() if p52.get("show_scale") else ([], [])
+    if scale:
+        out["§5.2 (scale)"] = CL.claims_table(generalization_summary(results_table(scale)), "scale (published records)")
+    return out
 
 
 def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.approximators import FAMILIES, select_best
-from bindcore.analysis.complexity import protocol_for, stored_sweep, tree_grid
+from bindcore.analysis.complexity import protocol_for, stored_sweeps, tree_grid
 from bindcore.analysis.embedding_sets import is_occluded
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
 from bindcore.data.pixels import LEVELS
@@ -287,24 +287,30 @@ def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
 PRETRAINED_FAMILIES = ("mlp", "additive", "global_product", "xgboost", "random_forest")
 
 
-def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None):
-    """The §5.1 sweep of every encoder's binding data -> one tidy table."""
+def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None,
+                      executor: Any = None, workers: int | None = None):
+    """The §5.1 sweep of every encoder's binding data -> one tidy table (one stored
+    sweep per encoder; ``executor``/``workers``: :func:`bindcore.analysis.complexity.stored_sweeps`)."""
     protocol = protocol_for(params)
-    tables = [approximator_table(stored_sweep(data, params["fractions"], PRETRAINED_FAMILIES, protocol,
-                                              widths={"mlp": params["widths"]}, tree_grid=tree_grid(params["tree_grid"]),
-                                              device=device), encoder=name)
-              for name, data in binding.items()]
-    return pd.concat(tables, ignore_index=True)
+    jobs = [dict(data=data, fractions=params["fractions"], families=PRETRAINED_FAMILIES, protocol=protocol,
+                 widths={"mlp": params["widths"]}, tree_grid=tree_grid(params["tree_grid"])) for data in binding.values()]
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    return pd.concat([approximator_table(records, encoder=name) for name, records in zip(binding, sweeps)],
+                     ignore_index=True)
 
 
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
-                      widths: Any, device: str | None = None, **kwargs: Any):
-    """One tidy table of a stored sweep per controlled model (``kwargs``, e.g.
-    ``product_init``, go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
+                      widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
+                      **kwargs: Any):
+    """One tidy table of a stored sweep per controlled model (``executor``/``workers``:
+    :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
+    go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
     protocol = protocol_for(params)
-    return pd.concat([approximator_table(stored_sweep(d, params["fractions"], families, protocol, widths=widths,
-                                                      device=device, **kwargs), model=d.name, objects=d.n_object_ids)
-                      for d in datasets], ignore_index=True)
+    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
+            for d in datasets]
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    return pd.concat([approximator_table(records, model=d.name, objects=d.n_object_ids)
+                      for d, records in zip(datasets, sweeps)], ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------
@@ -343,15 +349,17 @@ def pixel_approximator_params(params: dict[str, Any]) -> dict[str, Any]:
             "fractions": params["fractions"]}
 
 
-def pixel_sweeps(datasets: Sequence[Any], params: dict[str, Any], device: str | None = None
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def pixel_sweeps(datasets: Sequence[Any], params: dict[str, Any], device: str | None = None,
+                 executor: Any = None, workers: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Appendix E's approximators on the pixel models' binding data, with the chapter's
     approximator parameters (:func:`pixel_approximator_params`): (MLPs of every width
-    (the §5.3 method), every family with the widest MLP (§5.4))."""
+    (the §5.3 method), every family with the widest MLP (§5.4)); ``executor``/``workers``:
+    :func:`bindcore.analysis.complexity.stored_sweeps`."""
     approx = pixel_approximator_params(params)
-    mlp = controlled_sweeps(datasets, approx, ["mlp"], widths=params["widths"], device=device)
+    mlp = controlled_sweeps(datasets, approx, ["mlp"], widths=params["widths"], device=device, executor=executor,
+                            workers=workers)
     forms = controlled_sweeps(datasets, approx, list(FAMILIES), widths={"mlp": [max(params["widths"])]},
-                              device=device)
+                              device=device, executor=executor, workers=workers)
     return mlp, forms
 
 
@@ -431,3 +439,35 @@ def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: A
                      "edit retrieval": e["retrieval"], "edit chance": e["retrieval_chance"], "edits": int(e["n"]),
                      "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan)})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# §5.2: the recipe search log
+# ---------------------------------------------------------------------------------
+def recipe_search_table(path: Any = None) -> pd.DataFrame:
+    """The attempts of the §5.2 recipe search (``benchmarks/recipe_search.py``, logged in
+    ``published/recipe-search.json``), failed ones included, with the fields each changed
+    from its base recipe and the code version that made each; an empty frame when there
+    is no log."""
+    import json
+    from pathlib import Path
+
+    from bindcore.store import PUBLISHED_ROOT, code_version
+
+    if path is None and PUBLISHED_ROOT is None:
+        return pd.DataFrame()
+    path = Path(path) if path is not None else PUBLISHED_ROOT / "recipe-search.json"
+    if not path.exists():
+        return pd.DataFrame()
+    rows = json.loads(path.read_text())["attempts"]
+    out = pd.DataFrame([{
+        "attempt": r["name"].split("_")[0],
+        "changes": f"{r['base']} + " + ", ".join(f"{k}={v}" for k, v in r["changes"].items()
+                                                 if k not in ("n_values", "coverage", "steps")),
+        "|O|": r["objects"], "coverage": r["coverage"], "steps": r["step reached"],
+        "CPU min": r["cpu minutes"], "strict": r["strict"], "swap pairs": r["swap pairs"],
+        "swap pairs (held-out twins)": r["swap pairs, held-out twins"], "bag ceiling": r["bag ceiling"],
+        "training task": r["training task"], "status": r["status"],
+        "code": code_version(r.get("code")),
+    } for r in rows])
+    return out

@@ -16,6 +16,17 @@ See the binding-generalization chapter for why.
 
 ``smoke`` exercises every code path in seconds; its numbers mean nothing.
 
+``scale`` is a training recipe, not a book profile: §5.2 at the paper's object-space
+sizes (|O| = 100 to 2,500, and C = 3) on a CPU, trained by ``bindcore sweep --profile
+scale`` (:data:`SCALE_PLAN`: per size, the steps of its runs and the coverages) and
+shown by the quick book from the records under ``published/``. It is the quick recipe
+with three changes found by the recipe search of the §5.2 chapter: object candidates
+per batch raised from 64 to 128, ``near_miss_negatives_per_positive`` (each positive
+object brings candidates that differ from it in one concept's value, among the allowed
+objects: without them, random candidates at V = 50 almost never share a value with a
+scene's object and the model learns nothing), and the concept loss from the first step
+(with near misses it speeds up the start instead of locking in a bag of concepts).
+
 The pixel recipes of appendix E (``recipe(profile, scene_input="pixels")``, a
 :class:`bindcore.controlled.pixels.PixelTrainConfig`) are each profile's token recipe
 with a few changes and the pixel tower's fields: ``paper`` has V = 50 and an
@@ -31,7 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bindcore.runtime import check_profile
+from bindcore.runtime import RECIPE_PROFILES, check_profile
 
 from .training import TrainConfig, check_fields
 
@@ -62,6 +73,22 @@ _RECIPES: dict[str, dict[str, Any]] = {
         candidates="batch", eval_every=10, eval_scenes=64, checkpoint_every=10,
     ),
 }
+_RECIPES["scale"] = dict(_RECIPES["quick"], max_object_queries=128, near_miss_negatives_per_positive=2,
+                         concept_loss_trigger=0.0, steps=12_000)
+
+# the scale sweep: per (C, V), the steps of each run; every size at every coverage
+SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 12_000, (3, 10): 12_000}
+SCALE_COVERAGES = (0.1, 0.2, 0.3, 0.5, 0.7)
+# (C, V): further coverages of one size (|O| = 100 at the quick book's largest coverage)
+SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {(2, 10): (0.8,)}
+SCALE_SEEDS = (0,)
+
+
+def scale_plan() -> list[TrainConfig]:
+    """The configs of the ``scale`` sweep, smallest object space first."""
+    return [recipe("scale", n_concepts=c, n_values=v, steps=steps, coverage=cov, seed=seed)
+            for (c, v), steps in sorted(SCALE_STEPS.items(), key=lambda kv: kv[0][1] ** kv[0][0])
+            for cov in (*SCALE_COVERAGES, *SCALE_EXTRA_COVERAGES.get((c, v), ())) for seed in SCALE_SEEDS]
 
 
 # appendix E (bindcore.controlled.pixels): each profile's token recipe with these changes,
@@ -94,9 +121,17 @@ def recipe(profile: str, **overrides: Any) -> TrainConfig:
         return pixel_recipe(profile, **overrides)
     if scene_input != "tokens":
         raise ValueError(f"TrainConfig.scene_input = {scene_input!r}: must be one of {SCENE_INPUTS}")
-    check_profile(profile)
+    check_recipe_profile(profile)
     check_fields(overrides)
     return TrainConfig(**{**_RECIPES[profile], **overrides})
+
+
+def check_recipe_profile(profile: str) -> str:
+    """``profile`` if it names a token recipe (:data:`RECIPE_PROFILES`), else a
+    ``ValueError`` naming them."""
+    if profile not in RECIPE_PROFILES:
+        raise ValueError(f"recipe profile must be one of {RECIPE_PROFILES}, got {profile!r}")
+    return profile
 
 
 def pixel_recipe(profile: str, **overrides: Any) -> TrainConfig:

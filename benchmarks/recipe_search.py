@@ -1,0 +1,109 @@
+"""The §5.2 recipe search: one attempt = a recipe (``--base``, default quick) with fields
+changed, trained on one CPU thread, and one row appended to the search log
+(``published/recipe-search.json``, rewritten atomically) with its held-out strict and
+swap-pair recognition, the bag-of-concepts floor and ceiling, and its CPU-minutes. The
+§5.2 chapter shows the log, failed attempts included.
+
+    python benchmarks/recipe_search.py N1 '{"n_values": 50, "coverage": 0.5, "steps": 8000}'
+    python benchmarks/recipe_search.py N1 '{...}' --stopped "no progress by step 5000"
+
+``--stopped REASON`` records an attempt that was stopped before its last step, from its
+latest checkpoint (the run is not continued). Runs go to ``--results`` (default
+``results-search/``, kept apart from the book's store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "published" / "recipe-search.json"
+
+
+def _row(name: str, base: str, changes: dict[str, Any], cfg: Any, metrics: dict[str, Any], bag: dict[str, Any],
+         step: int, cpu_seconds: float | None, status: str, path: str,
+         code: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One attempt of the log; ``code``: the record's code version (``result.json``'s
+    ``code``; None when no record was finished)."""
+    return {
+        "name": name, "base": base, "changes": changes, "objects": cfg.n_values ** cfg.n_concepts,
+        "C": cfg.n_concepts, "V": cfg.n_values, "coverage": cfg.coverage, "steps": cfg.steps, "step reached": step,
+        "cpu minutes": None if cpu_seconds is None else cpu_seconds / 60,
+        "strict": metrics.get("test_object_2"), "swap pairs": metrics.get("test_swap_pair"),
+        "swap pairs, held-out twins": metrics.get("test_swap_pair_heldout"),
+        "training task": metrics.get("task_object_2"), "concepts": metrics.get("test_concept_2"),
+        "bag floor": bag.get("test_object_2"), "bag ceiling": bag.get("ceiling_test_object_2"),
+        "status": status, "hash": Path(path).name, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "code": code,
+    }
+
+
+def append(row: dict[str, Any], log: Path = LOG) -> None:
+    """Add ``row`` to the log (replacing an earlier row of the same name), atomically."""
+    from bindcore.io import atomic_write_json
+    from bindcore.store import machine_info
+
+    rows = json.loads(log.read_text())["attempts"] if log.exists() else []
+    rows = [r for r in rows if r["name"] != row["name"]] + [{**row, "machine": machine_info()["hostname"]}]
+    atomic_write_json(log, {"about": __doc__.split("\n\n")[0], "attempts": rows})
+
+
+def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, results: Path) -> dict[str, Any]:
+    """The row of an attempt stopped early, from its latest checkpoint's last evaluation."""
+    import torch
+
+    from bindcore.controlled.recipes import recipe
+    from bindcore.store import ResultStore
+
+    cfg = recipe(base, **changes)
+    entry = ResultStore(results, published=None).local_dir(cfg.store_kind, cfg.to_dict())
+    ckpt = entry / "checkpoint.pt"
+    if not ckpt.exists():
+        raise SystemExit(f"{name}: no checkpoint at {ckpt}")
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    last = state["history"][-1] if state["history"] else {}
+    clock = state.get("clock") or {}
+    return _row(name, base, changes, cfg, last, {}, int(state["step"]), clock.get("cpu_seconds"),
+                f"stopped at step {int(state['step'])}: {reason}", str(entry),
+                code={"fingerprint": cfg.store_kind.fingerprint(), "note": "the code that wrote this row; a "
+                      "checkpoint does not record the code that trained it"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("name")
+    p.add_argument("changes", help="JSON object of TrainConfig fields to change")
+    p.add_argument("--base", default="quick", help="recipe profile to start from")
+    p.add_argument("--stopped", default=None, metavar="REASON", help="record a run stopped early")
+    p.add_argument("--results", type=Path, default=ROOT / "results-search")
+    p.add_argument("--log", type=Path, default=LOG)
+    args = p.parse_args(argv)
+    changes = json.loads(args.changes)
+    if args.stopped is not None:
+        row = stopped_row(args.name, args.base, changes, args.stopped, args.results)
+    else:
+        import torch
+
+        from bindcore.controlled.recipes import recipe
+        from bindcore.controlled.training import train
+        from bindcore.store import ResultStore
+
+        torch.set_num_threads(1)
+        cfg = recipe(args.base, **changes)
+        rec = train(cfg, store=ResultStore(args.results, published=None), progress=False)
+        row = _row(args.name, args.base, changes, cfg, rec["metrics"], rec["bag_of_concepts"], cfg.steps,
+                   rec.get("cpu_seconds"), "finished", rec["path"], code=rec.get("code"))
+    append(row, args.log)
+    print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
