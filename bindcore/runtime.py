@@ -15,8 +15,9 @@ import os
 from typing import Any
 
 # Workload sizes (README "Profiles"): smoke (CI: every code path, numbers meaningless),
-# quick (a laptop CPU: the paper's findings at small scale), paper (a GPU: the paper's scales).
-PROFILES = ("smoke", "quick", "paper")
+# quick (a laptop CPU: the paper's findings at small scale), colab (one Colab T4-class GPU,
+# under an hour per chapter: the paper's sizes where they fit), paper (a GPU: the paper's scales).
+PROFILES = ("smoke", "quick", "colab", "paper")
 # training recipes: the book's profiles and ``scale`` (bindcore.controlled.recipes), a
 # recipe and sweep plan that no chapter runs but the quick book shows from published/
 RECIPE_PROFILES = (*PROFILES, "scale")

@@ -49,6 +49,7 @@ profile = "quick"
 sizes = None  # list of [C, V] object spaces, e.g. [[2, 10], [2, 20]]
 coverages = None  # fractions of the object space used for training
 steps = None  # training steps per run (default: the profile's recipe)
+eval_scenes = None  # held-out scenes per evaluation of each run (default: the recipe's)
 seeds = None  # training seeds
 ablations = None  # also run the one-phase and release-negatives variants
 show_scale = None  # show the scale sweep's stored records (published/)
@@ -63,12 +64,18 @@ import torch
 from IPython.display import Markdown
 
 import bindcore
-from bindcore.book.chapter import describe_scale_records, note_stored, scale_records, start_chapter
+from bindcore.book.chapter import (
+    chapter_recipe,
+    describe_scale_records,
+    note_stored,
+    scale_records,
+    start_chapter,
+)
 from bindcore.book.claims import claims_table, generalization_claim_rules
 from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import recipe_search_table
-from bindcore.controlled.recipes import SCALE_STEPS, recipe, recipe_table
+from bindcore.controlled.recipes import SCALE_STEPS, recipe_table
 from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
 from bindcore.paper import PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
@@ -82,7 +89,7 @@ from bindcore.sweep import (
 )
 
 P = start_chapter("binding_generalization", globals())
-base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
+base = chapter_recipe(profile, P["steps"], P["eval_scenes"])
 dev = resolve_device(device)
 print(f"bindcore {bindcore.__version__}; profile {profile!r}; device {dev}; torch threads {torch.get_num_threads()}")
 print(f"object spaces (C, V): {P['sizes']}; coverages: {P['coverages']}; seeds: {P['seeds']}; "

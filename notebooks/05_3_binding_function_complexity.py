@@ -51,6 +51,7 @@ batch_size = None  # approximator minibatch (None: full batch)
 lrs = None  # learning rates (chosen per model on validation scenes of training objects)
 max_objects = None  # objects per controlled model whose ordered pairs form the data
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
+controlled_eval_scenes = None  # held-out scenes per evaluation of those models (default: the recipe's)
 workers = None
 device = None
 executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"

@@ -53,6 +53,7 @@ batch_size = None
 lrs = None
 max_objects = None
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
+controlled_eval_scenes = None  # held-out scenes per evaluation of those models (default: the recipe's)
 workers = None
 device = None
 executor = None  # where training runs and approximator sweeps run: "local" (default), "ray" or "ray:<address>"

@@ -354,6 +354,6 @@ def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_pat
             seen.update(kwargs)
 
     monkeypatch.setitem(sys.modules, "papermill", Fake)
-    for profile, limit in (("smoke", 900), ("quick", 3 * 3600), ("paper", None)):
+    for profile, limit in (("smoke", 900), ("quick", 3 * 3600), ("colab", None), ("paper", None)):
         book._run_papermill(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"profile": profile}, tmp_path)
         assert seen["execution_timeout"] == limit

@@ -75,7 +75,10 @@ def test_a_failed_run_is_named_with_its_hash_and_log_and_the_others_go_on(tmp_pa
 
 
 def test_recipes_and_profiles():
-    assert set(PROFILES) == {"smoke", "quick", "paper"}
+    assert set(PROFILES) == {"smoke", "quick", "colab", "paper"}
+    colab = recipe("colab")  # the scale recipe with the paper's evaluation scenes (a T4-hour per chapter)
+    assert recipe_differences("colab", "scale") == {"eval_scenes": (2048, 1024)}
+    assert colab.d_model < recipe("paper").d_model and colab.eval_scenes == recipe("paper").eval_scenes
     paper = recipe("paper")
     assert (paper.d_model, paper.n_layers, paper.d_ff, paper.d_out, paper.lr, paper.batch_size, paper.steps) == (
         256, 6, 2048, 64, 3e-5, 512, 50_000)

@@ -98,7 +98,7 @@ def test_a_bad_group_is_refused():
         CMP._row(paper_items()[0], "maybe")
 
 
-@pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])
+@pytest.mark.parametrize("profile", ["smoke", "quick", "colab", "paper"])
 def test_deviation_tables_read_the_profiles(profile):
     from bindcore.book import deviations as DV
 

@@ -17,7 +17,7 @@ import torch
 from bindcore.analysis.probes import controlled_binding_data
 from bindcore.controlled.pixel_models import PixelEncoder, PixelEncoderConfig
 from bindcore.controlled.pixels import PIXEL_STORE_KIND, PixelTrainConfig, task_swap_pairs
-from bindcore.controlled.recipes import pixel_recipe, recipe
+from bindcore.controlled.recipes import pixel_recipe, recipe, recipe_differences
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.controlled.training import TrainConfig, load_model, run_training, train
 from bindcore.data.pixels import (
@@ -155,8 +155,10 @@ def test_config_round_trips_and_cli_style_recipes():
     assert TrainConfig.from_dict({**recipe("quick").to_dict(), "scene_input": "tokens"}) == recipe("quick")
     with pytest.raises(ValueError, match="scene_input"):
         recipe("quick", scene_input="voxels")
-    for profile in ("smoke", "quick", "paper"):
+    for profile in ("smoke", "quick", "colab", "paper"):
         pixel_recipe(profile)  # valid
+    # colab: the quick pixel recipe with more steps and evaluation scenes (no scale-recipe near misses)
+    assert set(recipe_differences("colab", "quick", scene_input="pixels")) == {"steps", "eval_scenes"}
 
 
 def test_pixel_fields_are_typed_like_the_token_fields():
@@ -341,3 +343,4 @@ def test_claims_follow_the_numbers():
     d7 = d7_contrast(pre, approx, "quick")
     assert list(d7["global product: held-out objects"]) == [0.05, 0.7, 0.1]
     assert list(d7["additive: held-out objects"])[1:] == [0.2, 0.2]
+

@@ -20,7 +20,7 @@ def test_progress_bars_respect_tqdm_disable_even_when_enabled(monkeypatch):
 def test_openmp_policy_and_profiles():
     assert os.environ["OMP_WAIT_POLICY"]  # set by `import bindcore` (conftest) before torch loaded
     assert openmp_environment(threads=1) == {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}
-    assert PROFILES == ("smoke", "quick", "paper") and check_profile("quick") == "quick"
+    assert PROFILES == ("smoke", "quick", "colab", "paper") and check_profile("quick") == "quick"
     with pytest.raises(ValueError, match="profile"):
         check_profile("huge")
     assert resolve_device("cpu").type == "cpu"

@@ -123,7 +123,7 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
 
 # Longest a single cell may run before the build fails instead of waiting for ever (a hung
 # kernel would otherwise stall CI): generous for each profile's heaviest cell; none on `paper`.
-CELL_TIMEOUT_S = {"smoke": 900, "quick": 3 * 3600, "paper": None}
+CELL_TIMEOUT_S = {"smoke": 900, "quick": 3 * 3600, "colab": None, "paper": None}
 
 
 def _run_papermill(input_path: Path, output_path: Path, parameters: dict[str, Any], cwd: Path) -> None:

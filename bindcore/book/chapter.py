@@ -174,17 +174,28 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
             "ViT-B/32 text tower (random init)": control}, d.note
 
 
+def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | None = None,
+                   pixels: bool = False) -> Any:
+    """The training recipe of ``profile`` (the pixel recipe with ``pixels``) with a
+    chapter's ``steps`` and ``eval_scenes`` where they are set (None: the recipe's)."""
+    from bindcore.controlled.recipes import pixel_recipe, recipe
+
+    given = {k: v for k, v in dict(steps=steps, eval_scenes=eval_scenes).items() if v is not None}
+    return pixel_recipe(profile, **given) if pixels else recipe(profile, **given)
+
+
 def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None,
-                      steps: int | None = None, executor: Any = None) -> list[dict[str, Any]]:
+                      steps: int | None = None, executor: Any = None,
+                      eval_scenes: int | None = None) -> list[dict[str, Any]]:
     """The controlled dual encoders of §5.2 trained at the largest coverage of each
-    object space of ``profile``, ``steps`` steps each (None: the profile's recipe; a
-    chapter's ``controlled_steps``). Stored runs are reused; their code version is printed;
+    object space of ``profile``, ``steps`` steps each and ``eval_scenes`` held-out scenes
+    per evaluation (None: the profile's recipe; a chapter's ``controlled_steps`` and
+    ``controlled_eval_scenes``). Stored runs are reused; their code version is printed;
     ``executor``: :func:`bindcore.sweep.run_sweep`'s."""
-    from bindcore.controlled.recipes import recipe
     from bindcore.sweep import generalization_configs, run_sweep
 
     p = chapter_parameters("binding_generalization", profile)
-    base = recipe(profile) if steps is None else recipe(profile, steps=steps)
+    base = chapter_recipe(profile, steps, eval_scenes)
     configs = generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
     runs = run_sweep(configs, workers=workers, device=device, progress=False, executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
@@ -197,7 +208,7 @@ def controlled_datasets(profile: str, params: dict[str, Any], workers: int | Non
     from bindcore.analysis.probes import controlled_binding_data
 
     runs = generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"),
-                             executor=executor)
+                             executor=executor, eval_scenes=params.get("controlled_eval_scenes"))
     return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
 
 
@@ -210,7 +221,8 @@ def controlled_sets(profile: str, params: dict[str, Any], workers: int | None = 
 
     return [controlled_set(controlled_binding_data(rec, max_objects=params["controlled_objects"],
                                                    device=device or "cpu"))
-            for rec in generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"))]
+            for rec in generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"),
+                                         eval_scenes=params.get("controlled_eval_scenes"))]
 
 
 def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = None,
@@ -233,10 +245,9 @@ def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = No
 
 
 def pixel_base(profile: str, params: dict[str, Any]):
-    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps`` if set."""
-    from bindcore.controlled.recipes import pixel_recipe
-
-    return pixel_recipe(profile) if params["steps"] is None else pixel_recipe(profile, steps=params["steps"])
+    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps`` and
+    ``eval_scenes`` where set."""
+    return chapter_recipe(profile, params["steps"], params["eval_scenes"], pixels=True)
 
 
 def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,

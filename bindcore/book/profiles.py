@@ -65,6 +65,10 @@ RULES: dict[str, Rule] = {
     "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
     "controlled_steps": Rule(int, low=1, optional=True,
                              note="training steps of the §5.2 models the chapter uses; None: the profile's recipe"),
+    "eval_scenes": Rule(int, low=1, optional=True,
+                        note="held-out scenes per evaluation of each training run; None: the profile's recipe"),
+    "controlled_eval_scenes": Rule(int, low=1, optional=True,
+                                   note="eval_scenes of the §5.2 models the chapter uses; None: the profile's recipe"),
 }
 # where a chapter reads a parameter differently from RULES
 CHAPTER_RULES: dict[tuple[str, str], Rule] = {
@@ -75,6 +79,7 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "formalisation": {
         "smoke": dict(n_sample_scenes=2000, values_for_baseline=[2, 4, 8]),
         "quick": dict(n_sample_scenes=20000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
+        "colab": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
         "paper": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
     },
     "datasets": {
@@ -82,6 +87,7 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # CLEVR-2D images embedded for the caption-retrieval check (None = all 576)
         "smoke": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
         "quick": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
+        "colab": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
         "paper": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
     },
     "pretrained_complexity": {
@@ -96,6 +102,10 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 512],
                       probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small",
                       tree_components=[8, 32, None], clevr_dir=None, pug_dir=None, dinov2=None),
+        "colab": dict(text_space=[20, 20], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 256, 1024],
+                      probe_epochs=10000, probe_lr=1e-2, steps=5000, batch_size=4096, lrs=[1e-2, 1e-3],
+                      tree_grid="small", tree_components=[8, 32], clevr_dir=None, pug_dir=None,
+                      dinov2="facebook/dinov2-base"),
         "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
                       widths=[64, 256, 1024, 4096], probe_epochs=10000, probe_lr=1e-2, steps=10000, batch_size=4096,
                       lrs=[1e-2, 1e-3, 1e-4], tree_grid="full", tree_components=[8, 32, None], clevr_dir=None,
@@ -104,11 +114,14 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "controlled_complexity": {
         # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
         # pairs of (up to max_objects) objects
-        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16, controlled_steps=None),
+        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16, controlled_steps=None, controlled_eval_scenes=None),
         "quick": dict(fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024], steps=1500, batch_size=512,
-                      lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None),
+                      lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None, controlled_eval_scenes=None),
+        "colab": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024], steps=5000,
+                      batch_size=4096, lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None,
+                      controlled_eval_scenes=None),
         "paper": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
-                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None),
+                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None, controlled_eval_scenes=None),
     },
     "geometry": {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
@@ -119,16 +132,20 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
                       probe_lr=0.1,
                       ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None),
+                      clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None, controlled_eval_scenes=None),
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None),
+                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None, controlled_eval_scenes=None),
+        "colab": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
+                      probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
+                      max_edits=2000, controlled=True, controlled_objects=400, permutations=5, clevr_dir=None,
+                      pug_dir=None, dinov2="facebook/dinov2-base", controlled_steps=None, controlled_eval_scenes=None),
         "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000,
                       controlled=True, controlled_objects=400, permutations=5, clevr_dir=None, pug_dir=None,
-                      dinov2="facebook/dinov2-base", controlled_steps=None),
+                      dinov2="facebook/dinov2-base", controlled_steps=None, controlled_eval_scenes=None),
     },
     "additional": {
         # D.3 three-object CLEVR-like scenes (each set: without and with occlusion), D.4's
@@ -140,6 +157,9 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2,
                       clevr_dir=None, pug_dir=None, dinov2=None, natural_types=5, natural_patterns=5,
                       natural_width=224, ks=[1.0], max_edits=1000),
+        "colab": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
+                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
+                      natural_patterns=5, natural_width=320, ks=[1.0], max_edits=2000),
         "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
                       mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
                       natural_patterns=5, natural_width=320, ks=[1.0], max_edits=2000),
@@ -149,25 +169,30 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
         # model of each level: all ordered pairs of up to max_objects objects, each embedding the
         # mean of `renders` renderings
-        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, seeds=[0],
+        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None, seeds=[0],
                       fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
                       max_objects=16, renders=1),
-        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, seeds=[0],
+        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, eval_scenes=None, seeds=[0],
                       fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
                       lrs=[1e-2], max_objects=64, renders=2),
+        "colab": dict(levels=["clean", "speckle", "overlap"], coverages=[0.2, 0.4, 0.6, 0.8], steps=None,
+                      eval_scenes=None, seeds=[0], fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024],
+                      approx_steps=5000, batch_size=512, lrs=[1e-2, 1e-3], max_objects=64, renders=4),
         "paper": dict(levels=["clean", "speckle", "overlap"],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, seeds=[0],
                       fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
                       approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
     },
     "binding_generalization": {
         # sizes: [C, V] pairs; coverages: fractions of objects in training
-        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, seeds=[0], ablations=True,
+        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, eval_scenes=None, seeds=[0], ablations=True,
                       show_scale=True),
-        "quick": dict(sizes=[[2, 8], [2, 10]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, seeds=[0],
+        "quick": dict(sizes=[[2, 8], [2, 10]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, eval_scenes=None, seeds=[0],
                       ablations=True, show_scale=True),
+        "colab": dict(sizes=[[2, 10], [2, 20], [2, 50]], coverages=[0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
+                      steps=None, eval_scenes=None, seeds=[0], ablations=True, show_scale=True),
         "paper": dict(sizes=[[2, 10], [2, 20], [2, 50]],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, seeds=[0],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, seeds=[0],
                       ablations=True, show_scale=True),
     },
 }
@@ -180,23 +205,25 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
 # smoke profile's, except the controlled models' objects: 100 (a 4x4 sub-grid of the paper's
 # larger object spaces leaves the component probes of §4.2 no scene to fit). Not the numbers:
 # the code.
+# the §5.2 models the other chapters use: as the dry run of 05_2 trains them (shared in the store)
+_DRY_CONTROLLED = dict(controlled_steps=2, controlled_eval_scenes=64)
 DRY_RUN: dict[str, dict[str, Any]] = {
     "03_formalisation": dict(n_sample_scenes=2000),
     "c1_datasets": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
     "04_1_geometry": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=50,
-                          ks=[0.0, 1.0], max_edits=50, controlled_objects=100, permutations=2, controlled_steps=2),
+                          ks=[0.0, 1.0], max_edits=50, controlled_objects=100, permutations=2, **_DRY_CONTROLLED),
     "04_2_component_attribution": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48,
-                                       probe_epochs=50, controlled_objects=100, permutations=2, controlled_steps=2),
+                                       probe_epochs=50, controlled_objects=100, permutations=2, **_DRY_CONTROLLED),
     "05_1_pretrained_binding_complexity": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16, 64],
-                                               probe_epochs=50, steps=20, lrs=[1e-2, 1e-3], tree_components=[2, None]),
-    "05_2_binding_generalization": dict(coverages=[0.5, 0.9], steps=2),
-    "05_3_binding_function_complexity": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=20, max_objects=100,
-                                             controlled_steps=2),
-    "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=20, max_objects=100, controlled_steps=2),
+                                               probe_epochs=50, steps=2, lrs=[1e-2, 1e-3], tree_components=[2, None]),
+    "05_2_binding_generalization": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=64),
+    "05_3_binding_function_complexity": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16,
+                                             **_DRY_CONTROLLED),
+    "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16, **_DRY_CONTROLLED),
     "d_additional": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=50, natural_types=3,
                          natural_patterns=3, natural_width=64, max_edits=50),
-    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, fractions=[0.5, 0.9], widths=[4, 16], approx_steps=20,
-                             max_objects=16, renders=1),
+    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, fractions=[0.5, 0.9], widths=[4, 16],
+                             approx_steps=2, max_objects=16, renders=1),
     "reproduction_report": {},
 }
 
