@@ -118,3 +118,10 @@ def progress_bar(iterable: Any = None, *, enabled: bool = True, **kwargs: Any):
     from tqdm.auto import tqdm
 
     return tqdm(iterable, disable=not enabled or env_flag("TQDM_DISABLE"), **kwargs)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as "42 s", "3.5 min" or "2.1 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

@@ -37,7 +37,7 @@ from .executors import (
     worker_store,
 )
 from .io import config_hash
-from .runtime import resolve_device
+from .runtime import format_duration, resolve_device
 from .store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -110,13 +110,6 @@ def training_estimate(configs: list[TrainConfig], device: str | None = None, wor
             f"{resolve_device(device)} with {workers} worker(s) (a timed step per model size: {timed} ms; "
             f"evaluation not counted)")
     return seconds, line
-
-
-def format_duration(seconds: float) -> str:
-    """``seconds`` as "42 s", "3.5 min" or "2.1 h"."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 def train_task(payload: dict[str, Any]) -> dict[str, Any]:

@@ -354,3 +354,17 @@ def test_true_embedding_ceiling_reads_the_data_itself(additive_data):
         object_recognition(additive_data, additive_data.embeddings, split.heldout))
     assert c["heldout_concept"].iloc[1] == pytest.approx(
         concept_recognition(additive_data, additive_data.embeddings, split.heldout))
+
+
+def test_cost_line_before_the_sweep_runs(small_data, capsys):
+    """With ``estimate``, the models, steps and a timed estimate are printed once, after
+    the first steps; the result is the same as without it."""
+    d = small_data
+    specs = A.make_specs(d, object_level_split(d, 0.7, seed=0), "mlp", widths=[8, 16], lrs=[1e-2])
+    quiet = _train(d, specs, steps=12, eval_every=4, keep_predictions=True)
+    capsys.readouterr()
+    loud = _train(d, specs, steps=12, eval_every=4, keep_predictions=True, estimate=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cost:")]
+    assert len(lines) == 1 and "2 approximator(s)" in lines[0] and "12 steps" in lines[0] and "4 evaluations" in lines[0]
+    for x, y in zip(quiet, loud):
+        np.testing.assert_allclose(x["predictions"], y["predictions"])

@@ -80,7 +80,7 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
 
     def compute() -> dict[str, Any]:
         return _computed(sweep_fractions(data, fractions, families, widths=widths, protocol=protocol,
-                                         tree_grid=tree_grid, device=device, progress=False, **kwargs))
+                                         tree_grid=tree_grid, device=device, progress=True, estimate=True, **kwargs))
 
     return store.cached(APPROX_STORE_KIND, key, compute)["records"]
 
@@ -121,7 +121,7 @@ def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
             protocol = Protocol(**{**proto, "lrs": tuple(proto["lrs"])})
             found = store.prepare(APPROX_STORE_KIND, key)
             store.finish(found, _computed(sweep_fractions(data, protocol=protocol, device=payload.get("device"),
-                                                          progress=False, **args)))
+                                                          progress=False, estimate=True, **args)))
         data_path.unlink(missing_ok=True)
     return {"path": str(found.path), "models": len(found.result["records"])}
 

@@ -38,14 +38,16 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
                     val_fraction: float = 0.2, steps: int | None = None, eval_every: int | None = None,
                     device: str | None = None, progress: bool = True, pad_work: float = STACK_OVERHEAD_WORK,
                     tree_grid: dict[str, list[dict[str, Any]]] | None = None,
-                    tree_kwargs: dict[str, Any] | None = None, product_init: str = "one_plus") -> list[dict[str, Any]]:
+                    tree_kwargs: dict[str, Any] | None = None, product_init: str = "one_plus",
+                    estimate: bool = False) -> list[dict[str, Any]]:
     """Every family x width x lr x seed at every data fraction (object split
     :func:`~bindcore.analysis.probes.object_level_split` with ``split_seed``; nested across
     fractions). All torch-family models of the whole sweep are trained in one stacked
     run; tree kinds (``xgboost``, ``random_forest`` among ``families``) are fitted per
     fraction. ``widths``: one list for all families or a dict family -> widths (missing:
     :func:`default_width`). ``product_init``: the product families' initialisation
-    (:data:`~.families.PRODUCT_INITS`; ``"normal"`` is the release's)."""
+    (:data:`~.families.PRODUCT_INITS`; ``"normal"`` is the release's). ``estimate``: print
+    the cost of the stacked run once its first steps are timed (:func:`train_models`)."""
     fractions, families = list(fractions), list(families)
     if not fractions or not families:
         raise ValueError(f"a sweep needs at least one fraction and one family, got fractions={fractions}, "
@@ -68,7 +70,8 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
             w = widths.get(fam) if isinstance(widths, dict) else widths
             specs += make_specs(data, split, fam, w, lrs, seeds, val_fraction, split_seed, frac,
                                 product_init=product_init)
-    records += train_models(data, specs, proto, device=device, progress=progress, pad_work=pad_work)
+    records += train_models(data, specs, proto, device=device, progress=progress, pad_work=pad_work,
+                            estimate=estimate)
     return records
 
 

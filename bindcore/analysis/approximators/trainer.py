@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bindcore.runtime import progress_bar, resolve_device
+from bindcore.runtime import format_duration, progress_bar, resolve_device
 
 from ..inputs import check_embeddings
 from ..probes import (
@@ -295,9 +295,13 @@ def _metrics(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, 
     return out
 
 
+# steps timed before the cost line of a sweep (:func:`train_models` with ``estimate``)
+ESTIMATE_STEPS = 5
+
+
 def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device: torch.device,
                  pad_work: float, progress: bool, desc: str,
-                 keep_predictions: bool) -> tuple[list[dict[str, Any]], list[np.ndarray | None]]:
+                 keep_predictions: bool, estimate: bool = False) -> tuple[list[dict[str, Any]], list[np.ndarray | None]]:
     codes = torch.as_tensor(global_codes(data.slot_codes(), data.values_per_concept), device=device)
     targets = torch.as_tensor(data.embeddings, device=device)
     plan = plan_stacks(specs, protocol.batch_size, data.dim, 2 * data.n_concepts, pad_work)
@@ -315,12 +319,21 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
                 curves[order[k]].append({"step": step, **_metrics(data, spec, preds[m])})
                 k += 1
 
+    t_eval = time.perf_counter()
     evaluate(0)
+    t_eval = time.perf_counter() - t_eval
     bar = progress_bar(range(1, protocol.steps + 1), enabled=progress, desc=desc, leave=False)
+    t_steps, timed = time.perf_counter(), min(ESTIMATE_STEPS, protocol.steps)
     for step in bar:
         loss = sum(st.loss() for st in stacks)
         loss.backward()
         opt.step()
+        if estimate and step == timed:
+            per_step = (time.perf_counter() - t_steps) / timed
+            total = per_step * protocol.steps + t_eval * len(eval_steps)
+            print(f"cost: {len(specs)} approximator(s) in {len(stacks)} stack(s), {protocol.steps:,} steps, "
+                  f"{len(eval_steps)} evaluations; about {format_duration(total)} on {device} "
+                  f"(timed: {1e3 * per_step:.1f} ms a step, {t_eval:.2f} s an evaluation)", flush=True)
         if step in eval_steps:
             evaluate(step)
             bar.set_postfix(loss=f"{float(loss.detach()) / len(specs):.4g}")
@@ -376,7 +389,7 @@ def _record(spec: ModelSpec, protocol: Protocol, curve: list[dict], extra: dict)
 def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | Protocol = "release", *,
                  steps: int | None = None, eval_every: int | None = None, batch_size: int | None = None,
                  device: str | torch.device | None = None, stacked: bool = True, pad_work: float = STACK_OVERHEAD_WORK,
-                 keep_predictions: bool = False, progress: bool = True) -> list[dict[str, Any]]:
+                 keep_predictions: bool = False, progress: bool = True, estimate: bool = False) -> list[dict[str, Any]]:
     """Train every spec under ``protocol`` and return one record per spec (same order).
 
     ``stacked=True`` trains all of them in one loop (stacks planned by
@@ -387,7 +400,9 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     heldout / mixed scenes, plus ``fit_mse``, ``val_mse``, ``val_concept``,
     ``val_object``), ``curve`` (the same metrics at every evaluation step, step 0 =
     initialisation), ``seconds`` (the call's wall time divided by its models) and
-    ``trainer_seconds``; ``predictions`` ``[N, d]`` (final) when ``keep_predictions``."""
+    ``trainer_seconds``; ``predictions`` ``[N, d]`` (final) when ``keep_predictions``.
+    ``estimate``: print, after the first :data:`ESTIMATE_STEPS` steps, the models, steps
+    and the time they will take here (timed steps and one timed evaluation)."""
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
     if batch_size is not None:
         proto = replace(proto, batch_size=batch_size)
@@ -399,7 +414,7 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
     t0 = time.perf_counter()
     if stacked:
         raw, finals = _train_group(data, specs, proto, dev, pad_work, progress,
-                                   f"{proto.name}: {len(specs)} models", keep_predictions)
+                                   f"{proto.name}: {len(specs)} models", keep_predictions, estimate)
     else:
         raw, finals = [], []
         for i, spec in enumerate(specs):
