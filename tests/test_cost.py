@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from bindcore.controlled.recipes import recipe
 from bindcore.store import ResultStore
-from bindcore.sweep import format_duration, run_sweep, training_estimate
+from bindcore.book.profiles import _CHAPTERS, chapter_parameters, paper_differences
+from bindcore.runtime import format_duration
+from bindcore.sweep import run_sweep, training_estimate
 
 
 def test_estimate_counts_runs_and_steps():
@@ -27,3 +29,15 @@ def test_sweep_prints_the_cost_before_training_and_not_when_stored(tmp_path, cap
 
 def test_format_duration():
     assert (format_duration(42), format_duration(600), format_duration(7200)) == ("42 s", "10.0 min", "2.0 h")
+
+
+def test_a_cheaper_profile_names_what_it_reduces():
+    """The line a chapter prints under a profile other than paper: each parameter that
+    differs from the paper profile's, with both values; none on paper itself."""
+    colab = paper_differences("binding_generalization", chapter_parameters("binding_generalization", "colab"))
+    assert colab == ["coverages: [0.1, 0.2, 0.3, 0.5, 0.7, 0.9] (paper: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])"]
+    assert "steps: 7 (paper: None)" in paper_differences(
+        "binding_generalization", chapter_parameters("binding_generalization", "paper", steps=7))
+    for chapter in _CHAPTERS:
+        assert paper_differences(chapter, chapter_parameters(chapter, "paper")) == []
+        assert paper_differences(chapter, chapter_parameters(chapter, "smoke"))  # smoke reduces every chapter

@@ -25,7 +25,7 @@ from bindcore.io import atomic_write_json
 from bindcore.runtime import check_profile
 from bindcore.store import Kind, code_version
 
-from .profiles import chapter_parameters, parameter_names
+from .profiles import chapter_parameters, paper_differences, parameter_names
 
 # set by the book build (bindcore.book.build) in the environment of the kernel it starts
 PARAMETERS_FILE_ENV = "BINDCORE_PARAMETERS_FILE"  # where a chapter records the parameters it ran with
@@ -50,6 +50,9 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     else:
         given = {k: namespace[k] for k in parameter_names(chapter) if k in namespace}
         params = chapter_parameters(chapter, profile, **given)
+        changed = paper_differences(chapter, params)
+        if changed:
+            print(f"profile {profile!r}: differs from the paper profile in " + "; ".join(changed))
     record_run_parameters(params)
     return params
 

@@ -235,6 +235,14 @@ def parameter_names(chapter: str) -> list[str]:
     return list(_CHAPTERS[chapter]["quick"])
 
 
+def paper_differences(chapter: str, params: dict[str, Any]) -> list[str]:
+    """Each parameter of a run of ``chapter`` (``params``) that differs from the paper
+    profile's, as "name: this run's (paper: the paper profile's)": what a cheaper
+    profile or an override reduces or changes."""
+    paper = _CHAPTERS[chapter]["paper"]
+    return [f"{k}: {params[k]!r} (paper: {v!r})" for k, v in paper.items() if k in params and params[k] != v]
+
+
 def parameter_rule(chapter: str, name: str) -> Rule:
     """The declared type and range of ``chapter``'s parameter ``name``."""
     return CHAPTER_RULES.get((chapter, name), RULES[name])
