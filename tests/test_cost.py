@@ -3,10 +3,10 @@ long they take here before it trains any; nothing is printed for stored runs."""
 
 from __future__ import annotations
 
-from bindcore.controlled.recipes import recipe
-from bindcore.store import ResultStore
 from bindcore.book.profiles import _CHAPTERS, chapter_parameters, paper_differences
+from bindcore.controlled.recipes import recipe
 from bindcore.runtime import format_duration
+from bindcore.store import ResultStore
 from bindcore.sweep import run_sweep, training_estimate
 
 
