@@ -51,6 +51,7 @@ levels = None  # visual levels: "clean", "speckle", "overlap" (speckle noise + o
 coverages = None  # fractions of the object space used for training
 steps = None  # training steps per run (default: the profile's pixel recipe)
 eval_scenes = None  # held-out scenes per evaluation of each run (default: the pixel recipe's)
+train_batch = None  # scenes per training batch of each run (default: the pixel recipe's)
 seeds = None  # training seeds
 fractions = None  # approximators: fractions of objects whose scenes they may fit
 widths = None  # approximators: MLP hidden widths

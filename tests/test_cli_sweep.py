@@ -102,6 +102,10 @@ def test_recipes_and_profiles():
     assert concept_loss_onset(one_phase, []) == 0
     main = ab["main recipe"]
     assert main.n_values ** main.n_concepts == max(v**c for c, v in quick["sizes"])
+    # the paper and colab recipes have the concept loss from step 0: no one-phase run under a second name
+    for profile in ("paper", "colab"):
+        ab = ablation_configs(recipe(profile), chapter_parameters("binding_generalization", profile))
+        assert list(ab) == ["main recipe", "release negatives (held-out objects as negatives)"], profile
 
 
 @pytest.mark.parametrize("kind,args,n", [("clevr2d", ["--size", "64"], 576), ("clevr3d-singles", ["--size", "64"], 24),

@@ -41,3 +41,15 @@ def test_a_cheaper_profile_names_what_it_reduces():
     for chapter in _CHAPTERS:
         assert paper_differences(chapter, chapter_parameters(chapter, "paper")) == []
         assert paper_differences(chapter, chapter_parameters(chapter, "smoke"))  # smoke reduces every chapter
+
+
+def test_each_group_is_timed_at_its_largest_coverage(monkeypatch):
+    """A token step costs more at a larger coverage (more training objects as candidates):
+    the one timed step of a group is the largest coverage's, so the estimate errs long."""
+    import bindcore.sweep as S
+
+    timed = []
+    monkeypatch.setattr(S, "seconds_per_step", lambda cfg, device=None: timed.append(cfg.coverage) or 1.0)
+    configs = [recipe("smoke", steps=10, coverage=c) for c in (0.25, 0.75, 0.5)]
+    seconds, _ = S.training_estimate(configs)
+    assert timed == [0.75] and seconds == 30

@@ -178,12 +178,14 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
 
 
 def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | None = None,
-                   pixels: bool = False) -> Any:
+                   pixels: bool = False, batch_size: int | None = None) -> Any:
     """The training recipe of ``profile`` (the pixel recipe with ``pixels``) with a
-    chapter's ``steps`` and ``eval_scenes`` where they are set (None: the recipe's)."""
+    chapter's ``steps``, ``eval_scenes`` and ``batch_size`` (its ``train_batch``) where
+    they are set (None: the recipe's)."""
     from bindcore.controlled.recipes import pixel_recipe, recipe
 
-    given = {k: v for k, v in dict(steps=steps, eval_scenes=eval_scenes).items() if v is not None}
+    given = {k: v for k, v in dict(steps=steps, eval_scenes=eval_scenes, batch_size=batch_size).items()
+             if v is not None}
     return pixel_recipe(profile, **given) if pixels else recipe(profile, **given)
 
 
@@ -248,9 +250,9 @@ def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = No
 
 
 def pixel_base(profile: str, params: dict[str, Any]):
-    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps`` and
-    ``eval_scenes`` where set."""
-    return chapter_recipe(profile, params["steps"], params["eval_scenes"], pixels=True)
+    """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps``,
+    ``eval_scenes`` and ``train_batch`` where set."""
+    return chapter_recipe(profile, params["steps"], params["eval_scenes"], pixels=True, batch_size=params["train_batch"])
 
 
 def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,

@@ -67,6 +67,7 @@ RULES: dict[str, Rule] = {
                              note="training steps of the §5.2 models the chapter uses; None: the profile's recipe"),
     "eval_scenes": Rule(int, low=1, optional=True,
                         note="held-out scenes per evaluation of each training run; None: the profile's recipe"),
+    "train_batch": Rule(int, low=1, optional=True, note="scenes per training batch of each run; None: the recipe's"),
     "controlled_eval_scenes": Rule(int, low=1, optional=True,
                                    note="eval_scenes of the §5.2 models the chapter uses; None: the profile's recipe"),
 }
@@ -169,17 +170,17 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
         # model of each level: all ordered pairs of up to max_objects objects, each embedding the
         # mean of `renders` renderings
-        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None, seeds=[0],
+        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
                       fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
                       max_objects=16, renders=1),
-        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, eval_scenes=None, seeds=[0],
+        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
                       fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
                       lrs=[1e-2], max_objects=64, renders=2),
         "colab": dict(levels=["clean", "speckle", "overlap"], coverages=[0.2, 0.4, 0.6, 0.8], steps=None,
-                      eval_scenes=None, seeds=[0], fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024],
+                      eval_scenes=None, train_batch=None, seeds=[0], fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024],
                       approx_steps=5000, batch_size=512, lrs=[1e-2, 1e-3], max_objects=64, renders=4),
         "paper": dict(levels=["clean", "speckle", "overlap"],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, seeds=[0],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
                       fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
                       approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
     },
@@ -222,7 +223,7 @@ DRY_RUN: dict[str, dict[str, Any]] = {
     "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16, **_DRY_CONTROLLED),
     "d_additional": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=50, natural_types=3,
                          natural_patterns=3, natural_width=64, max_edits=50),
-    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, fractions=[0.5, 0.9], widths=[4, 16],
+    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, train_batch=16, fractions=[0.5, 0.9], widths=[4, 16],
                              approx_steps=2, max_objects=16, renders=1),
     "reproduction_report": {},
 }
