@@ -154,3 +154,31 @@ def test_bad_parameters_raise():
         ES.three_object_datasets({"three_object_scenes": 4, "clevr3d_width": 2})
     with pytest.raises(ValueError, match="holdout"):
         GS.three_object_analysis(make_set(False, n=20), PARAMS, holdout=1.5)
+
+
+def _grid_binding_data(V: int, n: int, d: int = 12, seed: int = 0):
+    """Binding data over the n x n sub-grid (first n values) of a V x V object space,
+    planted additive embeddings plus noise."""
+    from bindcore.analysis.probes import BindingData
+
+    rng = np.random.default_rng(seed)
+    grid = np.array([(a, b) for a in range(n) for b in range(n)])
+    pairs = np.array([(x, y) for x in grid for y in grid])  # [N, 2, 2]
+    emb = rng.normal(size=(2, V, d))
+    z = emb[0][pairs[..., 0]].sum(1) + emb[1][pairs[..., 1]].sum(1) + 0.05 * rng.normal(size=(len(pairs), d))
+    probes = [rng.normal(size=(V, d)) for _ in range(2)]
+    return BindingData(pairs, z.astype(np.float32), [V, V], probes, rng.normal(size=(V * V, d)), name="planted")
+
+
+def test_a_controlled_sub_grid_ranges_over_its_present_values():
+    """On a 4 x 4 sub-grid of a 50 x 50 space, the set has 4 values per concept (named as
+    the model's) and the permuted-ID controls of §4.2 have scenes to fit; before, the
+    controls relabelled values to absent ones and no scene was left (a ValueError)."""
+    sub = ES.controlled_set(_grid_binding_data(V=50, n=4))
+    assert sub.values_per_concept == [4, 4] and sub.value_names[0] == ["0", "1", "2", "3"]
+    frame = G.component_attribution(sub.Z, sub.objects, sub.values_per_concept, permutations=2,
+                                     probe_kw=dict(epochs=20))
+    assert frame["n_excluded"].max() == 0 and len(frame) == 5
+    full = _grid_binding_data(V=4, n=4)  # a full grid is unchanged
+    same = ES.controlled_set(full)
+    assert same.values_per_concept == [4, 4] and np.array_equal(same.objects, full.objects)

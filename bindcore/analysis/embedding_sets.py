@@ -98,11 +98,24 @@ def dataset_sets(datasets: dict[str, Any], encoders: Sequence[tuple[Any, bool]])
 
 def controlled_set(data: BindingData) -> EmbeddingSet:
     """A controlled model's binding data (:func:`~bindcore.analysis.probes.controlled_binding_data`)
-    as an embedding set (no single-object scenes)."""
-    vpc = data.values_per_concept
+    as an embedding set (no single-object scenes), over the concept values its scenes
+    show: on a sub-grid of a larger object space, each concept's present values are
+    renumbered 0..k-1 (names keep the model's values), so that the probes, components and
+    permuted-ID controls of §4 range over values a scene shows, not over values none does
+    (a control sending a value to an absent one leaves nothing to estimate). A full grid
+    is unchanged."""
+    objects = np.array(data.objects, copy=True)
+    vpc, names = [], []
+    for c, V in enumerate(data.values_per_concept):
+        col = objects[..., c]
+        present = np.unique(col[col >= 0])
+        renumber = np.full(V, -1)
+        renumber[present] = np.arange(len(present))
+        objects[..., c] = np.where(col >= 0, renumber[col.clip(0)], -1)
+        vpc.append(len(present))
+        names.append([str(v) for v in present])
     return EmbeddingSet(data.name, "controlled dual encoder (scene tower)", "controlled", True,
-                        data.embeddings, data.objects, vpc, [f"concept {c}" for c in range(len(vpc))],
-                        [[str(v) for v in range(V)] for V in vpc])
+                        data.embeddings, objects, vpc, [f"concept {c}" for c in range(len(vpc))], names)
 
 
 def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dict[bool, Any]:

@@ -203,8 +203,8 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
 # sizes and recipes, protocols, sweeps, tables, figures, the report) runs, with every loop
 # count, step count and data size cut to seconds on a CPU. Per notebook, the papermill
 # parameters (`-p` / `-y`) that do it; the one place they are kept. Data sizes are about the
-# smoke profile's, except the controlled models' objects: 100 (a 4x4 sub-grid of the paper's
-# larger object spaces leaves the component probes of §4.2 no scene to fit). Not the numbers:
+# smoke profile's (the controlled models: a 4 x 4 sub-grid of the paper's object spaces), and
+# the paper's models train for 2 steps with small batches and evaluations. Not the numbers:
 # the code.
 # the §5.2 models the other chapters use: as the dry run of 05_2 trains them (shared in the store)
 _DRY_CONTROLLED = dict(controlled_steps=2, controlled_eval_scenes=64)
@@ -212,9 +212,9 @@ DRY_RUN: dict[str, dict[str, Any]] = {
     "03_formalisation": dict(n_sample_scenes=2000),
     "c1_datasets": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
     "04_1_geometry": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=50,
-                          ks=[0.0, 1.0], max_edits=50, controlled_objects=100, permutations=2, **_DRY_CONTROLLED),
+                          ks=[0.0, 1.0], max_edits=50, controlled_objects=16, permutations=2, **_DRY_CONTROLLED),
     "04_2_component_attribution": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48,
-                                       probe_epochs=50, controlled_objects=100, permutations=2, **_DRY_CONTROLLED),
+                                       probe_epochs=50, controlled_objects=16, permutations=2, **_DRY_CONTROLLED),
     "05_1_pretrained_binding_complexity": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16, 64],
                                                probe_epochs=50, steps=2, lrs=[1e-2, 1e-3], tree_components=[2, None]),
     "05_2_binding_generalization": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=64),
