@@ -57,10 +57,10 @@ from bindcore.analysis.metrics import (
     bag_of_concepts_accuracy,
     expected_bag_of_concepts_two_objects,
 )
-from bindcore.book.chapter import note_stored, ran_with, start_chapter
+from bindcore.book.chapter import chapter_recipe, note_stored, ran_with, start_chapter
 from bindcore.book.comparison import GROUPS, comparison_table, summary_line
 from bindcore.book.report import claims_overview, gather
-from bindcore.controlled.recipes import recipe, recipe_table
+from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.sweep import (
     ablation_configs,
@@ -146,7 +146,7 @@ R["editing"].round(3).assign(profile=profile)
 # %% tags=["hide-input", "full-width"]
 P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
 print("parameters:", source)
-base = recipe(profile) if P["steps"] is None else recipe(profile, steps=P["steps"])
+base = chapter_recipe(profile, P["steps"], P.get("eval_scenes"))
 records = R["generalization_runs"]
 note_stored(records)
 table = results_table(records)

@@ -252,7 +252,8 @@ def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = No
 def pixel_base(profile: str, params: dict[str, Any]):
     """The pixel recipe of ``profile`` (appendix E) with the chapter's ``steps``,
     ``eval_scenes`` and ``train_batch`` where set."""
-    return chapter_recipe(profile, params["steps"], params["eval_scenes"], pixels=True, batch_size=params["train_batch"])
+    return chapter_recipe(profile, params["steps"], params.get("eval_scenes"), pixels=True,
+                          batch_size=params.get("train_batch"))
 
 
 def pixel_runs(profile: str, params: dict[str, Any], workers: int | None = None, device: str | None = None,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from .chapter import ran_with
+from .chapter import chapter_recipe, ran_with
 
 
 def gather(profile: str, workers: int | None = None, device: str | None = None) -> dict[str, Any]:
@@ -106,10 +106,9 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
 def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
                         device: str | None = None) -> list[dict[str, Any]]:
     """The records of the §5.2 chapter's own sweep (stored runs; missing ones trained)."""
-    from bindcore.controlled.recipes import recipe
     from bindcore.sweep import generalization_configs, run_sweep
 
-    base = recipe(profile) if p52["steps"] is None else recipe(profile, steps=p52["steps"])
+    base = chapter_recipe(profile, p52["steps"], p52.get("eval_scenes"))
     return run_sweep(generalization_configs(base, p52), workers=workers, device=device, progress=False)
 
 
