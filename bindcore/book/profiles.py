@@ -104,7 +104,7 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
                       probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small",
                       tree_components=[8, 32, None], clevr_dir=None, pug_dir=None, dinov2=None),
         "colab": dict(text_space=[10, 10], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-                      widths=[64, 256, 1024, 4096], probe_epochs=1000, probe_lr=0.1, steps=5000, batch_size=4096,
+                      widths=[64, 256, 1024], probe_epochs=1000, probe_lr=0.1, steps=5000, batch_size=4096,
                       lrs=[1e-2, 1e-3], tree_grid="small", tree_components=[8, 32, None], clevr_dir=None,
                       pug_dir=None, dinov2="facebook/dinov2-base"),
         "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
