@@ -52,7 +52,8 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
         params = chapter_parameters(chapter, profile, **given)
         changed = paper_differences(chapter, params)
         if changed:
-            print(f"profile {profile!r}: differs from the paper profile in " + "; ".join(changed))
+            print(f"this run's parameters that differ from the paper profile's ({profile!r} or set here): "
+                  + "; ".join(changed))
     record_run_parameters(params)
     return params
 
