@@ -18,7 +18,7 @@ See the binding-generalization chapter for why.
 
 ``colab`` is for one Colab T4-class GPU (each chapter under an hour): the ``scale``
 recipe below with the paper's 2,048 evaluation scenes. The paper's own recipe does not
-fit: 50,000 steps per run of a model about 30 times the quick one.
+fit: 50,000 steps per run of a model with about 75 times the quick one's parameters.
 
 ``scale`` is a training recipe, not a book profile: §5.2 at the paper's object-space
 sizes (|O| = 100 to 2,500, and C = 3) on a CPU, trained by ``bindcore sweep --profile
@@ -80,7 +80,7 @@ _RECIPES: dict[str, dict[str, Any]] = {
 _RECIPES["scale"] = dict(_RECIPES["quick"], max_object_queries=128, near_miss_negatives_per_positive=2,
                          concept_loss_trigger=0.0, steps=12_000)
 # one Colab T4-class GPU: the scale recipe (the paper's own recipe needs 50,000 steps of a
-# model 30x larger per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
+# model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
 _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=2048)
 
 # the scale sweep: per (C, V), the steps of each run; every size at every coverage
