@@ -81,7 +81,7 @@ from torch.utils.flop_counter import (  # noqa: E402
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
-from bindcore.book.chapter import chapter_recipe  # noqa: E402
+from bindcore.book.chapter import chapter_recipe, generalizing_configs  # noqa: E402
 from bindcore.book.profiles import chapter_parameters  # noqa: E402
 from bindcore.book.tables import PRETRAINED_FAMILIES, pixel_approximator_params  # noqa: E402
 from bindcore.controlled.pixels import level_configs  # noqa: E402
@@ -275,13 +275,6 @@ class Work:
     sweeps: list  # sweep_cost dicts
     cpu_flops: float = 0.0  # binding data embedded on the CPU
     note: str = ""
-
-
-def generalizing_configs(profile: str, params: dict[str, Any]) -> list:
-    """The §5.2 configs that ``generalizing_runs`` trains for a chapter's ``params``."""
-    p = chapter_parameters("binding_generalization", profile)
-    base = chapter_recipe(profile, params.get("controlled_steps"), params.get("controlled_eval_scenes"))
-    return generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
 
 
 def binding_data_flops(costs: Costs, configs: list, max_objects: int, renders: int = 1) -> float:

@@ -190,20 +190,26 @@ def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | No
     return pixel_recipe(profile, **given) if pixels else recipe(profile, **given)
 
 
-def generalizing_runs(profile: str, workers: int | None = None, device: str | None = None,
-                      steps: int | None = None, executor: Any = None,
-                      eval_scenes: int | None = None) -> list[dict[str, Any]]:
-    """The controlled dual encoders of §5.2 trained at the largest coverage of each
-    object space of ``profile``, ``steps`` steps each and ``eval_scenes`` held-out scenes
-    per evaluation (None: the profile's recipe; a chapter's ``controlled_steps`` and
-    ``controlled_eval_scenes``). Stored runs are reused; their code version is printed;
-    ``executor``: :func:`bindcore.sweep.run_sweep`'s."""
-    from bindcore.sweep import generalization_configs, run_sweep
+def generalizing_configs(profile: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+    """The configs of the §5.2 models the other chapters use: the largest coverage of each
+    object space of ``profile``, its first seed, with a chapter's ``controlled_steps`` and
+    ``controlled_eval_scenes`` (``params``; None or absent: the profile's recipe)."""
+    from bindcore.sweep import generalization_configs
 
+    params = params or {}
     p = chapter_parameters("binding_generalization", profile)
-    base = chapter_recipe(profile, steps, eval_scenes)
-    configs = generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
-    runs = run_sweep(configs, workers=workers, device=device, progress=False, executor=executor)
+    base = chapter_recipe(profile, params.get("controlled_steps"), params.get("controlled_eval_scenes"))
+    return generalization_configs(base, {**p, "coverages": [max(p["coverages"])], "seeds": p["seeds"][:1]})
+
+
+def generalizing_runs(profile: str, params: Mapping[str, Any] | None = None, workers: int | None = None,
+                      device: str | None = None, executor: Any = None) -> list[dict[str, Any]]:
+    """The controlled dual encoders of :func:`generalizing_configs` (stored runs are
+    reused; their code version is printed; ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
+    from bindcore.sweep import run_sweep
+
+    runs = run_sweep(generalizing_configs(profile, params), workers=workers, device=device, progress=False,
+                     executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs
 
@@ -213,8 +219,7 @@ def controlled_datasets(profile: str, params: dict[str, Any], workers: int | Non
     """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3, §5.4)."""
     from bindcore.analysis.probes import controlled_binding_data
 
-    runs = generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"),
-                             executor=executor, eval_scenes=params.get("controlled_eval_scenes"))
+    runs = generalizing_runs(profile, params, workers=workers, device=device, executor=executor)
     return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
 
 
@@ -227,8 +232,7 @@ def controlled_sets(profile: str, params: dict[str, Any], workers: int | None = 
 
     return [controlled_set(controlled_binding_data(rec, max_objects=params["controlled_objects"],
                                                    device=device or "cpu"))
-            for rec in generalizing_runs(profile, workers=workers, device=device, steps=params.get("controlled_steps"),
-                                         eval_scenes=params.get("controlled_eval_scenes"))]
+            for rec in generalizing_runs(profile, params, workers=workers, device=device)]
 
 
 def geometry_sets(profile: str, params: dict[str, Any], workers: int | None = None,
