@@ -16,11 +16,11 @@ What is counted, per chapter and profile (:data:`bindcore.runtime.PROFILES`):
   itself and they count there). Configs are deduplicated.
 * FLOPs of a training step: ``torch.utils.flop_counter.FlopCounterMode`` around one
   ``optimizer_step`` of the config on the CPU (the concept loss on), one count per
-  distinct step (``bindcore.sweep._SAME_STEP``: fields said to leave a step's cost
+  distinct step (``bindcore.sweep.SAME_STEP_FIELDS``: fields said to leave a step's cost
   alone) and, for token scenes, per coverage: a token step encodes each distinct scene
   of its batch once and draws its candidates from the training objects, so at small
   object spaces its cost grows with coverage (paper recipe, V = 10: 41 GFLOP at
-  coverage 0.1, 138 at 0.9), which ``_SAME_STEP`` does not say.
+  coverage 0.1, 138 at 0.9), which ``SAME_STEP_FIELDS`` does not say.
   FlopCounterMode counts matmuls, convolutions and attention (the CPU attention kernels
   through the formulas torch uses for the GPU ones, which it would otherwise miss), not
   elementwise ops, layer norms or Adam (memory-bound; left to the per-step overhead).
@@ -94,7 +94,7 @@ from bindcore.controlled.training import (  # noqa: E402
     optimizer_step,
 )
 from bindcore.runtime import PROFILES  # noqa: E402
-from bindcore.sweep import _SAME_STEP, ablation_configs, generalization_configs  # noqa: E402
+from bindcore.sweep import ablation_configs, generalization_configs, step_key  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def scene_flops(cfg, n: int = 64) -> float:
 
 class Costs:
     """Counted FLOPs: an evaluation and a scene embedding per distinct step
-    (``_SAME_STEP``), a training step also per coverage for token scenes (a token step
+    (``step_key``), a training step also per coverage for token scenes (a token step
     encodes each distinct scene of the batch once and draws candidates from the training
     objects, so at small object spaces its cost grows with coverage; pixel scenes are
     rendered and encoded one by one, and their step is counted once)."""
@@ -197,7 +197,7 @@ class Costs:
         self.cache: dict[tuple, dict[str, Any]] = {}
 
     def of(self, cfg) -> dict[str, Any]:
-        key = tuple(sorted((k, repr(v)) for k, v in cfg.to_dict().items() if k not in _SAME_STEP))
+        key = step_key(cfg)
         if key not in self.cache:
             t = time.perf_counter()
             self.cache[key] = {"what": describe(cfg), "eval": eval_flops(cfg), "scene": scene_flops(cfg),

@@ -96,8 +96,14 @@ def default_workers(n_pending: int, device: str | None = None) -> int:
 # a pixel level changes only what is drawn). Coverage does change a token step's cost (candidates
 # are drawn among the training objects, fewer at low coverage), so each group is timed at its
 # largest coverage: the estimate errs long, not short
-_SAME_STEP = ("coverage", "seed", "steps", "warmup_frac", "eval_every", "checkpoint_every", "concept_loss_trigger",
-              "concept_loss_start", "heldout_as_negatives", "lr", "level")
+SAME_STEP_FIELDS = ("coverage", "seed", "steps", "warmup_frac", "eval_every", "checkpoint_every",
+                    "concept_loss_trigger", "concept_loss_start", "heldout_as_negatives", "lr", "level")
+
+
+def step_key(cfg: TrainConfig) -> str:
+    """What a training step's cost depends on: every field of ``cfg`` but
+    :data:`SAME_STEP_FIELDS` (configs with one key share one timed or counted step)."""
+    return repr(sorted((k, v) for k, v in cfg.to_dict().items() if k not in SAME_STEP_FIELDS))
 
 
 def training_estimate(configs: list[TrainConfig], device: str | None = None, workers: int = 1) -> tuple[float, str]:
@@ -105,14 +111,12 @@ def training_estimate(configs: list[TrainConfig], device: str | None = None, wor
     timed step (:func:`~bindcore.controlled.training.seconds_per_step`) of each distinct
     model / batch / object space (at its largest coverage), times every config's steps,
     shared among ``workers``. Rough: evaluations and worker start-up are not counted."""
-    def key(cfg: TrainConfig) -> str:
-        return repr(sorted((k, v) for k, v in cfg.to_dict().items() if k not in _SAME_STEP))
-
+    keys = {cfg: step_key(cfg) for cfg in configs}
     per_step: dict[str, float] = {}
     for cfg in sorted(configs, key=lambda c: -c.coverage):
-        if key(cfg) not in per_step:
-            per_step[key(cfg)] = seconds_per_step(cfg, device)
-    total = sum(per_step[key(cfg)] * cfg.steps for cfg in configs)
+        if keys[cfg] not in per_step:
+            per_step[keys[cfg]] = seconds_per_step(cfg, device)
+    total = sum(per_step[keys[cfg]] * cfg.steps for cfg in configs)
     seconds = total / max(1, workers)
     steps = sum(c.steps for c in configs)
     timed = ", ".join(f"{1e3 * t:.0f}" for t in per_step.values())
