@@ -81,6 +81,7 @@ from torch.utils.flop_counter import (  # noqa: E402
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
+from bindcore.analysis.probes import sub_grid_side  # noqa: E402
 from bindcore.book.chapter import chapter_recipe, generalizing_configs  # noqa: E402
 from bindcore.book.profiles import chapter_parameters  # noqa: E402
 from bindcore.book.tables import PRETRAINED_FAMILIES, pixel_approximator_params  # noqa: E402
@@ -227,8 +228,7 @@ def n_evaluations(cfg) -> int:
 # approximator sweeps
 # ---------------------------------------------------------------------------------
 def grid_side(cfg, max_objects: int) -> int:
-    """Values per concept of the sub-grid of at most ``max_objects`` objects (controlled_binding_data)."""
-    return min(cfg.n_values, math.ceil(max_objects ** (1 / cfg.n_concepts) - 1e-9))
+    return sub_grid_side(cfg.n_values, cfg.n_concepts, max_objects)
 
 
 def sweep_cost(values: list[int], dim: int, train_counts: list[int], families, widths, protocol) -> dict[str, float]:

@@ -366,6 +366,14 @@ class LinearProbes:
 # ---------------------------------------------------------------------------------
 # controlled dual encoders as binding functions (reference-spec §7)
 # ---------------------------------------------------------------------------------
+def sub_grid_side(n_values: int, n_concepts: int, max_objects: int) -> int:
+    """Values per concept of the sub-grid of :func:`controlled_binding_data` (``objects="all"``):
+    the first ceil(max_objects ** (1/C)) values of each concept, at most all ``n_values``."""
+    import math
+
+    return min(n_values, math.ceil(max_objects ** (1 / n_concepts) - 1e-9))
+
+
 def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
                             device: str = "cpu", renders: int = 1) -> BindingData:
     """All ordered pairs of a set of objects (identical pairs included) encoded by a
@@ -377,7 +385,6 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     ``max_objects``, a seeded choice). ``renders``: for a scene tower that reads images
     (appendix E), a scene's embedding is the mean over this many seeded renderings of
     it (a token scene has one input: 1)."""
-    import math
 
     import torch.nn.functional as F
 
@@ -387,7 +394,7 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     model = load_model(record, map_location=device)
     space = cfg.space
     if objects == "all":
-        n = min(cfg.n_values, math.ceil(max_objects ** (1 / cfg.n_concepts) - 1e-9))
+        n = sub_grid_side(cfg.n_values, cfg.n_concepts, max_objects)
         grid = np.stack(np.meshgrid(*[np.arange(n)] * cfg.n_concepts, indexing="ij"), -1).reshape(-1, cfg.n_concepts)
         ids = space.object_ids(torch.as_tensor(grid)).sort().values
     elif objects in ("train", "test"):
