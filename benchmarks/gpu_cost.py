@@ -60,9 +60,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,6 +92,7 @@ from bindcore.controlled.training import (  # noqa: E402
     make_optimizer,
     optimizer_step,
 )
+from bindcore.io import atomic_write_json  # noqa: E402
 from bindcore.runtime import PROFILES  # noqa: E402
 from bindcore.sweep import ablation_configs, generalization_configs, step_key  # noqa: E402
 
@@ -455,20 +454,6 @@ def print_step_costs(costs: Costs) -> None:
               f"  (counted in {c['count_seconds']:.0f} s)")
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Atomically: a temporary file in the same folder, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=1)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make the table private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=list(PROFILES))
@@ -482,7 +467,7 @@ def main() -> None:
     print_step_costs(costs)
     print(f"\n{time.perf_counter() - t0:.0f} s, torch threads {torch.get_num_threads()}")
     if args.json:
-        write_json(args.json, {"gpus": [asdict(g) for g in GPUS], "approx_host_per_model_s": APPROX_HOST_PER_MODEL,
+        atomic_write_json(args.json, {"gpus": [asdict(g) for g in GPUS], "approx_host_per_model_s": APPROX_HOST_PER_MODEL,
                                "eval_probe_scenes": EVAL_PROBE_SCENES, "text_encoder_dims": TEXT_ENCODER_DIMS,
                                "rows": rows, "step_costs": list(costs.cache.values())})
         print(f"wrote {args.json}")
