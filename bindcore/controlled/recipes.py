@@ -81,7 +81,7 @@ _RECIPES["scale"] = dict(_RECIPES["quick"], max_object_queries=128, near_miss_ne
                          concept_loss_trigger=0.0, steps=12_000)
 # one Colab T4-class GPU: the scale recipe (the paper's own recipe needs 50,000 steps of a
 # model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
-_RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=2048)
+_RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_scenes"])
 
 # the scale sweep: per (C, V), the steps of each run; every size at every coverage
 SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 12_000, (3, 10): 12_000}
@@ -112,19 +112,19 @@ _PIXEL_CHANGES: dict[str, dict[str, Any]] = {
         eval_every=250, eval_scenes=512, checkpoint_every=500,
         image_size=32, side=10, border=2, patch_size=8, stem_channels=64, stem_layers=1, scene_layers=2,
     ),
-    # the quick pixel recipe (its search's choice; without the scale recipe's near misses
-    # and candidates), twice the steps and the paper's evaluation scenes
-    "colab": dict(
-        n_values=8, batch_size=128, steps=5000, concept_loss_trigger=0.0, max_object_queries=64,
-        near_miss_negatives_per_positive=0,
-        eval_every=250, eval_scenes=2048, checkpoint_every=500,
-        image_size=32, side=10, border=2, patch_size=8, stem_channels=64, stem_layers=1, scene_layers=2,
-    ),
     "smoke": dict(
         eval_scenes=32,
         image_size=16, side=6, border=1, patch_size=4, stem_channels=4, stem_layers=1, scene_layers=1,
     ),
 }
+# colab: the quick pixel recipe (its search's choice), twice the steps and the paper's
+# evaluation scenes; the candidates and near misses of the token colab (scale) recipe set back
+# to the quick recipe's
+_PIXEL_CHANGES["colab"] = dict(
+    _PIXEL_CHANGES["quick"], steps=2 * _PIXEL_CHANGES["quick"]["steps"], eval_scenes=_RECIPES["paper"]["eval_scenes"],
+    max_object_queries=_RECIPES["quick"]["max_object_queries"],
+    near_miss_negatives_per_positive=_RECIPES["quick"].get("near_miss_negatives_per_positive", 0),
+)
 
 
 def recipe(profile: str, **overrides: Any) -> TrainConfig:
