@@ -5,6 +5,7 @@ recognition by visual level (appendix E)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -318,7 +319,8 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
         axes[0].plot(sub["coverage"], sub["boc_ceiling_test_object_2"], ":", color=colour, lw=1.2)
         axes[1].plot(sub["coverage"], sub["test_swap_pair"], "o-", color=colour, label=label)
         t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
-        trans.append((objects, t if t == t else float(sub["coverage"].max()), t == t, colour))
+        reached = not math.isnan(t)
+        trans.append((objects, t if reached else float(sub["coverage"].max()), reached, colour))
     axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
     axes[0].set_title("strict recognition; dotted: bag-of-concepts ceiling")
     axes[1].axhline(transition, color="grey", ls="--", lw=1)
