@@ -11,7 +11,7 @@ PROFILE ?= quick
 # environment.yml pins the same pair.
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 BIN := $(VENV)/bin
-# No blanket HF_HUB_OFFLINE: the encoders decide with one bounded probe of the Hub (0.5 s)
+# No blanket HF_HUB_OFFLINE: the encoders decide with one bounded probe of the Hub (HUB_PROBE_TIMEOUT_S)
 # whether pretrained weights are reachable, so a networked machine loads CLIP and an
 # offline one falls back at once. Set HF_HUB_OFFLINE=1 yourself to skip even the probe.
 export PYTHONDONTWRITEBYTECODE := 1
