@@ -5,27 +5,21 @@ so that every branch the paper profile takes runs on a CPU. Not the numbers: the
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from bindcore.book import build as book
-from bindcore.book.profiles import DRY_RUN, check_parameter
+from bindcore.book.profiles import DRY_RUN, NOTEBOOK_TABLES, check_parameter
 from bindcore.book.toc import toc_notebooks
-
-CHAPTER = {  # notebook -> its profile table (bindcore.book.profiles)
-    "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
-    "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
-    "05_2_binding_generalization": "binding_generalization", "05_3_binding_function_complexity": "controlled_complexity",
-    "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
-}
 
 
 def test_dry_run_covers_every_chapter_with_valid_parameters():
     assert set(DRY_RUN) == set(toc_notebooks())
     for name, params in DRY_RUN.items():
         for key, value in params.items():  # the report has none: it reads the chapters' (ran_with)
-            check_parameter(CHAPTER[name], key, value)
+            check_parameter(NOTEBOOK_TABLES[name], key, value)
 
 
 @pytest.mark.slow
@@ -42,3 +36,11 @@ def test_paper_path_dry_run(tmp_path, monkeypatch):
         errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                   if o.output_type == "error"]
         assert not errors, f"{run.name}: error outputs"
+
+
+def test_each_notebook_starts_with_the_table_named_for_it():
+    """NOTEBOOK_TABLES (read by the dry run and the report) says what each chapter's
+    start_chapter call says."""
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    for name, table in NOTEBOOK_TABLES.items():
+        assert f'start_chapter("{table}", globals())' in (root / f"{name}.py").read_text(), name

@@ -198,6 +198,14 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+# each chapter notebook's profile table (the name its start_chapter passes)
+NOTEBOOK_TABLES: dict[str, str] = {
+    "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
+    "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
+    "05_2_binding_generalization": "binding_generalization", "05_3_binding_function_complexity": "controlled_complexity",
+    "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
+}
+
 # The paper-path dry run (tests/test_dry_run.py, `bindcore book --profile paper --dry-run`):
 # every chapter on `profile=paper`, so that each branch the paper profile takes (its model
 # sizes and recipes, protocols, sweeps, tables, figures, the report) runs, with every loop

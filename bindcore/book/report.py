@@ -34,6 +34,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
         pretrained_encoders,
     )
     from .comparison import Build
+    from .profiles import NOTEBOOK_TABLES
     from .tables import (
         attribution_table,
         controlled_sweeps,
@@ -48,12 +49,10 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     from .toc import toc_notebooks
 
     params, sources = {}, {}
-    for nb, chapter in (("04_1_geometry", "geometry"), ("04_2_component_attribution", "geometry"),
-                        ("05_1_pretrained_binding_complexity", "pretrained_complexity"),
-                        ("05_2_binding_generalization", "binding_generalization"),
-                        ("05_3_binding_function_complexity", "controlled_complexity"),
-                        ("05_4_functional_form", "controlled_complexity"), ("d_additional", "additional")):
-        params[nb], sources[nb] = ran_with(nb, chapter, profile)
+    for nb in ("04_1_geometry", "04_2_component_attribution", "05_1_pretrained_binding_complexity",
+               "05_2_binding_generalization", "05_3_binding_function_complexity", "05_4_functional_form",
+               "d_additional"):
+        params[nb], sources[nb] = ran_with(nb, NOTEBOOK_TABLES[nb], profile)
     p4, p42, p51 = params["04_1_geometry"], params["04_2_component_attribution"], \
         params["05_1_pretrained_binding_complexity"]
     p53, p54, pd_ = params["05_3_binding_function_complexity"], params["05_4_functional_form"], params["d_additional"]
