@@ -115,14 +115,16 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "controlled_complexity": {
         # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
         # pairs of (up to max_objects) objects
-        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16, controlled_steps=None, controlled_eval_scenes=None),
+        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16,
+                      controlled_steps=None, controlled_eval_scenes=None),
         "quick": dict(fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024], steps=1500, batch_size=512,
                       lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None, controlled_eval_scenes=None),
         "colab": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024], steps=5000,
                       batch_size=4096, lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None,
                       controlled_eval_scenes=None),
         "paper": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
-                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None, controlled_eval_scenes=None),
+                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None,
+                      controlled_eval_scenes=None),
     },
     "geometry": {
         # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
@@ -137,7 +139,8 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
                       probe_lr=0.1,
                       ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None, controlled_eval_scenes=None),
+                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None,
+                      controlled_steps=None, controlled_eval_scenes=None),
         "colab": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
                       probe_epochs=1000, probe_lr=0.1, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
                       max_edits=2000, controlled=True, controlled_objects=400, permutations=5, clevr_dir=None,
@@ -170,17 +173,21 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
         # model of each level: all ordered pairs of up to max_objects objects, each embedding the
         # mean of `renders` renderings
-        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
+        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None,
+                      train_batch=None, seeds=[0],
                       fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
                       max_objects=16, renders=1),
-        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
+        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None,
+                      eval_scenes=None, train_batch=None, seeds=[0],
                       fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
                       lrs=[1e-2], max_objects=64, renders=2),
         "colab": dict(levels=["clean", "speckle", "overlap"], coverages=[0.2, 0.4, 0.6, 0.8], steps=None,
-                      eval_scenes=None, train_batch=None, seeds=[0], fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024],
+                      eval_scenes=None, train_batch=None, seeds=[0], fractions=[0.3, 0.5, 0.8],
+                      widths=[4, 8, 16, 32, 64, 256, 1024],
                       approx_steps=5000, batch_size=512, lrs=[1e-2, 1e-3], max_objects=64, renders=4),
         "paper": dict(levels=["clean", "speckle", "overlap"],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, train_batch=None, seeds=[0],
+                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None,
+                      train_batch=None, seeds=[0],
                       fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
                       approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
     },
@@ -202,7 +209,8 @@ _CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
 NOTEBOOK_TABLES: dict[str, str] = {
     "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
     "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
-    "05_2_binding_generalization": "binding_generalization", "05_3_binding_function_complexity": "controlled_complexity",
+    "05_2_binding_generalization": "binding_generalization",
+    "05_3_binding_function_complexity": "controlled_complexity",
     "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
 }
 
@@ -231,7 +239,8 @@ DRY_RUN: dict[str, dict[str, Any]] = {
     "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16, **_DRY_CONTROLLED),
     "d_additional": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=50, natural_types=3,
                          natural_patterns=3, natural_width=64, max_edits=50),
-    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, train_batch=16, fractions=[0.5, 0.9], widths=[4, 16],
+    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, train_batch=16, fractions=[0.5, 0.9],
+                             widths=[4, 16],
                              approx_steps=2, max_objects=16, renders=1),
     "reproduction_report": {},
 }
