@@ -1,0 +1,107 @@
+"""The §5.2 recipe search on training-task fit: how fast and how reliably a recipe fits
+its own training binding task (``task_object_2``: two-object scenes of training objects
+recognised among the training objects, strict rule), seed by seed. It reads no
+held-out object: each evaluation is filtered through
+:func:`bindcore.controlled.search.search_view` before this script sees it.
+
+One attempt = a recipe (``--base``, default scale) with fields changed, trained on one
+CPU thread for each of ``--seeds`` until ``task_object_2`` reaches ``--target`` (then
+stopped: the step is the attempt's number) or the last step. Every attempt is appended
+to ``published/fit-search.json`` with the metric it is judged on.
+
+    python benchmarks/fit_search.py F1 '{"n_values": 50, "coverage": 0.5}' --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "published" / "fit-search.json"
+CHOSEN_ON = "task_object_2 (training objects only)"
+
+
+class Fitted(Exception):
+    """Raised from the evaluation callback once the training task is fitted."""
+
+
+def fit_run(cfg: Any, target: float) -> dict[str, Any]:
+    """Train ``cfg`` until ``task_object_2 >= target`` or its last step; the training-only
+    curve, the step at which the target was reached (None: never) and CPU time."""
+    from bindcore.controlled.search import search_view
+    from bindcore.controlled.training import run_training
+
+    curve: list[dict[str, float]] = []
+    reached: list[int] = []
+    t0 = time.process_time()
+
+    def on_eval(step: int, metrics: dict[str, float]) -> None:
+        seen = search_view(metrics)
+        curve.append({"step": step, "task_object_2": seen.get("task_object_2"),
+                      "train_object_2": seen.get("train_object_2")})
+        print(f"  step {step}: task_object_2 {seen.get('task_object_2'):.3f}", flush=True)
+        if seen.get("task_object_2", 0.0) >= target:
+            reached.append(step)
+            raise Fitted
+
+    try:
+        run_training(cfg, progress=False, on_eval=on_eval)
+    except Fitted:
+        pass
+    return {"seed": cfg.seed, "steps_to_target": reached[0] if reached else None,
+            "last_task_object_2": curve[-1]["task_object_2"] if curve else None,
+            "cpu_minutes": (time.process_time() - t0) / 60, "curve": curve}
+
+
+def append(row: dict[str, Any], log: Path = LOG) -> None:
+    """Add ``row`` to the log (replacing an earlier row of the same name), atomically."""
+    from bindcore.io import atomic_write_json
+    from bindcore.store import machine_info
+
+    rows = json.loads(log.read_text())["attempts"] if log.exists() else []
+    rows = [r for r in rows if r["name"] != row["name"]] + [{**row, "machine": machine_info()["hostname"]}]
+    atomic_write_json(log, {"about": __doc__.split("\n\n")[0], "attempts": rows})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("name")
+    p.add_argument("changes", help="JSON object of TrainConfig fields to change")
+    p.add_argument("--base", default="scale")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--target", type=float, default=0.9)
+    p.add_argument("--log", type=Path, default=LOG)
+    args = p.parse_args(argv)
+    import torch
+
+    from bindcore.controlled.recipes import recipe
+    from bindcore.store import _git_commit
+
+    torch.set_num_threads(1)
+    changes = json.loads(args.changes)
+    runs = []
+    for seed in args.seeds:
+        cfg = recipe(args.base, **{**changes, "seed": seed})
+        print(f"{args.name} seed {seed}", flush=True)
+        runs.append(fit_run(cfg, args.target))
+    steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
+    row = {"name": args.name, "base": args.base, "changes": changes, "chosen on": CHOSEN_ON,
+           "target": args.target, "seeds": args.seeds,
+           "median steps to target": statistics.median(steps),
+           "every seed fitted": all(s != float("inf") for s in steps),
+           "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}
+    append(json.loads(json.dumps(row).replace("Infinity", "null")), args.log)
+    print(json.dumps({k: v for k, v in row.items() if k != "runs"}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""What a recipe search may read of a run (the §5.2 protocol).
+
+A run's evaluations report three object sets: training objects (``train_*``,
+``task_*``), validation objects (``val_*``: held out, for any choice: recipe, steps,
+reading a curve early) and test objects (``test_*``: held out, read once for the
+record, never by a choice). A recipe search sees a run only through
+:func:`search_view`, which drops every test key; reading one through the view is a
+``KeyError`` naming the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+TEST_PREFIXES = ("test_", "ceiling_test_", "release_test_")
+
+
+def is_test_key(key: str) -> bool:
+    """Whether ``key`` reports test objects (never read by a choice)."""
+    return any(key.startswith(p) for p in TEST_PREFIXES)
+
+
+class SearchView(Mapping):
+    """A read-only view of a metrics dict without its test keys."""
+
+    def __init__(self, metrics: Mapping[str, Any]) -> None:
+        self._m = {k: v for k, v in metrics.items() if not is_test_key(k)}
+
+    def __getitem__(self, key: str) -> Any:
+        if is_test_key(key):
+            raise KeyError(f"{key!r}: a recipe search reads training and validation metrics only, "
+                           "never test objects (bindcore.controlled.search)")
+        return self._m[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._m)
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+
+def search_view(metrics: Mapping[str, Any]) -> SearchView:
+    """``metrics`` as a recipe search may read them: training and validation keys only."""
+    return SearchView(metrics)
