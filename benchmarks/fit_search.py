@@ -33,9 +33,10 @@ class Fitted(Exception):
     """Raised from the evaluation callback once the training task is fitted."""
 
 
-def fit_run(cfg: Any, target: float) -> dict[str, Any]:
-    """Train ``cfg`` until ``task_object_2 >= target`` or its last step; the training-only
-    curve, the step at which the target was reached (None: never) and CPU time."""
+def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, Any]:
+    """Train ``cfg`` until ``task_object_2 >= target``, its last step or the first
+    evaluation at or after ``stop_at``; the training-only curve, the step at which the
+    target was reached (None: never) and CPU time."""
     from bindcore.controlled.search import search_view
     from bindcore.controlled.training import run_training
 
@@ -50,6 +51,8 @@ def fit_run(cfg: Any, target: float) -> dict[str, Any]:
         print(f"  step {step}: task_object_2 {seen.get('task_object_2'):.3f}", flush=True)
         if seen.get("task_object_2", 0.0) >= target:
             reached.append(step)
+            raise Fitted
+        if stop_at is not None and step >= stop_at:
             raise Fitted
 
     try:
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", default="scale")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--target", type=float, default=0.9)
+    p.add_argument("--stop-at", type=int, default=None, help="give up at the first evaluation at or after this step")
     p.add_argument("--log", type=Path, default=LOG)
     args = p.parse_args(argv)
     import torch
@@ -91,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     for seed in args.seeds:
         cfg = recipe(args.base, **{**changes, "seed": seed})
         print(f"{args.name} seed {seed}", flush=True)
-        runs.append(fit_run(cfg, args.target))
+        runs.append(fit_run(cfg, args.target, args.stop_at))
     steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
     row = {"name": args.name, "base": args.base, "changes": changes, "chosen on": CHOSEN_ON,
-           "target": args.target, "seeds": args.seeds,
+           "target": args.target, "stop at": args.stop_at, "seeds": args.seeds,
            "median steps to target": statistics.median(steps),
            "every seed fitted": all(s != float("inf") for s in steps),
            "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}

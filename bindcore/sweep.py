@@ -254,22 +254,25 @@ def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRAN
 
 
 def generalization_summary(table, concept_threshold: float = 0.9, transition: float = TRANSITION_SWAP) -> Any:
-    """Per object-space size, from the held-out two-object scenes (seeds averaged): the
-    smallest coverage at which concept recognition reaches ``concept_threshold``; the
-    transition coverage, from which swap-pair recognition stays at or above
-    ``transition`` (:func:`transition_coverage`); swap pairs, strict object recognition and the bag-of-concepts ceiling
-    at the largest coverage and at the best one; and how strongly object recognition
-    rises with coverage (Spearman rank correlation)."""
+    """Per object-space size, from the held-out two-object scenes (the median over seeds
+    at each coverage; ``seeds``: how many): the smallest coverage at which concept
+    recognition reaches ``concept_threshold``; the transition coverage, from which
+    swap-pair recognition stays at or above ``transition`` (:func:`transition_coverage`);
+    swap pairs (with their range over seeds), strict object recognition and the
+    bag-of-concepts ceiling at the largest coverage and at the best one; and how
+    strongly object recognition rises with coverage (Spearman rank correlation)."""
     import pandas as pd
 
     out = []
-    for objects, sub in table.groupby("objects"):
-        sub = sub.groupby("coverage", as_index=False).mean(numeric_only=True).sort_values("coverage")
+    for objects, runs in table.groupby("objects"):
+        sub = runs.groupby("coverage", as_index=False).median(numeric_only=True).sort_values("coverage")
+        swap_range = runs.groupby("coverage")["test_swap_pair"].agg(["min", "max"])
         last = sub.iloc[-1]
         best = sub.loc[sub["test_swap_pair"].idxmax()]
         rho = sub["coverage"].rank().corr(sub["test_object_2"].rank()) if len(sub) > 1 else float("nan")
         out.append({
             "objects": objects, "C": int(last["C"]), "V": int(last["V"]), "coverages": len(sub),
+            "seeds": int(runs.groupby("coverage").size().min()),
             f"concepts >= {concept_threshold:g} from coverage":
                 _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
             "transition coverage": transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
@@ -278,12 +281,58 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "largest coverage": float(last["coverage"]),
             "objects at largest coverage": float(last["test_object_2"]),
             "swap pairs at largest coverage": float(last["test_swap_pair"]),
+            "swap pairs range at largest coverage": _range(swap_range.loc[last["coverage"]]),
             "bag ceiling at largest coverage": float(last["boc_ceiling_test_object_2"]),
             "bag floor at largest coverage": float(last["boc_test_object_2"]),
             "best swap pairs": float(best["test_swap_pair"]),
+            "swap pairs range at best": _range(swap_range.loc[best["coverage"]]),
             "objects at best swap pairs": float(best["test_object_2"]),
             "bag ceiling at best swap pairs": float(best["boc_ceiling_test_object_2"]),
             "coverage of best swap pairs": float(best["coverage"]),
             "rank correlation coverage vs objects": rho,
         })
     return pd.DataFrame(out)
+
+
+def _range(row) -> str:
+    """``min-max`` of a row of per-seed values, as text (one value when they agree)."""
+    lo, hi = float(row["min"]), float(row["max"])
+    return f"{lo:.2f}" if round(lo, 2) == round(hi, 2) else f"{lo:.2f}-{hi:.2f}"
+
+
+# the columns of seed_summary: per protocol, the model's number and the bag's on the same scenes
+SEED_SUMMARY_METRICS = {
+    "strict (full vocabulary)": "test_object_2",
+    "swap pairs": "test_swap_pair",
+    "bag ceiling (full vocabulary)": "boc_ceiling_test_object_2",
+    "release protocol, pooled": "release_test_pooled",
+    "release protocol, two objects": "release_test_object_2",
+    "bag ceiling (release, two objects)": "boc_ceiling_release_test_object_2",
+    "bag count scorer (release, pooled)": "boc_release_test_pooled",
+    "validation: swap pairs": "val_swap_pair",
+    "training task": "task_object_2",
+    "cpu minutes": "cpu minutes",
+}
+
+
+def seed_summary(table, metrics: dict[str, str] | None = None) -> Any:
+    """Per object-space size and coverage: the number of seeds and, for each metric
+    (default :data:`SEED_SUMMARY_METRICS`; those absent from ``table`` are left out),
+    the median over seeds and its range (``min-max``), and whether every seed's strict
+    two-object recognition clears the bag ceiling of its own scenes."""
+    import pandas as pd
+
+    metrics = {k: v for k, v in (metrics or SEED_SUMMARY_METRICS).items() if v in table}
+    rows = []
+    for (objects, cov), runs in table.groupby(["objects", "coverage"], sort=True):
+        row = {"objects": objects, "C": int(runs["C"].iloc[0]), "V": int(runs["V"].iloc[0]), "coverage": cov,
+               "seeds": len(runs)}
+        for name, col in metrics.items():
+            vals = runs[col].astype(float)
+            row[name] = float(vals.median())
+            row[f"{name} range"] = _range({"min": vals.min(), "max": vals.max()})
+        if {"test_object_2", "boc_ceiling_test_object_2"} <= set(runs):
+            row["every seed above the bag ceiling"] = bool(
+                (runs["test_object_2"] > runs["boc_ceiling_test_object_2"]).all())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -121,7 +121,9 @@ print(f"10,000 random scenes tokenized and decoded back exactly; vocabulary size
 # Binding *generalization* (§5.2) is measured on objects the model never saw. A seeded
 # permutation of all $V^C$ objects puts the first fraction (the **coverage**) into
 # training; training scenes are made only of training objects and test scenes only of
-# held-out ones. Every value of every concept still appears in training, only some
+# held-out ones. A second seeded permutation divides the held-out objects into
+# validation objects, which any choice of recipe or training length may read, and test
+# objects, read once for the record. Every value of every concept still appears in training, only some
 # *combinations* are new.
 
 # %% tags=["hide-input"]
@@ -132,7 +134,8 @@ if space.n_concepts == 2:
     ax.set_xlabel("value of concept 1")
     ax.set_ylabel("value of concept 2")
     ax.set_title(f"coverage {coverage:g}: {len(split.train)} training objects (blue), "
-                 f"{len(split.test)} held out (white)", fontsize=9)
+                 f"{len(split.heldout)} held out (white: {len(split.val)} validation, "
+                 f"{len(split.test)} test)", fontsize=9)
     ax.grid(False)
     plt.show()
 seen_values = torch.unique(space.value_tokens(space.object_values(split.train)))

@@ -25,13 +25,24 @@
 # **What this chapter does.** It trains the dual encoder of appendix B (two independent
 # transformers, one for scenes and one for queries, compared by cosine similarity) on
 # scenes of one or two objects built only from training objects, and measures concept
-# and object recognition on scenes made only of held-out objects, against the *full*
-# object vocabulary. Binding is read from the swap-pair test of §3 (a held-out scene
-# and its twin with one concept's values swapped, both recognised: any bag of concepts
-# scores zero), with the bag-of-concepts floor and ceiling of §3 drawn beside strict
-# accuracy. Two sets of runs: this build's own small sweep (profile below), and the
-# `scale` sweep at the paper's object-space sizes, read from the records under
-# `published/` that `bindcore sweep --profile scale` made.
+# and object recognition on scenes made only of held-out objects. The held-out objects
+# are divided in two by a seed: **validation** objects, which any choice (a recipe, a
+# number of steps) may read, and **test** objects, read once for the record. Binding is
+# read from the swap-pair test of §3 (a held-out scene and its twin with one concept's
+# values swapped, both recognised: any bag of concepts scores zero), with the
+# bag-of-concepts floor and ceiling of §3 on the same scenes.
+#
+# **Two protocols.** Our headline protocol ranks each scene's objects against the *full*
+# vocabulary of $V^C$ objects. The paper's numbers come from the released code's test
+# protocol (batches of held-out scenes of one or two objects; the candidates of a
+# batch are a capped random subset of its distinct objects plus one attribute-swap
+# negative per two-object scene; one- and two-object scenes pooled), which is easier. Every
+# evaluation here reports both (`release_*` columns), each with the bag of concepts
+# under the same protocol, so the paper's number can be set beside the matching one.
+#
+# Two sets of runs: this build's own small sweep (profile below), and the `scale` sweep
+# at the paper's object-space sizes, read from the records under `published/` that
+# `bindcore sweep --profile scale` made.
 
 # %% tags=["hide-input"]
 import subprocess
@@ -74,8 +85,8 @@ from bindcore.book.chapter import (
 from bindcore.book.claims import claims_table, generalization_claim_rules
 from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
-from bindcore.book.tables import recipe_search_table
-from bindcore.controlled.recipes import SCALE_STEPS, recipe_table
+from bindcore.book.tables import fit_search_table, recipe_search_table
+from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
 from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
 from bindcore.paper import PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
@@ -88,6 +99,7 @@ from bindcore.sweep import (
     generalization_summary,
     results_table,
     run_sweep,
+    seed_summary,
 )
 
 P = start_chapter("binding_generalization", globals())
@@ -145,18 +157,29 @@ print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}
       f"training time per run: {table['minutes'].mean():.1f} min on average ({table['device'].iloc[0]})")
 
 # %% [markdown]
-# Accuracies on held-out objects (`test_*`) and on training objects (`train_*`), for
-# one- and two-object scenes; swap-pair recognition over all twins (`test_swap_pair`)
-# and over twins made only of held-out objects (`test_swap_pair_heldout`); the
-# bag-of-concepts floor (`boc_test_object_2`, the tie-failing oracle) and ceiling
-# (`boc_ceiling_test_object_2`) on the same held-out scenes. The candidate set is always
-# the full vocabulary (all $V^C$ objects, all $C \cdot V$ concept values).
+# Accuracies on test objects (`test_*`), validation objects (`val_*`) and training
+# objects (`train_*`), for one- and two-object scenes; swap-pair recognition over all
+# twins (`test_swap_pair`) and over twins made only of test objects
+# (`test_swap_pair_heldout`); the bag-of-concepts floor (`boc_test_object_2`, the
+# tie-failing oracle) and ceiling (`boc_ceiling_test_object_2`) on the same scenes. The
+# candidate set is the full vocabulary (all $V^C$ objects, all $C \cdot V$ concept
+# values).
 
 # %% tags=["hide-input", "full-width"]
 cols = ["C", "V", "objects", "coverage", "seed", "values seen in training", "test_object_2", "test_swap_pair",
         "test_swap_pair_heldout", "boc_test_object_2", "boc_ceiling_test_object_2", "test_object_1",
-        "test_concept_2", "test_concept_1", "train_object_2", "cpu minutes"]
-table[cols].round(3)
+        "test_concept_2", "val_object_2", "val_swap_pair", "train_object_2", "cpu minutes"]
+table[[c for c in cols if c in table]].round(3)
+
+# %% [markdown]
+# The same runs under both protocols, per coverage: the median over seeds and its range
+# (`min-max`). Under the release's protocol (`release_*`) the bag of concepts scores
+# far higher than against the full vocabulary, because most candidate sets hold few of
+# the objects a bag confuses; a binding claim has to clear the bag's ceiling under the
+# protocol it is made in.
+
+# %% tags=["hide-input", "full-width"]
+seed_summary(table).round(3)
 
 # %% [markdown]
 # At low coverage some concept values never occur in any training object (column
@@ -207,16 +230,22 @@ if P["show_scale"]:
 else:
     print("show_scale is off: the scale sweep's records are not shown")
 
+# %% [markdown]
+# Every point of the scale plan is trained with {glue:text}`scale_seeds` seeds (the training seed sets
+# the initialisation, the minibatches and the evaluation scenes; the object split, and so
+# which objects are training, validation and test objects, is the same for every seed).
+# The figure draws every seed as a dot and the median as the line; the claims below are
+# judged on the median, with the range printed beside it.
+
 # %% tags=["hide-input", "full-width"]
+glue("scale_seeds", len(SCALE_SEEDS))
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     plot_scale(axes, scale_table, transition=TRANSITION_SWAP)
     fig.suptitle("The scale sweep (published records)", y=1.02)
     plt.show()
-    display(scale_table[["C", "V", "objects", "coverage", "steps", "test_object_2", "test_swap_pair",
-                         "test_swap_pair_heldout", "boc_test_object_2", "boc_ceiling_test_object_2",
-                         "test_concept_2", "train_object_2", "cpu minutes", "machine"]].round(3))
+    display(seed_summary(scale_table).round(3))
 
 # %% [markdown]
 # ### Binding appears suddenly during training
@@ -249,10 +278,29 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # ## The recipe search
 #
-# Every attempt of the search for the `scale` recipe, failed ones included
-# (`benchmarks/recipe_search.py`, logged in `published/recipe-search.json`; one seed,
-# one CPU thread each; "changes" are the fields changed from the quick recipe besides
-# V, coverage and steps).
+# The scale records say why a recipe binds at one seed and not at another: at the larger
+# coverages, held-out recognition follows how well a run fits its *own* training
+# task (two-object scenes of training objects, recognised among the training objects:
+# `task_object_2`), and the runs that fail have not fitted it by their last step. That
+# is an optimisation question, which can be searched on training objects alone. The
+# search below (`benchmarks/fit_search.py`, logged in `published/fit-search.json`)
+# trains each candidate recipe with several seeds on one CPU thread until the training
+# task reaches the target, and reads every evaluation through a view without test keys
+# (`bindcore.controlled.search.search_view`; a test fails if the search reads one). The
+# column "chosen on" names what each attempt was judged on.
+
+# %% tags=["hide-input", "full-width"]
+fits = fit_search_table()
+with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
+    display(fits if len(fits) else Markdown("No fit-search log in `published/`."))
+
+# %% [markdown]
+# The first search, which found the `scale` recipe, kept attempts by their held-out
+# numbers, one seed each, before the held-out objects were divided into validation and
+# test objects; its log stays here as it was made, failed attempts included
+# (`benchmarks/recipe_search.py`, logged in `published/recipe-search.json`; "changes"
+# are the fields changed from the base recipe besides V, coverage and steps). Later
+# attempts of that script read validation objects only.
 
 # %% tags=["hide-input", "full-width"]
 search = recipe_search_table()

@@ -65,7 +65,7 @@ def test_twins_keep_the_bag_and_change_the_binding():
 @given(seed=st.integers(0, 10_000), coverage=st.sampled_from([0.3, 0.5, 0.8]), c=st.sampled_from([2, 3]))
 def test_a_bag_scorer_scores_zero_on_swap_pairs_and_never_beats_the_ceiling(seed, coverage, c):
     sp = SceneSpace(c, 5 if c == 2 else 3, 2)
-    held = coverage_split(sp, coverage, seed).test
+    held = coverage_split(sp, coverage, seed).heldout
     scenes = all_pairs(held)  # every scene of two held-out objects: closed under held-out twins
     gen = torch.Generator().manual_seed(seed)
     tie = {"bag": torch.rand(sp.n_value_tokens, generator=gen) * 7,
@@ -81,7 +81,7 @@ def test_a_bag_scorer_scores_zero_on_swap_pairs_and_never_beats_the_ceiling(seed
 
 def test_a_scorer_that_knows_the_objects_scores_one():
     sp = SceneSpace(2, 6, 2)
-    held = coverage_split(sp, 0.5, 0).test
+    held = coverage_split(sp, 0.5, 0).heldout
     scenes = all_pairs(held)
     cands = torch.arange(sp.n_objects)
     ok = strict_correct(object_scorer(sp, scenes, cands), object_labels(scenes, cands))

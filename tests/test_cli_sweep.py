@@ -123,13 +123,20 @@ def test_data_make_writes_a_dataset_with_its_labels(tmp_path, capsys, kind, args
 
 
 def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_covers_the_sizes():
-    from bindcore.controlled.recipes import SCALE_COVERAGES, SCALE_EXTRA_COVERAGES, SCALE_STEPS, scale_plan
+    from bindcore.controlled.recipes import (
+        SCALE_COVERAGES,
+        SCALE_EXTRA_COVERAGES,
+        SCALE_SEEDS,
+        SCALE_STEPS,
+        scale_plan,
+    )
 
     diff = recipe_differences("quick", "scale")
     assert set(diff) == {"max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger", "steps"}
     plan = scale_plan()
     extra = sum(len(v) for v in SCALE_EXTRA_COVERAGES.values())
-    assert len(plan) == len(SCALE_STEPS) * len(SCALE_COVERAGES) + extra
+    assert len(plan) == (len(SCALE_STEPS) * len(SCALE_COVERAGES) + extra) * len(SCALE_SEEDS)
+    assert len(SCALE_SEEDS) >= 3 and {c.split_seed for c in plan} == {0}
     assert {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
     for c in plan:
         assert c.steps == SCALE_STEPS[(c.n_concepts, c.n_values)] and not c.heldout_as_negatives

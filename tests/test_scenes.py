@@ -76,10 +76,12 @@ def test_split_is_a_disjoint_cover(space, coverage, seed):
             coverage_split(space, coverage, seed)
         return
     sp = coverage_split(space, coverage, seed)
-    tr, te = set(sp.train.tolist()), set(sp.test.tolist())
-    assert not tr & te
-    assert tr | te == set(range(n))
+    tr, va, te = set(sp.train.tolist()), set(sp.val.tolist()), set(sp.test.tolist())
+    assert not tr & te and not tr & va and not va & te
+    assert tr | va | te == set(range(n))
+    assert set(sp.heldout.tolist()) == va | te
     assert len(tr) == n_train
+    assert len(va) == (n - n_train) // 2  # the held-out objects halved, the odd one tests
     # deterministic in the seed
     assert torch.equal(coverage_split(space, coverage, seed).train, sp.train)
 

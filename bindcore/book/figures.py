@@ -304,28 +304,37 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
 
 
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
-    """§5.2 at several object-space sizes: (0) strict held-out two-object recognition
-    against coverage, one colour per size, its bag-of-concepts ceiling dotted; (1)
-    held-out swap-pair recognition (a bag scores 0), the transition level dashed; (2)
-    the transition coverage against |O| (:func:`bindcore.sweep.transition_coverage`;
-    open markers: no transition, drawn at the largest coverage)."""
-    mean = table.groupby(["objects", "C", "V", "coverage"], as_index=False).mean(numeric_only=True)
+    """§5.2 at several object-space sizes, every seed a dot and the median over seeds a
+    line: (0) strict held-out two-object recognition against coverage, one colour per
+    size, its bag-of-concepts ceiling dotted, and where the records have it the
+    release's protocol (two-object scenes) dashed; (1) held-out swap-pair recognition (a
+    bag scores 0), the transition level dashed; (2) the transition coverage of the
+    median against |O| (:func:`bindcore.sweep.transition_coverage`; open markers: no
+    transition, drawn at the largest coverage)."""
+    keys = ["objects", "C", "V", "coverage"]
+    median = table.groupby(keys, as_index=False).median(numeric_only=True)
+    release = "release_test_object_2" in table and table["release_test_object_2"].notna().any()
     trans = []
-    for i, ((objects, c, v), sub) in enumerate(mean.groupby(["objects", "C", "V"], sort=True)):
+    for i, ((objects, c, v), sub) in enumerate(median.groupby(["objects", "C", "V"], sort=True)):
         sub = sub.sort_values("coverage")
+        runs = table[table["objects"] == objects]
         colour = PALETTE[i % len(PALETTE)]
         label = f"|O| = {objects:,} (C = {c}, V = {v})"
         axes[0].plot(sub["coverage"], sub["test_object_2"], "o-", color=colour, label=label)
+        axes[0].plot(runs["coverage"], runs["test_object_2"], ".", color=colour, alpha=0.45)
         axes[0].plot(sub["coverage"], sub["boc_ceiling_test_object_2"], ":", color=colour, lw=1.2)
+        if release:
+            axes[0].plot(sub["coverage"], sub["release_test_object_2"], "--", color=colour, lw=1.2)
         axes[1].plot(sub["coverage"], sub["test_swap_pair"], "o-", color=colour, label=label)
+        axes[1].plot(runs["coverage"], runs["test_swap_pair"], ".", color=colour, alpha=0.45)
         t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
         reached = not math.isnan(t)
         trans.append((objects, t if reached else float(sub["coverage"].max()), reached, colour))
     axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
-    axes[0].set_title("strict recognition; dotted: bag-of-concepts ceiling")
+    axes[0].set_title("strict recognition; dotted: bag ceiling" + ("; dashed: release protocol" if release else ""))
     axes[1].axhline(transition, color="grey", ls="--", lw=1)
     axes[1].set_ylabel("held-out swap pairs recognised")
-    axes[1].set_title("swap pairs (any bag of concepts: 0)")
+    axes[1].set_title("swap pairs (any bag of concepts: 0); dots: seeds")
     for ax in axes[:2]:
         ax.set_xlabel("object coverage")
         ax.set_ylim(-0.03, 1.03)
@@ -336,7 +345,7 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
     axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
     axes[2].set_xscale("log")
     axes[2].set_xlabel("|O| (objects in the space)")
-    axes[2].set_ylabel(f"transition coverage (swap pairs >= {transition:g})")
+    axes[2].set_ylabel(f"transition coverage (median swap pairs >= {transition:g})")
     axes[2].set_ylim(0, 1)
     axes[2].set_title("open marker: no transition up to that coverage")
 

@@ -468,6 +468,47 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
         "CPU min": r["cpu minutes"], "strict": r["strict"], "swap pairs": r["swap pairs"],
         "swap pairs (held-out twins)": r["swap pairs, held-out twins"], "bag ceiling": r["bag ceiling"],
         "training task": r["training task"], "status": r["status"],
+        "chosen on": r.get("chosen on", RECIPE_SEARCH_CHOSEN_ON),
         "code": code_version(r.get("code")),
     } for r in rows])
     return out
+
+
+# the first recipe search (published/recipe-search.json) kept attempts by their held-out
+# numbers, before the held-out objects were divided into validation and test objects
+RECIPE_SEARCH_CHOSEN_ON = "held-out objects (test_*: before the validation split)"
+
+
+def fit_search_table(path: Any = None) -> pd.DataFrame:
+    """The attempts of the §5.2 search on training-task fit (``benchmarks/fit_search.py``,
+    logged in ``published/fit-search.json``): per attempt the fields changed, and per
+    seed the step at which the training task reached the target (blank: not by the last
+    step), its last reading and CPU-minutes; the metric it was judged on. An empty
+    frame when there is no log."""
+    import json
+    from pathlib import Path
+
+    from bindcore.store import PUBLISHED_ROOT
+
+    if path is None and PUBLISHED_ROOT is None:
+        return pd.DataFrame()
+    path = Path(path) if path is not None else PUBLISHED_ROOT / "fit-search.json"
+    if not path.exists():
+        return pd.DataFrame()
+    rows = []
+    for r in json.loads(path.read_text())["attempts"]:
+        runs = r["runs"]
+        rows.append({
+            "attempt": r["name"],
+            "changes": f"{r['base']} + " + ", ".join(f"{k}={v}" for k, v in r["changes"].items()
+                                                     if k not in ("n_values", "coverage")),
+            "V": r["changes"].get("n_values"), "coverage": r["changes"].get("coverage"),
+            "seeds": " / ".join(str(x["seed"]) for x in runs),
+            f"steps to {r['target']:g}": " / ".join("-" if x["steps_to_target"] is None
+                                                   else f"{x['steps_to_target']:,}" for x in runs),
+            "last reading": " / ".join(f"{x['last_task_object_2']:.2f}" for x in runs),
+            "every seed fitted": r["every seed fitted"],
+            "CPU min": " / ".join(f"{x['cpu_minutes']:.0f}" for x in runs),
+            "chosen on": r["chosen on"],
+        })
+    return pd.DataFrame(rows)

@@ -83,16 +83,18 @@ _RECIPES["scale"] = dict(_RECIPES["quick"], max_object_queries=128, near_miss_ne
 # model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
 _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_scenes"])
 
-# the scale sweep: per (C, V), the steps of each run; every size at every coverage
-SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 12_000, (3, 10): 12_000}
+# the scale sweep: per (C, V), the steps of each run; every size at every coverage and seed
+SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 12_000, (2, 100): 12_000}
 SCALE_COVERAGES = (0.1, 0.2, 0.3, 0.5, 0.7)
-# (C, V): further coverages of one size (|O| = 100 at the quick book's largest coverage)
-SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {(2, 10): (0.8,)}
-SCALE_SEEDS = (0,)
+# (C, V): further coverages of one size
+SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {}
+# training seeds of every point (the object split, split_seed, is the same for all of them)
+SCALE_SEEDS = (0, 1, 2)
 
 
 def scale_plan() -> list[TrainConfig]:
-    """The configs of the ``scale`` sweep, smallest object space first."""
+    """The configs of the ``scale`` sweep, smallest object space first, then coverage,
+    then seed."""
     return [recipe("scale", n_concepts=c, n_values=v, steps=steps, coverage=cov, seed=seed)
             for (c, v), steps in sorted(SCALE_STEPS.items(), key=lambda kv: kv[0][1] ** kv[0][0])
             for cov in (*SCALE_COVERAGES, *SCALE_EXTRA_COVERAGES.get((c, v), ())) for seed in SCALE_SEEDS]

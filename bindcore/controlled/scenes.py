@@ -181,18 +181,30 @@ def n_objects_in(scenes: torch.Tensor) -> torch.Tensor:
 # -- coverage split ----------------------------------------------------------------
 @dataclass(frozen=True)
 class ObjectSplit:
-    """Training objects and held-out objects of a scene space."""
+    """Training objects and held-out objects of a scene space; the held-out objects are
+    divided into validation objects (``val``: for any choice a search makes, a recipe,
+    a number of steps, an early reading of a curve) and test objects (``test``: read
+    once, for the record)."""
 
     train: torch.Tensor
+    val: torch.Tensor
     test: torch.Tensor
 
     @property
+    def heldout(self) -> torch.Tensor:
+        """Every held-out object (validation and test), sorted."""
+        return torch.cat([self.val, self.test]).sort().values
+
+    @property
     def coverage(self) -> float:
-        return len(self.train) / (len(self.train) + len(self.test))
+        return len(self.train) / (len(self.train) + len(self.val) + len(self.test))
 
 
 def coverage_split(space: SceneSpace, coverage: float, seed: int = 0) -> ObjectSplit:
-    """Seeded permutation of all V**C objects; the first floor(coverage*|O|) train.
+    """Seeded permutation of all V**C objects; the first floor(coverage*|O|) train. A
+    second permutation from the same generator divides the held-out objects: the first
+    half (rounded down) validates, the rest test. The training objects are those of the
+    permutation alone, so they do not depend on the division.
 
     Raises ``ValueError`` if coverage is outside (0, 1) or leaves an empty side.
     """
@@ -206,7 +218,11 @@ def coverage_split(space: SceneSpace, coverage: float, seed: int = 0) -> ObjectS
         raise ValueError(f"coverage={coverage} of {n} objects leaves no held-out object")
     gen = torch.Generator().manual_seed(seed)
     perm = torch.randperm(n, generator=gen)
-    return ObjectSplit(train=perm[:n_train].sort().values, test=perm[n_train:].sort().values)
+    heldout = perm[n_train:]
+    heldout = heldout[torch.randperm(len(heldout), generator=gen)]
+    n_val = len(heldout) // 2
+    return ObjectSplit(train=perm[:n_train].sort().values, val=heldout[:n_val].sort().values,
+                       test=heldout[n_val:].sort().values)
 
 
 # -- sampling ------------------------------------------------------------------------

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-TEST_PREFIXES = ("test_", "ceiling_test_", "release_test_")
-
 
 def is_test_key(key: str) -> bool:
-    """Whether ``key`` reports test objects (never read by a choice)."""
-    return any(key.startswith(p) for p in TEST_PREFIXES)
+    """Whether ``key`` reports test objects (never read by a choice): one of its
+    underscore-separated words is ``test`` (``test_object_2``, ``ceiling_test_object_2``,
+    ``release_test_pooled``, ``ceiling_release_test_object_2``)."""
+    return "test" in key.split("_")
 
 
 class SearchView(Mapping):
     """A read-only view of a metrics dict without its test keys."""
 
     def __init__(self, metrics: Mapping[str, Any]) -> None:
-        self._m = {k: v for k, v in metrics.items() if not is_test_key(k)}
+        self._m = {k: metrics[k] for k in list(metrics.keys()) if not is_test_key(k)}
 
     def __getitem__(self, key: str) -> Any:
         if is_test_key(key):

@@ -15,7 +15,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, get_type_hints
@@ -23,18 +23,12 @@ from typing import Any, ClassVar, get_type_hints
 import torch
 import torch.nn.functional as F
 
-from bindcore.analysis.metrics import (
-    bag_ceiling,
-    bag_of_concepts_scores,
-    strict_correct,
-    swap_pair_recognition,
-    swap_twins,
-)
 from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.settings import check_type, coerce, unknown_name
 from bindcore.store import Entry, Kind, ResultStore, quarantine
 
+from .evaluation import bag_of_concepts_baseline, embed_in_chunks, evaluate, make_eval_set
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -523,144 +517,6 @@ def train_loss(
 
 
 # ---------------------------------------------------------------------------------
-# evaluation on held-out objects (§5.2)
-# ---------------------------------------------------------------------------------
-@dataclass
-class EvalSet:
-    """Fixed evaluation scenes: for each object count n, ``eval_scenes`` scenes of
-    exactly n held-out objects (``test``) and of n training objects (``train``)."""
-
-    test: dict[int, torch.Tensor] = field(default_factory=dict)
-    train: dict[int, torch.Tensor] = field(default_factory=dict)
-
-
-def make_eval_set(cfg: TrainConfig, split: ObjectSplit, device: torch.device) -> EvalSet:
-    gen = torch.Generator(device=device).manual_seed(10_007 + cfg.seed)
-    es = EvalSet()
-    for n in range(1, cfg.max_objects + 1):
-        es.test[n] = sample_scenes(split.test, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
-        es.train[n] = sample_scenes(split.train, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
-    return es
-
-
-@torch.no_grad()
-def embed_in_chunks(encoder: torch.nn.Module, tokens: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-    return torch.cat([encoder(tokens[i : i + chunk]).float() for i in range(0, len(tokens), chunk)])
-
-
-@torch.no_grad()
-def recognition_flags(
-    space: SceneSpace,
-    model: DualEncoder,
-    scenes: torch.Tensor,
-    object_emb: torch.Tensor,
-    concept_emb: torch.Tensor,
-    task_candidates: torch.Tensor | None = None,
-    z: torch.Tensor | None = None,
-) -> dict[str, torch.Tensor]:
-    """Per scene, strict concept and object recognition against the full vocabularies
-    (all V**C objects, all C*V concept values); with ``task_candidates`` also object
-    recognition among those objects only ("task"). bool ``[S]`` each. ``z``: the
-    scenes' embeddings if already computed (default: the token scene encoder's)."""
-    if z is None:
-        z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
-    all_obj = torch.arange(space.n_objects, device=scenes.device)
-    ok: dict[str, list[torch.Tensor]] = {"object": [], "concept": [], "task": []}
-    for i in range(0, len(z), 1024):
-        sc, zi = scenes[i : i + 1024], z[i : i + 1024]
-        obj_scores = cosine_logits(zi, object_emb, 1.0)
-        ok["object"].append(strict_correct(obj_scores, object_labels(sc, all_obj)))
-        ok["concept"].append(strict_correct(cosine_logits(zi, concept_emb, 1.0), space.concept_multi_hot(sc)))
-        if task_candidates is not None:
-            ok["task"].append(strict_correct(obj_scores[:, task_candidates], object_labels(sc, task_candidates)))
-    return {k: torch.cat(v) for k, v in ok.items() if v}
-
-
-@torch.no_grad()
-def recognition(
-    space: SceneSpace,
-    model: DualEncoder,
-    scenes: torch.Tensor,
-    object_emb: torch.Tensor,
-    concept_emb: torch.Tensor,
-    task_candidates: torch.Tensor | None = None,
-) -> dict[str, float]:
-    """Strict concept and object recognition rates of ``scenes`` (see :func:`recognition_flags`)."""
-    flags = recognition_flags(space, model, scenes, object_emb, concept_emb, task_candidates)
-    return {k: v.float().mean().item() for k, v in flags.items()}
-
-
-@torch.no_grad()
-def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
-    """Concept and object recognition per object count on held-out ("test") and
-    training-object ("train") scenes, keys like ``test_object_2``; and ``task_object_n``:
-    training scenes among the training objects only, i.e. the training task itself
-    (what the concept-loss trigger watches: it involves no held-out object)."""
-    space = cfg.space
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    all_obj = torch.arange(space.n_objects, device=device)
-    object_emb = embed_in_chunks(model.query, space.object_query_tokens(all_obj))
-    concept_emb = embed_in_chunks(
-        model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))
-    )
-    split = cfg.split
-    train_ids = split.train.to(device)
-    out: dict[str, float] = {}
-    for which, sets in (("test", es.test), ("train", es.train)):
-        for n, scenes in sets.items():
-            r = recognition_flags(space, model, scenes, object_emb, concept_emb,
-                                  task_candidates=train_ids if which == "train" else None,
-                                  z=cfg.embed_eval_scenes(model, scenes))
-            out[f"{which}_object_{n}"] = r["object"].float().mean().item()
-            out[f"{which}_concept_{n}"] = r["concept"].float().mean().item()
-            if "task" in r:
-                out[f"task_object_{n}"] = r["task"].float().mean().item()
-            if which == "test" and n == 2:
-                out.update(_swap_pairs(cfg, model, scenes, r["object"], object_emb, split.test.to(device)))
-    model.train(was_training)
-    return out
-
-
-@torch.no_grad()
-def _swap_pairs(cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
-                object_emb: torch.Tensor, heldout: torch.Tensor) -> dict[str, float]:
-    """Swap-pair recognition of held-out two-object scenes (keys ``test_swap_pair`` and
-    ``test_swap_pair_heldout``): scene and attribute-swapped twin both recognised."""
-    space = cfg.space
-    source, twins = swap_twins(space, scenes[:, :2])
-    if len(twins) == 0:
-        return {}
-    twins = torch.nn.functional.pad(twins, (0, space.max_objects - 2), value=-1)
-    z = cfg.embed_eval_scenes(model, twins)
-    all_obj = torch.arange(space.n_objects, device=scenes.device)
-    twin_ok = torch.cat([strict_correct(cosine_logits(z[i:i + 1024], object_emb, 1.0),
-                                        object_labels(twins[i:i + 1024], all_obj)) for i in range(0, len(z), 1024)])
-    r = swap_pair_recognition(scene_correct, source, twin_ok, isin(twins[:, :2], heldout).all(1))
-    return {f"test_{k}": v for k, v in r.items()}
-
-
-def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
-    """Bag-of-concepts baselines on the same held-out scenes and candidates: the
-    tie-failing oracle (a floor, keys ``test_object_n``) and, for two-object scenes, the
-    best any scorer of the bag alone can do (a ceiling, ``ceiling_test_object_2``; it
-    does not know which objects were held out, so every binding of a bag is plausible)."""
-    space = cfg.space
-    out = {}
-    for n, scenes in es.test.items():
-        all_obj = torch.arange(space.n_objects, device=scenes.device)
-        ok = []
-        for i in range(0, len(scenes), 1024):
-            sc = scenes[i : i + 1024]
-            ok.append(strict_correct(bag_of_concepts_scores(space, sc, all_obj), object_labels(sc, all_obj)))
-        out[f"test_object_{n}"] = torch.cat(ok).float().mean().item()
-        if n == 2:
-            out["ceiling_test_object_2"] = bag_ceiling(space, scenes[:, :2]).mean().item()
-    return out
-
-
-# ---------------------------------------------------------------------------------
 # the training loop
 # ---------------------------------------------------------------------------------
 def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
@@ -887,6 +743,7 @@ def train(
             "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
             "parameters_per_encoder": count_parameters(out.model.scene),
             "n_train_objects": len(split.train),
+            "n_val_objects": len(split.val),
             "n_test_objects": len(split.test),
         }
         store.finish(entry, record)

@@ -1,0 +1,295 @@
+"""Evaluation of a controlled dual encoder (§5.2), under two protocols, on three object
+sets.
+
+Object sets (:class:`bindcore.controlled.scenes.ObjectSplit`): scenes of training
+objects (keys ``train_*``, and ``task_*`` for the training task itself: recognised among
+the training objects only), of validation objects (``val_*``: held out, read by any
+choice a search makes) and of test objects (``test_*``: held out, read once for the
+record; :mod:`bindcore.controlled.search` hides them from a search).
+
+Protocols:
+
+* **full vocabulary** (this book's): a scene of n objects is recognised when its n
+  objects score strictly above every other of the V**C objects (the strict rule), per
+  object count, on fixed scenes of exactly n objects (``{set}_object_n``); swap pairs
+  (a two-object scene and its attribute-swapped twin both recognised;
+  ``{set}_swap_pair``) read binding directly, since any bag of concepts scores 0 there.
+* **release** (the authors' code, reference spec §6, where the paper's numbers come
+  from): batches of 512 scenes of one or two objects of the set; the candidates of a
+  batch are at most 64 of its distinct objects plus one attribute-swap negative per
+  two-object scene; the strict rule per scene with a positive among the candidates;
+  the mean of the batches' means, pooled over one- and two-object scenes
+  (``release_{set}_pooled``) and on two-object scenes (``release_{set}_object_2``).
+
+Both protocols come with the bag of concepts on the same scenes and candidates
+(:func:`bag_of_concepts_baseline`): the tie-failing count scorer (a floor) and the bag
+ceiling, the best any scorer of the bag alone can reach (the bar a binding claim must
+clear).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from bindcore.analysis.metrics import (
+    bag_ceiling,
+    bag_of_concepts_scores,
+    strict_correct,
+    swap_pair_recognition,
+    swap_twins,
+)
+
+from .models import DualEncoder, cosine_logits
+from .scenes import SceneSpace, attribute_swaps, isin, object_labels, sample_scenes
+
+if TYPE_CHECKING:
+    from .training import TrainConfig
+
+# the release's test stream: batches of 512 scenes, at most 64 positives as candidates
+RELEASE_BATCH = 512
+RELEASE_MAX_POSITIVES = 64
+RELEASE_BATCHES = 10  # at eval_scenes >= 1024 (fewer for smaller evaluations, see release_batches)
+HELDOUT_SETS = ("val", "test")
+
+
+def release_batches(eval_scenes: int) -> int:
+    """Release-protocol batches of an evaluation of ``eval_scenes`` scenes per object
+    count: the release's 10 from 1,024 on (the quick, scale and paper recipes), fewer,
+    in proportion, for the cheaper evaluations of smoke runs and dry runs (at least 1)."""
+    return max(1, min(RELEASE_BATCHES, round(RELEASE_BATCHES * eval_scenes / 1024)))
+
+
+@dataclass
+class ReleaseBatch:
+    """One test batch of the release protocol: its scenes and object candidates."""
+
+    scenes: torch.Tensor  # [B, O_max] object ids, -1 padded
+    candidates: torch.Tensor  # [K] distinct object ids
+
+
+@dataclass
+class EvalSet:
+    """Fixed evaluation scenes: for each object count n, ``eval_scenes`` scenes of
+    exactly n objects of each object set (``train``, ``val``, ``test``), and the release
+    protocol's batches of the held-out sets (``release[set]``)."""
+
+    test: dict[int, torch.Tensor] = field(default_factory=dict)
+    train: dict[int, torch.Tensor] = field(default_factory=dict)
+    val: dict[int, torch.Tensor] = field(default_factory=dict)
+    release: dict[str, list[ReleaseBatch]] = field(default_factory=dict)
+
+    def heldout(self) -> dict[str, dict[int, torch.Tensor]]:
+        """The held-out sets that have scenes: ``{"val": ..., "test": ...}``."""
+        return {k: v for k, v in (("val", self.val), ("test", self.test)) if v}
+
+
+def release_batch(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator) -> ReleaseBatch:
+    """A test batch as the release draws it: 512 scenes of 1-2 objects of ``objects``;
+    candidates = at most 64 of the batch's distinct objects (a random subset when there
+    are more) and one attribute-swap negative per two-object scene (any object: the
+    release's test stream allows every object as a query)."""
+    scenes = sample_scenes(objects, RELEASE_BATCH, space.max_objects, gen)
+    present = scenes[scenes >= 0].unique()
+    if len(present) > RELEASE_MAX_POSITIVES:
+        present = present[torch.randperm(len(present), generator=gen, device=gen.device)[:RELEASE_MAX_POSITIVES]]
+    swaps = attribute_swaps(space, scenes, gen, 1)
+    return ReleaseBatch(scenes, torch.cat([present, swaps]).unique())
+
+
+def make_eval_set(cfg: TrainConfig, split, device: torch.device) -> EvalSet:
+    """The fixed evaluation scenes of a run: a function of its seed and split. The
+    training and test scenes come from one generator (training scenes as before the
+    validation set existed), the validation and release scenes from a second."""
+    gen = torch.Generator(device=device).manual_seed(10_007 + cfg.seed)
+    es = EvalSet()
+    for n in range(1, cfg.max_objects + 1):
+        es.test[n] = sample_scenes(split.test, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
+        es.train[n] = sample_scenes(split.train, cfg.eval_scenes, cfg.max_objects, gen, n_objects=n)
+    gen2 = torch.Generator(device=device).manual_seed(20_011 + cfg.seed)
+    if len(split.val):
+        for n in range(1, cfg.max_objects + 1):
+            es.val[n] = sample_scenes(split.val, cfg.eval_scenes, cfg.max_objects, gen2, n_objects=n)
+    for which in HELDOUT_SETS:
+        objects = getattr(split, which)
+        if len(objects):
+            es.release[which] = [release_batch(cfg.space, objects.to(device), gen2)
+                                 for _ in range(release_batches(cfg.eval_scenes))]
+    return es
+
+
+@torch.no_grad()
+def embed_in_chunks(encoder: torch.nn.Module, tokens: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    return torch.cat([encoder(tokens[i : i + chunk]).float() for i in range(0, len(tokens), chunk)])
+
+
+@torch.no_grad()
+def recognition_flags(
+    space: SceneSpace,
+    model: DualEncoder,
+    scenes: torch.Tensor,
+    object_emb: torch.Tensor,
+    concept_emb: torch.Tensor,
+    task_candidates: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Per scene, strict concept and object recognition against the full vocabularies
+    (all V**C objects, all C*V concept values); with ``task_candidates`` also object
+    recognition among those objects only ("task"). bool ``[S]`` each. ``z``: the
+    scenes' embeddings if already computed (default: the token scene encoder's)."""
+    if z is None:
+        z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
+    all_obj = torch.arange(space.n_objects, device=scenes.device)
+    ok: dict[str, list[torch.Tensor]] = {"object": [], "concept": [], "task": []}
+    for i in range(0, len(z), 1024):
+        sc, zi = scenes[i : i + 1024], z[i : i + 1024]
+        obj_scores = cosine_logits(zi, object_emb, 1.0)
+        ok["object"].append(strict_correct(obj_scores, object_labels(sc, all_obj)))
+        ok["concept"].append(strict_correct(cosine_logits(zi, concept_emb, 1.0), space.concept_multi_hot(sc)))
+        if task_candidates is not None:
+            ok["task"].append(strict_correct(obj_scores[:, task_candidates], object_labels(sc, task_candidates)))
+    return {k: torch.cat(v) for k, v in ok.items() if v}
+
+
+@torch.no_grad()
+def recognition(
+    space: SceneSpace,
+    model: DualEncoder,
+    scenes: torch.Tensor,
+    object_emb: torch.Tensor,
+    concept_emb: torch.Tensor,
+    task_candidates: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Strict concept and object recognition rates of ``scenes`` (see :func:`recognition_flags`)."""
+    flags = recognition_flags(space, model, scenes, object_emb, concept_emb, task_candidates)
+    return {k: v.float().mean().item() for k, v in flags.items()}
+
+
+def release_rates(batches: list[ReleaseBatch], score) -> dict[str, float]:
+    """The release protocol's rates of a scorer (``score(scenes, candidates) -> [B, K]``):
+    per batch, the strict rule on each scene with a positive among the candidates; the
+    mean over batches of each batch's mean, pooled (``pooled``) and per object count
+    (``object_n``; a batch without such scenes is left out of that mean)."""
+    per: dict[str, list[float]] = {}
+    for b in batches:
+        labels = object_labels(b.scenes, b.candidates)
+        active = labels.any(1)
+        ok = strict_correct(score(b.scenes, b.candidates), labels)
+        counts = (b.scenes >= 0).sum(1)
+        groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
+        for name, mask in groups.items():
+            if bool(mask.any()):
+                per.setdefault(name, []).append(ok[mask].float().mean().item())
+    return {k: sum(v) / len(v) for k, v in per.items()}
+
+
+def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str, float]:
+    """The bag ceiling under the release protocol: per scene, 1/k (k bindings of its bag,
+    :func:`bindcore.analysis.metrics.bag_ceiling`) when its candidates hold an object of
+    another binding of the same bag (a bag scorer ranks both bindings alike, so it can be
+    right on at most one), else 1; averaged as :func:`release_rates` averages."""
+    per: dict[str, list[float]] = {}
+    for b in batches:
+        labels = object_labels(b.scenes, b.candidates)
+        active = labels.any(1)
+        counts = (b.scenes >= 0).sum(1)
+        ceiling = torch.ones(len(b.scenes), device=b.scenes.device)
+        two = (counts == 2).nonzero().squeeze(1)
+        if len(two):
+            v = space.object_values(b.scenes[two, :2])  # [T, 2, C]
+            cv = space.object_values(b.candidates)  # [K, C]
+            in_bag = ((cv[None] == v[:, 0, None]) | (cv[None] == v[:, 1, None])).all(-1)  # [T, K]
+            other_binding = (in_bag & ~labels[two]).any(1)
+            ceiling[two] = torch.where(other_binding, bag_ceiling(space, b.scenes[two, :2]), 1.0)
+        groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
+        for name, mask in groups.items():
+            if bool(mask.any()):
+                per.setdefault(name, []).append(ceiling[mask].mean().item())
+    return {k: sum(v) / len(v) for k, v in per.items()}
+
+
+@torch.no_grad()
+def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
+    """Concept and object recognition per object count on test, validation and
+    training-object scenes (keys like ``test_object_2``, ``val_object_2``,
+    ``train_object_2``), ``task_object_n`` (training scenes among the training objects
+    only: the training task, which involves no held-out object), swap pairs of the
+    held-out sets, and the release protocol's rates of the held-out sets."""
+    space = cfg.space
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    all_obj = torch.arange(space.n_objects, device=device)
+    object_emb = embed_in_chunks(model.query, space.object_query_tokens(all_obj))
+    concept_emb = embed_in_chunks(
+        model.query, space.concept_query_tokens(torch.arange(space.n_value_tokens, device=device))
+    )
+    split = cfg.split
+    train_ids = split.train.to(device)
+    out: dict[str, float] = {}
+    for which, sets in (("test", es.test), ("train", es.train), ("val", es.val)):
+        for n, scenes in sets.items():
+            r = recognition_flags(space, model, scenes, object_emb, concept_emb,
+                                  task_candidates=train_ids if which == "train" else None,
+                                  z=cfg.embed_eval_scenes(model, scenes))
+            out[f"{which}_object_{n}"] = r["object"].float().mean().item()
+            out[f"{which}_concept_{n}"] = r["concept"].float().mean().item()
+            if "task" in r:
+                out[f"task_object_{n}"] = r["task"].float().mean().item()
+            if which != "train" and n == 2:
+                pairs = swap_pairs(cfg, model, scenes, r["object"], object_emb, getattr(split, which).to(device))
+                out.update({f"{which}_{k}": v for k, v in pairs.items()})
+    for which, batches in es.release.items():
+
+        def score(scenes: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+            return cosine_logits(cfg.embed_eval_scenes(model, scenes), object_emb[candidates], 1.0)
+
+        out.update({f"release_{which}_{k}": v for k, v in release_rates(batches, score).items()})
+    model.train(was_training)
+    return out
+
+
+@torch.no_grad()
+def swap_pairs(cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
+               object_emb: torch.Tensor, objects: torch.Tensor) -> dict[str, float]:
+    """Swap-pair recognition of two-object scenes (keys ``swap_pair`` and
+    ``swap_pair_heldout``, the latter over twins made of ``objects``, the scenes' own
+    object set): scene and attribute-swapped twin both recognised."""
+    space = cfg.space
+    source, twins = swap_twins(space, scenes[:, :2])
+    if len(twins) == 0:
+        return {}
+    twins = torch.nn.functional.pad(twins, (0, space.max_objects - 2), value=-1)
+    z = cfg.embed_eval_scenes(model, twins)
+    all_obj = torch.arange(space.n_objects, device=scenes.device)
+    twin_ok = torch.cat([strict_correct(cosine_logits(z[i:i + 1024], object_emb, 1.0),
+                                        object_labels(twins[i:i + 1024], all_obj)) for i in range(0, len(z), 1024)])
+    return swap_pair_recognition(scene_correct, source, twin_ok, isin(twins[:, :2], objects).all(1))
+
+
+def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
+    """Bag-of-concepts baselines on the same held-out scenes and candidates as the model:
+    the tie-failing count scorer (a floor; keys ``{set}_object_n`` and, under the release
+    protocol, ``release_{set}_pooled`` / ``release_{set}_object_n``) and the best any
+    scorer of the bag alone can do (the ceiling; ``ceiling_{set}_object_2`` against the
+    full vocabulary, ``ceiling_release_{set}_pooled`` / ``..._object_2``). The ceiling
+    does not know which objects were held out, so every binding of a bag is plausible."""
+    space = cfg.space
+    out = {}
+    for which, sets in es.heldout().items():
+        for n, scenes in sets.items():
+            all_obj = torch.arange(space.n_objects, device=scenes.device)
+            ok = []
+            for i in range(0, len(scenes), 1024):
+                sc = scenes[i : i + 1024]
+                ok.append(strict_correct(bag_of_concepts_scores(space, sc, all_obj), object_labels(sc, all_obj)))
+            out[f"{which}_object_{n}"] = torch.cat(ok).float().mean().item()
+            if n == 2:
+                out[f"ceiling_{which}_object_2"] = bag_ceiling(space, scenes[:, :2]).mean().item()
+    for which, batches in es.release.items():
+        rates = release_rates(batches, lambda sc, cand: bag_of_concepts_scores(space, sc, cand))
+        out.update({f"release_{which}_{k}": v for k, v in rates.items()})
+        out.update({f"ceiling_release_{which}_{k}": v for k, v in release_ceiling(space, batches).items()})
+    return out
