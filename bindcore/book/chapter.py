@@ -126,6 +126,21 @@ def table_html(df: Any) -> str:
 # ---------------------------------------------------------------------------------
 # notes on stored results
 # ---------------------------------------------------------------------------------
+def shown_path(path: str | Path) -> str:
+    """``path`` as a page shows it, never the build machine's absolute path: relative to
+    the project (``results/train-2/<hash>``), else to ``$BINDCORE_RESULTS`` (written so),
+    else to the working folder, else the store's last two levels (``<kind>/<hash>``)."""
+    from .paths import PACKAGE_DIR
+
+    path = Path(path).absolute()
+    env = os.environ.get("BINDCORE_RESULTS")
+    for base, prefix in ((PACKAGE_DIR.parent, ""), (Path(env) if env else None, "$BINDCORE_RESULTS/"),
+                         (Path.cwd(), "")):
+        if base is not None and path.is_relative_to(base.absolute()):
+            return prefix + path.relative_to(base.absolute()).as_posix()
+    return "/".join(path.parts[-2:])
+
+
 def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, what: str = "training runs") -> None:
     """Print the code version of stored records a chapter uses: one line for those made
     by the current code, one line for each made by other code and reused without being
@@ -144,7 +159,7 @@ def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, 
             print(f"Note: {what[:-1] if what.endswith('s') else what} {r.get('hash', Path(r['path']).name)} "
                   f"({r.get('source', 'local')}, finished {r.get('finished_at', '?')}) was made by "
                   f"{code_version(r.get('code'))}, not by the current code ({kind.fingerprint()[:12]}); it is "
-                  f"shown as stored, not recomputed (delete {r['path']} to compute it again).")
+                  f"shown as stored, not recomputed (delete {shown_path(r['path'])} to compute it again).")
 
 
 # ---------------------------------------------------------------------------------
