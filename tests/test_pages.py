@@ -143,3 +143,16 @@ def test_a_rendered_chapter_shows_its_included_source(tmp_path, monkeypatch):
     for _, opts in _includes(name):
         assert f"def {opts['pyobject']}(" in text, f"{name}: the page does not show {opts['pyobject']}"
     assert "glue(" not in text, f"{name}: a glue call is on the page"
+
+
+def test_tables_scroll_sideways_rather_than_being_cut():
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+
+    html = table_html(pd.DataFrame({f"column {i}": [0.5] for i in range(20)}))
+    assert html.startswith('<div class="bindcore-table-scroll"><table') and html.endswith("</table></div>")
+    assert 'class="dataframe bindcore-table"' in html
+    css = (ROOT / "book" / "_static" / "bindcore.css").read_text()
+    rule = css[css.index("div.bindcore-table-scroll {"):]
+    assert "overflow-x: auto" in rule[:rule.index("}")]

@@ -112,7 +112,9 @@ def quiet_library_logging() -> None:
 def table_html(df: Any) -> str:
     """A DataFrame as HTML for a page: without its index when that is a plain row number
     (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``);
-    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own."""
+    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own; in
+    a box that scrolls sideways when the table is wider than the page
+    (``bindcore-table-scroll`` in ``book/_static/bindcore.css``), so no column is cut off."""
     import pandas as pd
 
     index = df.index
@@ -120,7 +122,8 @@ def table_html(df: Any) -> str:
     html = df.to_html(index=not plain, classes="bindcore-table", border=0,
                       max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
                       show_dimensions=False)
-    return html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
+    html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
+    return f'<div class="bindcore-table-scroll">{html}</div>'
 
 
 # ---------------------------------------------------------------------------------
