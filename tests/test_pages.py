@@ -86,6 +86,15 @@ def test_glue_calls_stay_off_the_page(name):
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
+def test_import_cells_are_folded_away(name):
+    for i, cell in enumerate(_notebook(name).cells):
+        if cell.cell_type == "code" and any(isinstance(n, (ast.Import, ast.ImportFrom))
+                                            for n in ast.parse(cell.source).body):
+            assert (HIDDEN | {"hide-input"}) & set(cell.metadata.get("tags", [])), (
+                f"notebooks/{name}.py cell {i} imports on the page; tag it hide-input (or remove-cell)")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_no_cell_ends_in_a_call_whose_value_is_not_for_the_reader(name):
     """A cell's last expression is shown as its output; a glue call, an axis setter or a
     figure title there prints a stray value (a lone '1', a tuple of limits)."""
