@@ -146,7 +146,14 @@ print(f"values that occur in some training object: {len(seen_values)} of {space.
 #
 # Both tasks use the same strict rule: a scene is recognised only if **every** positive
 # query (a value, or an object, that is in the scene) scores strictly higher than
-# **every** negative one. Ties fail. A small example with four candidate queries:
+# **every** negative one. Ties fail. The rule as the library applies it to every score
+# of this book (`bindcore.analysis.metrics`):
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: strict_correct
+# ```
+#
+# A small example with four candidate queries:
 
 # %%
 scores = torch.tensor([[0.9, 0.7, 0.2, 0.1], [0.9, 0.3, 0.5, 0.1], [0.8, 0.6, 0.6, 0.1]])
@@ -234,6 +241,22 @@ boc.round(3)
 # beside strict accuracy and reads every binding claim from it, with the floor and the
 # ceiling drawn for reference. Concept recognition, in contrast, is solved perfectly by
 # the oracle, which is why concept accuracy alone can never show binding.
+
+# %% [markdown]
+# The code behind the ceiling, the twins and the swap-pair rate, as §5.2 runs it
+# (`bindcore.analysis.metrics`):
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: bag_ceiling
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: swap_twins
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: swap_pair_recognition
+# ```
 
 # %% tags=["remove-cell"]
 _row = boc.iloc[(boc["V"] - 10).abs().argmin()]

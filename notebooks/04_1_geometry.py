@@ -92,6 +92,14 @@ from bindcore.data import caption
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
 
 P = start_chapter("geometry", globals())
+sets, note = geometry_sets(profile, P, workers=workers, device=device)
+print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
+print(note)
+_, _, data_note = data_and_weights_note(P, "04_1_geometry", "the decomposition and editing cells")
+display(Markdown(data_note))
+sets_frame(sets)
+
+# %% tags=["remove-cell"]
 text_clip, clevr_clip = PAPER_RECONSTRUCTION[("text", "CLIP ViT-B/32")], PAPER_RECONSTRUCTION[("CLEVR", "CLIP ViT-B/32")]
 for name, value in {"paper_r2_text": text_clip[0], "paper_r2_clevr": clevr_clip[0], "paper_ret_text": text_clip[2],
                     "paper_ret_clevr": clevr_clip[2], "paper_probe_text": text_clip[3],
@@ -108,12 +116,6 @@ glue("paper_boo_more", f"{PAPER_OBJECTS_OVER_CONCEPTS * 100:.0f} points")
 glue("holdout_fit", 1 - HOLDOUT, ".0%")
 glue("holdout", HOLDOUT, ".0%")
 glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
-sets, note = geometry_sets(profile, P, workers=workers, device=device)
-print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
-print(note)
-_, _, data_note = data_and_weights_note(P, "04_1_geometry", "the decomposition and editing cells")
-display(Markdown(data_note))
-sets_frame(sets)
 
 # %% [markdown]
 # ## Additive decomposition
@@ -127,6 +129,27 @@ sets_frame(sets)
 # two objects, in either order? Probing: linear object probes fitted on
 # {glue:text}`probe_share` of the real embeddings read the reconstructions of the other
 # scenes.
+#
+# The estimators and the reconstruction (`bindcore.analysis.geometry`): averaging, and
+# least squares on the count design of the bag (one column per key, per slot for the
+# positional variants); a scene is reconstructed as the intercept plus the vectors of its
+# keys.
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: average_components
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: fit_additive
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: Components.reconstruct
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: Components.contribution
+# ```
 
 # %% tags=["full-width"]
 frames = [decomposition(s, P) for s in sets]
@@ -171,6 +194,10 @@ plt.show()
 # "different" rows and stand beside ours of that case. "shared" below also holds the
 # same-shape scenes, and "all" every edit. "exact" counts only the intended object
 # order, the release's rule.
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: edit_embeddings
+# ```
 
 # %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]

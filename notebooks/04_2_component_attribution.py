@@ -85,6 +85,14 @@ from bindcore.book.tables import attribution_table, sets_frame
 from bindcore.paper import PAPER_ATTRIBUTION
 
 P = start_chapter("geometry", globals())
+sets, note = geometry_sets(profile, P, workers=workers, device=device)
+print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
+print(note)
+_, _, data_note = data_and_weights_note(P, "04_2_component_attribution", "the subtraction cells")
+display(Markdown(data_note))
+sets_frame(sets)
+
+# %% tags=["remove-cell"]
 text, image = PAPER_ATTRIBUTION["text"], PAPER_ATTRIBUTION["image"]
 controls = [v for m in (text, image) for k, pair in m.items() if k.startswith("permuted") for v in pair]
 for name, value in {"paper_c_orig_text": text["original"][0], "paper_c_minus_text": text["minus concepts"][0],
@@ -94,12 +102,6 @@ for name, value in {"paper_c_orig_text": text["original"][0], "paper_c_minus_tex
                     "paper_ctrl_min": min(controls), "paper_ctrl_max": max(controls)}.items():
     glue(name, value, ".2f")
 glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
-sets, note = geometry_sets(profile, P, workers=workers, device=device)
-print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
-print(note)
-_, _, data_note = data_and_weights_note(P, "04_2_component_attribution", "the subtraction cells")
-display(Markdown(data_note))
-sets_frame(sets)
 
 # %% [markdown]
 # ## Subtracting components and re-probing
@@ -109,6 +111,16 @@ sets_frame(sets)
 # was subtracted relative to that of the centred embeddings, so the permuted controls
 # can be checked to remove as much as the real subtraction; "controls: spread": the
 # range and standard deviation of a control over its derangements.
+#
+# The removal and the re-probing (`bindcore.analysis.geometry`):
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: subtract_components
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: component_attribution
+# ```
 
 # %%
 frames = [attribution(s, P) for s in sets]

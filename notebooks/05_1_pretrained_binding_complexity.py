@@ -79,15 +79,17 @@ from bindcore.book.tables import pretrained_sweeps
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
 
 P = start_chapter("pretrained_complexity", globals())
+encoders, note = pretrained_encoders()
+print("ENCODERS USED IN THIS CHAPTER:", ", ".join(encoders))
+print(note)
+
+# %% tags=["remove-cell"]
 glue("paper_concepts", PAPER_PRETRAINED_CONCEPTS["level"], ".0%")
 glue("paper_above", PAPER_PRETRAINED_CONCEPTS["above fraction"], "g")
 glue("paper_objects", PAPER_PRETRAINED_OBJECTS["level"], ".0%")
 glue("paper_width", PAPER_PRETRAINED_OBJECTS["width"], "d")
 glue("paper_fraction", PAPER_PRETRAINED_OBJECTS["fraction"], "g")
 glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
-encoders, note = pretrained_encoders()
-print("ENCODERS USED IN THIS CHAPTER:", ", ".join(encoders))
-print(note)
 
 # %% [markdown]
 # ## Captions, embeddings and frozen probes
@@ -119,6 +121,23 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # MLPs of several widths, the additive and global-product probes (D.7), XGBoost and
 # random forests (D.6), at every data fraction; learning rates and tree settings are
 # chosen on validation scenes of the training objects, never on held-out ones.
+#
+# Every neural family is one module that maps the slot codes of a scene (one
+# concept value per slot, the slots of both objects) to a predicted embedding; the
+# families differ in what they do between the slot tables and the output
+# (`bindcore.analysis.approximators.families`, whose docstring gives each family's
+# formula):
+#
+# ```{literalinclude} /bindcore/analysis/approximators/families.py
+# :pyobject: StackedApproximator.forward
+# ```
+#
+# The trees regress the embedding's leading principal components
+# (`bindcore.analysis.approximators.trees`):
+#
+# ```{literalinclude} /bindcore/analysis/approximators/trees.py
+# :pyobject: PCATreeRegressor.fit
+# ```
 
 # %%
 table = pretrained_sweeps(P, binding, device=device, executor=executor)
@@ -171,11 +190,13 @@ split[["encoder", "family", "fraction", "heldout_seen_concept", "heldout_seen_ob
 
 # %% tags=["full-width"]
 tree_params = PCATreeRegressor()
-glue("tree_variance", tree_params.variance, ".0%")
-glue("tree_max_components", tree_params.max_components, "d")
 first = next(iter(binding.values()))
 components = CX.tree_components(first, max(P["fractions"]), P["tree_components"], CX.tree_grid(P["tree_grid"]))
 components.assign(encoder=first.name).round(3)
+
+# %% tags=["remove-cell"]
+glue("tree_variance", tree_params.variance, ".0%")
+glue("tree_max_components", tree_params.max_components, "d")
 
 # %% [markdown]
 # ## The authors' images and DINOv2

@@ -108,6 +108,8 @@ dev = resolve_device(device)
 print(f"bindcore {bindcore.__version__}; profile {profile!r}; device {dev}; torch threads {torch.get_num_threads()}")
 print(f"object spaces (C, V): {P['sizes']}; coverages: {P['coverages']}; seeds: {P['seeds']}; "
       f"{base.steps} steps per run")
+
+# %% tags=["remove-cell"]
 glue("transition", TRANSITION_SWAP, "g")
 glue("paper_onset", PAPER_COVERAGE_ONSET[2_500], "g")
 glue("paper_space", f"{PAPER_OBJECT_SPACES[0]:,}")
@@ -137,6 +139,65 @@ recipe_table(profile)
 # embeddings that are sums of one vector per concept value, and a sum cannot tell
 # {(a, x), (b, y)} from {(a, y), (b, x)}. Whether the delay matters is measured by the
 # one-phase ablation at the end of this chapter.
+
+# %% [markdown]
+# ## The model and the objective (appendix B)
+#
+# The code every run below trains. Two encoders of the same shape, one for scenes and
+# one for queries, each a small transformer over the token sequences of §3 pooled at
+# EOS (`bindcore.controlled.models`):
+#
+# ```{literalinclude} /bindcore/controlled/models.py
+# :pyobject: Encoder
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/models.py
+# :pyobject: DualEncoder
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/models.py
+# :pyobject: cosine_logits
+# ```
+#
+# One minibatch's loss (`bindcore.controlled.training`): the softmax over each scene's
+# candidate queries with the scene's positives as a uniform target, for concept queries
+# (weighted by the concept-loss weight of the recipe) and for object queries. The
+# object candidates of a batch are its own objects plus random, near-miss and
+# attribute-swap negatives, all kept only if they are in `allowed`: the training
+# objects, so that no held-out object enters training (every object in the
+# release-negatives ablation at the end of this chapter).
+#
+# ```{literalinclude} /bindcore/controlled/training.py
+# :pyobject: soft_target_loss
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/training.py
+# :pyobject: object_candidates
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/training.py
+# :pyobject: train_loss
+# ```
+#
+# Evaluation scores every held-out scene against the full vocabulary with the strict
+# rule of §3 (`bindcore.analysis.metrics`), and reads binding from the swap pairs, with
+# the bag-of-concepts ceiling beside it:
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: strict_correct
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: swap_twins
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: swap_pair_recognition
+# ```
+#
+# ```{literalinclude} /bindcore/analysis/metrics.py
+# :pyobject: bag_ceiling
+# ```
 
 # %% [markdown]
 # ## This build's sweep
@@ -194,13 +255,15 @@ plt.show()
 
 # %% tags=["full-width"]
 summary = generalization_summary(table)
+summary.round(3)
+
+# %% tags=["remove-cell"]
 best = summary.loc[summary["objects"].idxmax()]
 glue("own_objects", f"{int(best['objects']):,}")
 glue("own_cov", best["coverage of best swap pairs"], "g")
 glue("own_swap", best["best swap pairs"], ".2f")
 glue("own_strict", best["objects at best swap pairs"], ".2f")
 glue("own_ceiling", best["bag ceiling at best swap pairs"], ".2f")
-summary.round(3)
 
 # %% [markdown]
 # Here, at |O| = {glue:text}`own_objects` and coverage {glue:text}`own_cov`, strict

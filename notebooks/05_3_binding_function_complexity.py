@@ -93,6 +93,14 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # All widths, fractions and learning rates of one model are trained together in one
 # stacked run; the learning rate of each (width, fraction) is chosen on validation
 # scenes carved from the training objects' scenes.
+#
+# An MLP here is the `mlp` family of the approximators: one hidden ReLU layer on the sum
+# of one table row per slot, then a linear head; the same module holds the other
+# families of §5.4 (`bindcore.analysis.approximators.families`):
+#
+# ```{literalinclude} /bindcore/analysis/approximators/families.py
+# :pyobject: StackedApproximator.forward
+# ```
 
 # %%
 table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device, executor=executor)

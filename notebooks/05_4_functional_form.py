@@ -72,9 +72,11 @@ from bindcore.book.tables import FAMILY_LABELS, controlled_sweeps, figure9_corre
 from bindcore.paper import PAPER_OBJECT_SPACES
 
 P = start_chapter("controlled_complexity", globals())
-glue("paper_largest_space", PAPER_OBJECT_SPACES[-1], ",")
 runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
+
+# %% tags=["remove-cell"]
+glue("paper_largest_space", PAPER_OBJECT_SPACES[-1], ",")
 
 # %%
 table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["widths"])]}, device=device,
@@ -85,6 +87,15 @@ table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["wi
 #
 # Held-out scenes only (both objects unseen by the approximator), at the largest data
 # fraction; learning rates chosen on validation scenes of training objects.
+#
+# The families as code (`bindcore.analysis.approximators.families`): the `relu` hidden
+# kind is the MLP, `global` the product over all slots, `within` the product inside
+# each object summed over the two objects, and the additive terms are the per-slot
+# output tables added by the `sum_` families and the additive family itself.
+#
+# ```{literalinclude} /bindcore/analysis/approximators/families.py
+# :pyobject: StackedApproximator.forward
+# ```
 
 # %% tags=["hide-input"]
 top = table[table["fraction"] == max(P["fractions"])]

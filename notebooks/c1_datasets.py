@@ -69,6 +69,10 @@ from bindcore.encoders import default_encoders, embed_dataset
 from bindcore.paper import PAPER_DATASET_SIZES, PAPER_DATASETS
 
 P = start_chapter("datasets", globals())
+encoders = default_encoders()
+print("ENCODER USED IN THIS CHAPTER:", encoders.note)
+
+# %% tags=["remove-cell"]
 clevr, pug, c3 = (PAPER_DATASET_SIZES[k] for k in ("CLEVR", "PUG:SPARE", "captions (C.3)"))
 for name, value in {"paper_clevr_colours": clevr["colours"], "paper_clevr_shapes": clevr["shapes"],
                     "paper_clevr_scenes": clevr["scenes"], "paper_pug_species": pug["species"],
@@ -76,8 +80,6 @@ for name, value in {"paper_clevr_colours": clevr["colours"], "paper_clevr_shapes
                     "paper_c3_adjectives": c3["adjectives"], "paper_c3_nouns": c3["nouns"],
                     "paper_c3_two": c3["two-object scenes"], "paper_c3_single": c3["single-object scenes"]}.items():
     glue(name, value, ",")
-encoders = default_encoders()
-print("ENCODER USED IN THIS CHAPTER:", encoders.note)
 
 # %% [markdown]
 # ## CLEVR-2D
@@ -86,17 +88,25 @@ print("ENCODER USED IN THIS CHAPTER:", encoders.note)
 # objects (identical pairs included), in the release's scene order, at the release's
 # size: flat shapes with a dark outline, the first object on the left and the second on
 # the right. Captions follow the paper's template.
+#
+# One scene drawn (`bindcore.data.clevr2d`):
+#
+# ```{literalinclude} /bindcore/data/clevr2d.py
+# :pyobject: render_scene
+# ```
 
 # %%
 t0 = time.perf_counter()
 clevr2d = make_clevr2d()
 clevr2d_singles = make_clevr2d_singles()
-glue("clevr2d_scenes", len(clevr2d), ",")
-glue("clevr2d_objects", len(np.unique(clevr2d.object_ids())), ",")
 print(f"CLEVR-2D: {len(clevr2d)} scenes + {len(clevr2d_singles)} single objects, "
       f"{clevr2d.images[0].shape[1]}x{clevr2d.images[0].shape[0]} px, made in {time.perf_counter() - t0:.1f} s")
 fig = sample_grid(clevr2d, range(8), title="CLEVR-2D, the first eight scenes of the release's order")
 plt.show()
+
+# %% tags=["remove-cell"]
+glue("clevr2d_scenes", len(clevr2d), ",")
+glue("clevr2d_objects", len(np.unique(clevr2d.object_ids())), ",")
 
 # %% [markdown]
 # ## CLEVR-like 3-D scenes
@@ -143,12 +153,14 @@ plt.show()
 text_full = make_text_space()
 text_small = make_text_space(10, 10)
 n_full = text_full.n_objects_per_scene
-glue("text_objects", len(ADJECTIVES) * len(NOUNS), ",")
-glue("text_two", int((n_full == 2).sum()), ",")
-glue("text_single", int((n_full == 1).sum()), ",")
 print("adjectives:", ", ".join(ADJECTIVES))
 print("nouns:     ", ", ".join(NOUNS))
 print("examples:  ", " | ".join(text_full.captions[i] for i in (0, 12345, len(text_full) - 1)))
+
+# %% tags=["remove-cell"]
+glue("text_objects", len(ADJECTIVES) * len(NOUNS), ",")
+glue("text_two", int((n_full == 2).sum()), ",")
+glue("text_single", int((n_full == 1).sum()), ",")
 
 # %% [markdown]
 # ## Counts against the paper's

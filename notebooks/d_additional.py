@@ -107,6 +107,14 @@ from bindcore.data.clevr3d import OCCLUDED_VISIBLE
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
 
 P = start_chapter("additional", globals())
+encoders, note = geometry_encoders()
+folders, dino, data_note = data_and_weights_note(P, "d_additional", "the D.3, D.4 and D.5 cells")
+image_encoders = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
+display(Markdown(f"> **Encoders used on this page.** {note}"))
+display(Markdown(data_note))
+print(f"profile {profile!r}: {P}")
+
+# %% tags=["remove-cell"]
 glue("paper_probe_low", PAPER_THREE_OBJECTS[True]["probing"][0], ".2f")
 glue("paper_probe_high", PAPER_THREE_OBJECTS[True]["probing"][1], ".2f")
 glue("paper_ret_clear", PAPER_THREE_OBJECTS[False]["retrieval"], ".2f")
@@ -120,12 +128,6 @@ glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
 glue("probe_rest", 1 - PROBE_TRAIN_FRACTION, ".0%")
 glue("holdout_fit", 1 - HOLDOUT, ".0%")
 glue("holdout", HOLDOUT, ".0%")
-encoders, note = geometry_encoders()
-folders, dino, data_note = data_and_weights_note(P, "d_additional", "the D.3, D.4 and D.5 cells")
-image_encoders = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
-display(Markdown(f"> **Encoders used on this page.** {note}"))
-display(Markdown(data_note))
-print(f"profile {profile!r}: {P}")
 
 # %% [markdown]
 # ## D.3 Three objects, with and without occlusion
@@ -278,6 +280,12 @@ natural_claims(natural, profile)
 # grid from clusters: in a grid the two nearest neighbours split between sharing the
 # first concept and sharing the second, while clusters by one concept (say, all objects
 # with the same noun together) put every neighbour in that concept.
+#
+# Grid-likeness as computed (`bindcore.analysis.geometry`):
+#
+# ```{literalinclude} /bindcore/analysis/geometry.py
+# :pyobject: grid_likeness
+# ```
 
 # %% tags=["full-width"]
 t0 = time.perf_counter()

@@ -132,6 +132,20 @@ plt.show()
 # negatives, soft-target softmax loss), the strict metric and the store are those of
 # §5.2. The `paper` profile follows the paper (its V and an eight-layer scene tower); the `quick`
 # profile a small object space and a small model so that every run takes CPU-minutes.
+#
+# The scene tower (`bindcore.controlled.pixel_models`; the patch front-end is written
+# with linear maps on unfolded patches, which is what a convolution with kernel and
+# stride equal to the patch size computes) and the dual encoder it forms with the token
+# query tower:
+#
+# ```{literalinclude} /bindcore/controlled/pixel_models.py
+# :pyobject: PixelEncoder
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/pixel_models.py
+# :pyobject: PixelDualEncoder
+# ```
+#
 # The fields in which this build's pixel recipe differs from the `paper` one:
 
 # %% tags=["hide-input"]

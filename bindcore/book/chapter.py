@@ -112,7 +112,9 @@ def quiet_library_logging() -> None:
 def table_html(df: Any) -> str:
     """A DataFrame as HTML for a page: without its index when that is a plain row number
     (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``);
-    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own."""
+    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own; in
+    a box that scrolls sideways when the table is wider than the page
+    (``bindcore-table-scroll`` in ``book/_static/bindcore.css``), so no column is cut off."""
     import pandas as pd
 
     index = df.index
@@ -120,12 +122,28 @@ def table_html(df: Any) -> str:
     html = df.to_html(index=not plain, classes="bindcore-table", border=0,
                       max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
                       show_dimensions=False)
-    return html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
+    html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
+    return f'<div class="bindcore-table-scroll">{html}</div>'
 
 
 # ---------------------------------------------------------------------------------
 # notes on stored results
 # ---------------------------------------------------------------------------------
+def shown_path(path: str | Path) -> str:
+    """``path`` as a page shows it, never the build machine's absolute path: relative to
+    the project (``results/train-2/<hash>``), else to ``$BINDCORE_RESULTS`` (written so),
+    else to the working folder, else the store's last two levels (``<kind>/<hash>``)."""
+    from .paths import PACKAGE_DIR
+
+    path = Path(path).absolute()
+    env = os.environ.get("BINDCORE_RESULTS")
+    for base, prefix in ((PACKAGE_DIR.parent, ""), (Path(env) if env else None, "$BINDCORE_RESULTS/"),
+                         (Path.cwd(), "")):
+        if base is not None and path.is_relative_to(base.absolute()):
+            return prefix + path.relative_to(base.absolute()).as_posix()
+    return "/".join(path.parts[-2:])
+
+
 def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, what: str = "training runs") -> None:
     """Print the code version of stored records a chapter uses: one line for those made
     by the current code, one line for each made by other code and reused without being
@@ -144,7 +162,7 @@ def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, 
             print(f"Note: {what[:-1] if what.endswith('s') else what} {r.get('hash', Path(r['path']).name)} "
                   f"({r.get('source', 'local')}, finished {r.get('finished_at', '?')}) was made by "
                   f"{code_version(r.get('code'))}, not by the current code ({kind.fingerprint()[:12]}); it is "
-                  f"shown as stored, not recomputed (delete {r['path']} to compute it again).")
+                  f"shown as stored, not recomputed (delete {shown_path(r['path'])} to compute it again).")
 
 
 # ---------------------------------------------------------------------------------

@@ -2,9 +2,20 @@
 (:func:`reader_page`) and run Jupyter Book 1.x on them.
 
 The staged tree ``<build_dir>/src/<profile>/`` holds the config, the table of contents,
-``book/`` (its ``_static/`` becomes the staged ``_static/``: the pages' CSS) and the
-executed notebooks, so that the repository itself is never written to; Jupyter Book's
-own execution is off, and its HTML is swapped into ``<build_dir>/html`` in two renames.
+``book/`` (its ``_static/`` becomes the staged ``_static/``: the pages' CSS), the
+executed notebooks and the library files their pages include (:func:`source_includes`),
+so that the repository itself is never written to; Jupyter Book's own execution is off,
+and its HTML is swapped into ``<build_dir>/html`` in two renames.
+
+A chapter shows the library code its claims rest on with Sphinx's ``literalinclude``
+in a markdown cell, the path taken from the book's root (the repository's root)::
+
+    ```{literalinclude} /bindcore/analysis/metrics.py
+    :pyobject: swap_twins
+    ```
+
+so the page shows exactly the source that ran; ``tests/test_pages.py`` checks that
+every chapter has one and that its file and object exist.
 """
 
 from __future__ import annotations
@@ -28,6 +39,33 @@ from .toc import toc_notebooks
 # Files next to the notebooks that a rendered page may reference (figures).
 NOTEBOOK_ASSET_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
 PARAMETERS_PROMPT = "Parameters of this run"
+
+
+_INCLUDE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{literalinclude\}[ \t]+(\S+)[ \t]*\n((?:[ \t]*:[\w-]+:.*\n?)*)", re.M)
+_OPTION = re.compile(r"^[ \t]*:([\w-]+):[ \t]*(.*?)[ \t]*$", re.M)
+
+
+def source_includes(markdown: str) -> list[tuple[str, dict[str, str]]]:
+    """The ``literalinclude`` directives of a markdown text (a markdown cell): (the path
+    as written, e.g. ``/bindcore/controlled/models.py``, {option: value}) in order."""
+    return [(m.group(2), dict(_OPTION.findall(m.group(3)))) for m in _INCLUDE.finditer(markdown)]
+
+
+def included_files(nb: Any) -> list[str]:
+    """The files a notebook's markdown cells include, relative to the book's root (a
+    leading ``/`` is the root, as Sphinx reads it; other paths are relative to
+    ``notebooks/``)."""
+    import posixpath
+
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for path, _ in source_includes(cell.source):
+            rel = path[1:] if path.startswith("/") else posixpath.normpath(posixpath.join("notebooks", path))
+            if rel not in out:
+                out.append(rel)
+    return out
 
 
 class BookBuildError(RuntimeError):
@@ -66,7 +104,8 @@ def reader_page(nb: Any) -> bytes:
 
 def staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Path | bytes]:
     """Relative path in the staged tree -> source file (or content). ``book/_static/``
-    (the book's CSS) becomes the staged ``_static/``."""
+    (the book's CSS) becomes the staged ``_static/``; the library files the pages include
+    (:func:`included_files`) keep their paths."""
     import nbformat
 
     files: dict[str, Path | bytes] = {
@@ -95,6 +134,10 @@ def staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Pat
                   "its page is rendered without outputs", flush=True)
             nb = read_py_notebook(root / "notebooks" / f"{name}.py")
         files[f"notebooks/{name}.ipynb"] = reader_page(nb)
+        for rel in included_files(nb):
+            if not (root / rel).is_file():
+                raise FileNotFoundError(f"notebooks/{name}: its page includes {rel}, which does not exist")
+            files[rel] = root / rel
     return files
 
 

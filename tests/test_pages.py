@@ -1,0 +1,167 @@
+"""The chapters as pages for readers (bindcore.book.render): each chapter shows the
+library source its claims rest on (Sphinx ``literalinclude`` with ``:pyobject:``, whose
+file and object must exist), glue calls and other bookkeeping stay off the page, no cell
+ends in a stray return value, and notes name paths relative to the project."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from bindcore.book import render
+from bindcore.book.toc import toc_notebooks
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = toc_notebooks(ROOT)
+# The report sets every chapter's numbers beside the paper's; it computes no claim of its own.
+NO_CLAIM_OF_ITS_OWN = {"reproduction_report"}
+HIDDEN = {"remove-cell", "remove-input"}  # tags that keep a cell's code off the page
+
+
+def _notebook(name: str):
+    return jupytext.read(ROOT / "notebooks" / f"{name}.py", fmt="py:percent")
+
+
+def _includes(name: str) -> list[tuple[str, dict[str, str]]]:
+    return [inc for cell in _notebook(name).cells if cell.cell_type == "markdown"
+            for inc in render.source_includes(cell.source)]
+
+
+def _defined(path: Path, dotted: str) -> bool:
+    """Whether ``dotted`` (``f`` or ``Class.method``) is defined at the top of ``path``."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    for part in dotted.split("."):
+        found = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and n.name == part]
+        if not found:
+            return False
+        body = found[0].body
+    return True
+
+
+def test_the_include_parser_reads_fences_and_options():
+    text = ("Some prose.\n\n```{literalinclude} /bindcore/analysis/metrics.py\n:pyobject: swap_twins\n"
+            ":caption: the twins\n```\n\n:::{literalinclude} ../bindcore/io.py\n:::\n")
+    assert render.source_includes(text) == [
+        ("/bindcore/analysis/metrics.py", {"pyobject": "swap_twins", "caption": "the twins"}),
+        ("../bindcore/io.py", {}),
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text),
+                                         nbformat.v4.new_code_cell("# ```{literalinclude} /x.py")])
+    assert render.included_files(nb) == ["bindcore/analysis/metrics.py", "bindcore/io.py"]
+
+
+@pytest.mark.parametrize("name", sorted(set(CHAPTERS) - NO_CLAIM_OF_ITS_OWN))
+def test_every_chapter_shows_library_code_that_exists(name):
+    includes = [(path, opts) for path, opts in _includes(name) if "pyobject" in opts]
+    assert includes, (f"notebooks/{name}.py shows no library code: add a markdown cell with "
+                      "```{literalinclude} /bindcore/<module>.py and :pyobject: <function>")
+    for path, opts in includes:
+        assert path.startswith("/bindcore/"), f"{name}: include {path} is not a path from the book's root"
+        target = ROOT / path.lstrip("/")
+        assert target.is_file(), f"{name}: includes {path}, which does not exist"
+        assert _defined(target, opts["pyobject"]), f"{name}: {path} defines no {opts['pyobject']}"
+
+
+def test_the_staged_book_holds_the_included_files(tmp_path):
+    files = render.staging_files(ROOT, "smoke", tmp_path / "no-executed-notebooks")
+    for name in CHAPTERS:
+        for path, _ in _includes(name):
+            assert files.get(path.lstrip("/")) == ROOT / path.lstrip("/"), f"{name}: {path} is not staged"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glue_calls_stay_off_the_page(name):
+    for i, cell in enumerate(_notebook(name).cells):
+        if cell.cell_type == "code" and "glue(" in cell.source:
+            assert HIDDEN & set(cell.metadata.get("tags", [])), (
+                f"notebooks/{name}.py cell {i} glues a value on the page; move the glue calls into a cell "
+                "tagged remove-cell")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_import_cells_are_folded_away(name):
+    for i, cell in enumerate(_notebook(name).cells):
+        if cell.cell_type == "code" and any(isinstance(n, (ast.Import, ast.ImportFrom))
+                                            for n in ast.parse(cell.source).body):
+            assert (HIDDEN | {"hide-input"}) & set(cell.metadata.get("tags", [])), (
+                f"notebooks/{name}.py cell {i} imports on the page; tag it hide-input (or remove-cell)")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_cell_ends_in_a_call_whose_value_is_not_for_the_reader(name):
+    """A cell's last expression is shown as its output; a glue call, an axis setter or a
+    figure title there prints a stray value (a lone '1', a tuple of limits)."""
+    stray = ("glue", "set_title", "set_xlabel", "set_ylabel", "set_xlim", "set_ylim", "suptitle", "legend",
+             "tight_layout", "savefig")
+    for i, cell in enumerate(_notebook(name).cells):
+        if cell.cell_type != "code" or {"remove-cell", "remove-output"} & set(cell.metadata.get("tags", [])):
+            continue
+        body = ast.parse(cell.source).body
+        last = body[-1] if body else None
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            func = last.value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            assert called not in stray, f"notebooks/{name}.py cell {i} ends in {called}(...), shown as output"
+
+
+def test_a_stale_record_note_names_a_path_relative_to_the_project(monkeypatch, tmp_path, capsys):
+    from bindcore.book.chapter import note_stored, shown_path
+
+    assert shown_path(ROOT / "results" / "train-2" / "abc") == "results/train-2/abc"
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "store"))
+    record = {"path": str(tmp_path / "store" / "train-2" / "abc"), "stale": True, "hash": "abc",
+              "code": {"fingerprint": "f" * 64, "bindcore": "0.0.1", "git": None, "modules": []}}
+    note_stored([record])
+    out = capsys.readouterr().out
+    assert "delete $BINDCORE_RESULTS/train-2/abc " in out and str(tmp_path) not in out
+    monkeypatch.delenv("BINDCORE_RESULTS")
+    monkeypatch.chdir(ROOT)
+    assert shown_path("/elsewhere/store/train-2/abc") == "train-2/abc"
+
+
+@pytest.mark.slow
+def test_a_rendered_chapter_shows_its_included_source(tmp_path, monkeypatch):
+    """§3 executed on smoke and rendered alone (a copy of the book with that chapter
+    only): the page holds the source of every function it includes, and no glue call."""
+    from bindcore.book import build
+
+    name = "03_formalisation"
+    root = tmp_path / "book"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    shutil.copytree(ROOT / "book", root / "book")
+    shutil.copytree(ROOT / "bindcore", root / "bindcore", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "notebooks" / f"{name}.py", root / "notebooks" / f"{name}.py")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                   f"  - file: notebooks/{name}\n")
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    build.execute_notebook(name, "smoke", tmp_path / "build" / "executed" / "smoke", root=root)
+    index = render.build_html("smoke", tmp_path / "build", root=root)
+    page = (index.parent / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
+    import re
+
+    text = re.sub(r"<[^>]+>", "", page).replace("&quot;", '"').replace("&#39;", "'").replace("&gt;", ">")
+    for _, opts in _includes(name):
+        assert f"def {opts['pyobject']}(" in text, f"{name}: the page does not show {opts['pyobject']}"
+    assert "glue(" not in text, f"{name}: a glue call is on the page"
+
+
+def test_tables_scroll_sideways_rather_than_being_cut():
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+
+    html = table_html(pd.DataFrame({f"column {i}": [0.5] for i in range(20)}))
+    assert html.startswith('<div class="bindcore-table-scroll"><table') and html.endswith("</table></div>")
+    assert 'class="dataframe bindcore-table"' in html
+    css = (ROOT / "book" / "_static" / "bindcore.css").read_text()
+    rule = css[css.index("div.bindcore-table-scroll {"):]
+    assert "overflow-x: auto" in rule[:rule.index("}")]

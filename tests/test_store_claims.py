@@ -1,0 +1,118 @@
+"""Claims of the result store (bindcore.store.ResultStore.claim): two trainings of one
+config, in threads or processes, train it once; a stale claim is taken over and a live
+one waited for; a held claim is kept fresh by its heartbeat.
+
+New APIs are imported inside the tests, so that each test fails on its own on code
+without them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bindcore.controlled.recipes import recipe
+from bindcore.controlled.training import STORE_KIND, train
+from bindcore.store import ResultStore
+
+TINY = ["--profile", "smoke", "--set", "steps=4", "--set", "eval_every=2", "--set", "eval_scenes=16", "--quiet"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny(**kw):
+    return recipe("smoke", **{"steps": 4, "eval_every": 2, "eval_scenes": 16, **kw})
+
+
+# ---------------------------------------------------------------------------------
+# claims: one training of a config at a time
+# ---------------------------------------------------------------------------------
+def test_two_trainings_of_one_config_at_once_train_it_once(tmp_path, monkeypatch):
+    import bindcore.controlled.training as T
+
+    calls = []
+    real = T.run_training
+
+    def slow(*a, **k):
+        calls.append(threading.get_ident())
+        time.sleep(0.5)
+        return real(*a, **k)
+
+    monkeypatch.setattr(T, "run_training", slow)
+    store = ResultStore(tmp_path, published=None)
+    out = [None, None]
+
+    def go(i):
+        out[i] = train(tiny(), store=store, device="cpu", progress=False)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1  # the second waited for the first's result, then read it
+    assert out[0]["finished_at"] == out[1]["finished_at"] and out[0]["seconds"] == out[1]["seconds"]
+    assert not list(Path(out[0]["path"]).glob("claim*"))  # released
+
+
+def test_two_processes_of_one_config_train_it_once(tmp_path):
+    cmd = [sys.executable, "-m", "bindcore", "train", *TINY, "--set", "steps=20", "--threads", "1",
+           "--results", str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    recs = [json.loads(o[0]) for o in outs]
+    assert recs[0]["seconds"] == recs[1]["seconds"]
+    # one trained (run_training logs the model's size when it starts), the other waited and read
+    assert sorted("dual encoder:" in o[1] for o in outs) == [False, True], [o[1][-1000:] for o in outs]
+
+
+def test_a_stale_claim_is_taken_over_and_a_live_one_waited_for(tmp_path, caplog):
+    from bindcore.store import ClaimBusy
+
+    store = ResultStore(tmp_path, published=None)
+    cfg = tiny().to_dict()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with store.claim(STORE_KIND, cfg) as c:
+        path = c.path
+        assert store.holder(STORE_KIND, cfg)["pid"] == os.getpid()
+        with pytest.raises(ClaimBusy, match=f"process {os.getpid()}"):
+            with store.claim(STORE_KIND, cfg, wait=0.3):
+                pass
+    assert not path.exists()
+    # a claim left by a process of this machine that died: taken over at once
+    holder = {"host": "h", "machine": None, "pid": dead.pid, "token": "t", "started": "then"}
+    from bindcore.store import _machine_id
+
+    holder["machine"] = _machine_id()
+    path.write_text(json.dumps(holder))
+    with caplog.at_level(logging.WARNING), store.claim(STORE_KIND, cfg, wait=False):
+        assert "no longer runs" in caplog.text
+    # a claim of another machine: waited for while it is touched, taken over when stale
+    path.write_text(json.dumps({**holder, "machine": "elsewhere/1", "pid": 1}))
+    with pytest.raises(ClaimBusy):
+        with store.claim(STORE_KIND, cfg, wait=0.2, stale_after=60, heartbeat=1):
+            pass
+    old = time.time() - 120
+    os.utime(path, (old, old))
+    with store.claim(STORE_KIND, cfg, wait=False, stale_after=60, heartbeat=1):
+        pass
+
+
+def test_a_held_claim_is_kept_fresh_by_its_heartbeat(tmp_path):
+    store = ResultStore(tmp_path, published=None)
+    with store.claim(STORE_KIND, {"a": 1}, heartbeat=0.05, stale_after=10) as c:
+        old = time.time() - 100
+        os.utime(c.path, (old, old))
+        time.sleep(0.3)
+        assert time.time() - c.path.stat().st_mtime < 5 and not c.lost
+        assert c.path.stat().st_mode & 0o044  # readable by the group, like the records
