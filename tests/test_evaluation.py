@@ -190,3 +190,27 @@ def test_the_fit_search_reads_no_test_key(monkeypatch, tmp_path):
     # the tripwire itself fires on a test key
     with pytest.raises(AssertionError):
         Tripwire({"test_object_2": 1.0})["test_object_2"]
+
+
+def test_the_device_sweep_runs_on_a_cpu_with_tiny_steps(tmp_path):
+    """benchmarks/device_sweep.sh, the prepared GPU check, on the CPU path: records and a
+    summary land in OUT in the layout of published/."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "OMP_NUM_THREADS": "1"}
+    cmd = ["bash", str(ROOT / "benchmarks" / "device_sweep.sh"), "--device", "cpu", "--values", "4",
+           "--coverages", "0.5", "0.75", "--budget", "300", "--set", "steps=4", "--set", "eval_scenes=16",
+           "--set", "d_model=16", "--set", "n_layers=1", "--set", "d_ff=32", "--set", "d_out=8",
+           "--set", "batch_size=16", "--set", "eval_every=2", "--set", "checkpoint_every=2"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "out" / "device-sweep.json").read_text())
+    assert summary["device"] == "cpu" and summary["machine"]["hostname"]
+    assert [r["finished"] for r in summary["runs"]] == [True, True]
+    published = tmp_path / "out" / "published" / "train-2"
+    assert sorted(p.name for p in published.iterdir()) == sorted(r["hash"] for r in summary["runs"])
+    for d in published.iterdir():
+        assert {p.name for p in d.iterdir()} == {"config.json", "result.json"}  # no weights
+        assert "release_test_pooled" in json.loads((d / "result.json").read_text())["metrics"]
