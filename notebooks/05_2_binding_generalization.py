@@ -198,6 +198,22 @@ recipe_table(profile)
 # ```{literalinclude} /bindcore/analysis/metrics.py
 # :pyobject: bag_ceiling
 # ```
+#
+# The release's protocol (`bindcore.controlled.evaluation`): one test batch as the
+# released code draws it, its rates per batch, and the bag's ceiling under the same
+# candidates:
+#
+# ```{literalinclude} /bindcore/controlled/evaluation.py
+# :pyobject: release_batch
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/evaluation.py
+# :pyobject: release_rates
+# ```
+#
+# ```{literalinclude} /bindcore/controlled/evaluation.py
+# :pyobject: release_ceiling
+# ```
 
 # %% [markdown]
 # ## This build's sweep
@@ -300,8 +316,10 @@ else:
 # The figure draws every seed as a dot and the median as the line; the claims below are
 # judged on the median, with the range printed beside it.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["remove-cell"]
 glue("scale_seeds", len(SCALE_SEEDS))
+
+# %% tags=["hide-input", "full-width"]
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
