@@ -276,14 +276,14 @@ summary.round(3)
 # %% tags=["remove-cell"]
 best = summary.loc[summary["objects"].idxmax()]
 glue("own_objects", f"{int(best['objects']):,}")
-glue("own_cov", best["coverage of best swap pairs"], "g")
-glue("own_swap", best["best swap pairs"], ".2f")
-glue("own_strict", best["objects at best swap pairs"], ".2f")
-glue("own_ceiling", best["bag ceiling at best swap pairs"], ".2f")
+glue("own_cov", best["chosen coverage"], "g")
+glue("own_swap", best["swap pairs at chosen coverage"], ".2f")
+glue("own_strict", best["objects at chosen coverage"], ".2f")
+glue("own_ceiling", best["bag ceiling at chosen coverage"], ".2f")
 
 # %% [markdown]
-# Here, at |O| = {glue:text}`own_objects` and coverage {glue:text}`own_cov`, strict
-# recognition of held-out objects is {glue:text}`own_strict` against a bag-of-concepts
+# Here, at |O| = {glue:text}`own_objects` and coverage {glue:text}`own_cov` (the coverage
+# with the most validation swap pairs recognised), strict recognition of test objects is {glue:text}`own_strict` against a bag-of-concepts
 # ceiling of {glue:text}`own_ceiling`, and {glue:text}`own_swap` of the swap pairs are
 # recognised. Strict accuracy near the ceiling says nothing about binding; the swap
 # pairs do.
