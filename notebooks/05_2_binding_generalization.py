@@ -82,7 +82,7 @@ from bindcore.book.chapter import (
     scale_records,
     start_chapter,
 )
-from bindcore.book.claims import claims_table, generalization_claim_rules
+from bindcore.book.claims import claim_outcomes, claims_table, generalization_claim_rules
 from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
@@ -355,6 +355,12 @@ if scale_recs:
                                transition=TRANSITION_SWAP))
 with pd.option_context("display.max_colwidth", None):
     display(pd.concat(frames, ignore_index=True))
+
+# %% [markdown]
+# In words, claim by claim and source by source (generated from the verdicts above):
+
+# %% tags=["hide-input"]
+display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_outcomes(frame))))
 
 # %% [markdown]
 # ## The recipe search

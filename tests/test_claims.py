@@ -298,3 +298,14 @@ def test_the_bag_claim_needs_the_median_and_every_seed_above_the_ceiling():
     # the null of the same shape: every seed a bag of concepts (strict at the ceiling, no swap pair)
     null = {cov: [(0.55, 0.0, 0.0)] * 3 for cov in (0.1, 0.3, 0.5)}
     assert statuses(CL.claims_table(generalization_summary(seeded(null)), "scale"))[:2] == [CL.NOT_SHOWN] * 2
+
+
+def test_claim_outcomes_say_where_each_claim_was_reproduced():
+    small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
+    bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+    frame = CL.claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
+    lines = CL.claim_outcomes(frame)
+    assert len(lines) == frame["claim"].nunique()
+    first = lines[0]
+    assert first.startswith("Held-out object recognition rises with coverage: reproduced at |O| = 100")
+    assert "not reproduced at |O| = 2,500" in first and first.endswith("(scale).")

@@ -628,6 +628,22 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
     return _frame(rows)
 
 
+def claim_outcomes(frame: pd.DataFrame) -> list[str]:
+    """One plain sentence per claim of a claims table, from its verdicts: where it was
+    reproduced (shown), where not, and where it could not be tested, naming the
+    subjects (object-space sizes) and the source (the table's ``profile``)."""
+    out = []
+    for claim, rows in frame.groupby("claim", sort=False):
+        source = ", ".join(dict.fromkeys(rows["profile"]))
+        parts = []
+        for status, words in ((SHOWN, "reproduced"), (NOT_SHOWN, "not reproduced"), (UNTESTABLE, "not testable")):
+            who = rows.loc[rows["status"] == status, "subject"].tolist()
+            if who:
+                parts.append(f"{words} {'for ' if who == ['across sizes'] else 'at '}{', '.join(who)}")
+        out.append(f"{claim[:1].upper()}{claim[1:]}: {'; '.join(parts)} ({source}).")
+    return out
+
+
 # ---------------------------------------------------------------------------------
 # appendix E (pixel encoders) and the D.7 contrast
 # ---------------------------------------------------------------------------------
