@@ -58,6 +58,7 @@ from bindcore.analysis.metrics import (
     expected_bag_of_concepts_two_objects,
 )
 from bindcore.book.chapter import chapter_recipe, note_stored, ran_with, start_chapter
+from bindcore.book.claims import claim_outcomes
 from bindcore.book.comparison import GROUPS, comparison_table, summary_line
 from bindcore.book.report import claims_overview, gather
 from bindcore.controlled.recipes import recipe_table
@@ -74,6 +75,17 @@ comparison = comparison_table(R["build"])
 display(Markdown(summary_line(comparison, profile)))
 print("parameters:", " | ".join(R["sources"].values()))
 print(R["encoder_note"])
+
+# %% [markdown]
+# ## Outcomes, claim by claim
+#
+# Whether each claim of the paper that a chapter tests was reproduced, in words, generated
+# from the verdicts of the chapters' claim functions (their rules and numbers follow
+# below); the source in brackets names the profile or the published records.
+
+# %% tags=["hide-input"]
+display(Markdown("\n".join(f"* **{chapter}** {line}" for chapter, frame in R["claims"].items()
+                            for line in claim_outcomes(frame))))
 
 # %% [markdown]
 # ## The paper's numbers and claims, like for like first
