@@ -112,6 +112,9 @@ def test_deviation_tables_read_the_profiles(profile):
     captions = paper[paper["where"] == "§4 / §5.1 caption space"]["this book"].iloc[0]
     assert f"{(a * n) ** 2:,} two-object captions, identical pairs included" in captions
     assert "cosine annealing" in release[release["component"] == "linear probes (C.2)"]["released code"].iloc[0]
+    scale = paper[paper["where"] == "§5.2 scale recipe (published records)"]["this book"].iloc[0]
+    assert "near_miss_negatives_per_positive" in scale and "perturbation negatives" in scale
+    assert "validation objects" in paper[paper["where"] == "§5.2 held-out objects"]["this book"].iloc[0]
     tree_rows = release[release["component"].str.startswith("XGBoost")]
     assert "measured in §5.1" in tree_rows["effect"].iloc[0]
 
