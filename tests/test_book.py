@@ -206,6 +206,9 @@ def test_build_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path, 
     assert first == tmp_path / "build" / "html" / "index.html"
     assert len(fake_papermill.calls) == 2  # two notebooks, executed once each
     assert html_calls == ["smoke", "smoke"]
+    times = json.loads((tmp_path / "build" / "html" / book.BUILD_TIMES).read_text())
+    assert [(c["chapter"], c["cached"]) for c in times["chapters"]] == [("ch1", True), ("ch2", True)]
+    assert times["profile"] == "smoke" and times["total_seconds"] >= times["html_seconds"] >= 0
 
 
 def test_failure_names_notebook_and_cell_and_leaves_nothing_half_written(fake_repo, monkeypatch, tmp_path):
@@ -291,6 +294,9 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
     index = book.build_book("smoke", build_dir=tmp_path)
     assert index == tmp_path / "html" / "index.html"
     assert index.is_file()
+    times = json.loads((tmp_path / "html" / book.BUILD_TIMES).read_text())  # the build's measurement of itself
+    assert [c["chapter"] for c in times["chapters"]] == book.toc_notebooks()
+    assert all(1 <= len(c["slowest_cells"]) <= 3 and c["seconds"] > 0 for c in times["chapters"])
 
     html = tmp_path / "html"
     for entry in book.toc_files():

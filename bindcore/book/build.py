@@ -55,6 +55,10 @@ class NotebookExecutionError(RuntimeError):
     """A notebook failed while papermill executed it."""
 
 
+# the build's measurement of itself, written beside the HTML (build_times)
+BUILD_TIMES = "build-times.json"
+
+
 @dataclass(frozen=True)
 class NotebookRun:
     """What happened to one notebook during a build."""
@@ -311,6 +315,39 @@ def _absolute(path: Path | str) -> Path:
     return Path(path).resolve()
 
 
+def slowest_cells(executed: Path | str, n: int = 3) -> list[dict[str, Any]]:
+    """The ``n`` code cells of an executed notebook that took longest (papermill's
+    per-cell ``duration``), slowest first: their index, seconds and first source line."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        duration = (cell.metadata.get("papermill") or {}).get("duration")
+        if cell.cell_type == "code" and duration is not None:
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            cells.append({"cell": i, "seconds": round(float(duration), 2), "source": first[:100]})
+    return sorted(cells, key=lambda c: -c["seconds"])[:n]
+
+
+def build_times(runs: list[NotebookRun], profile: str, html_seconds: float, total_seconds: float) -> dict[str, Any]:
+    """What a book build measured of itself: per chapter its execution time (for a cached
+    chapter, the time of the execution it reused) and its three slowest cells; the HTML
+    build's and the whole build's time; the machine."""
+    import nbformat
+
+    from bindcore.store import machine_info
+
+    chapters = []
+    for run in runs:
+        meta = nbformat.read(str(run.path), as_version=4).metadata.get(METADATA_KEY, {})
+        chapters.append({"chapter": run.name, "cached": run.cached,
+                         "seconds": round(run.seconds if not run.cached else meta.get("seconds", 0.0), 1),
+                         "slowest_cells": slowest_cells(run.path)})
+    return {"profile": profile, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
+            "chapters": chapters, "html_seconds": round(html_seconds, 1), "total_seconds": round(total_seconds, 1)}
+
+
 def build_book(
     profile: str = "quick",
     build_dir: Path | str = "_build",
@@ -327,11 +364,17 @@ def build_book(
     html_start = time.perf_counter()
     index = build_html(profile, build_dir, force=force, strict=strict, root=root)
     html_seconds = time.perf_counter() - html_start
+    times = build_times(runs, profile, html_seconds, time.perf_counter() - start)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(index.parent / BUILD_TIMES, json.dumps(times, indent=1).encode("utf-8"))
     print(f"[book] summary (profile={profile}):", flush=True)
-    for run in runs:
-        status = "cached" if run.cached else f"{run.seconds:8.1f} s"
-        print(f"[book]   {run.name:<40} {status}", flush=True)
+    for chapter in times["chapters"]:
+        status = (f"cached (executed in {chapter['seconds']:.1f} s)" if chapter["cached"]
+                  else f"{chapter['seconds']:8.1f} s")
+        slow = "; ".join(f"{c['seconds']:.1f} s: {c['source']}" for c in chapter["slowest_cells"])
+        print(f"[book]   {chapter['chapter']:<40} {status}" + (f"   slowest cells: {slow}" if slow else ""), flush=True)
     print(f"[book]   {'HTML build':<40} {html_seconds:8.1f} s", flush=True)
-    print(f"[book]   {'total':<40} {time.perf_counter() - start:8.1f} s", flush=True)
+    print(f"[book]   {'total':<40} {times['total_seconds']:8.1f} s", flush=True)
+    print(f"[book] measured times: {index.parent / BUILD_TIMES}", flush=True)
     print(f"[book] open {index}", flush=True)
     return index
