@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 CANDIDATE_MODES = ("batch", "train_vocab")
 # Training runs in the result store: records carry the fingerprint of this module's code
 # (with its imports); a run made by other code is reused, marked stale (bindcore.store).
-STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
+STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True,
+                  required=("hash", "config", "metrics"))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
 # the most memory the evaluation of one object space may need (see evaluation_memory)
