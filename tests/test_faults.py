@@ -150,3 +150,196 @@ def test_a_waiting_run_says_whose_claim_it_waits_on_and_for_how_long(tmp_path, c
     waiting = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting for")]
     assert len(waiting) == 1
     assert f"process {os.getpid()}" in waiting[0] and "at most" in waiting[0] and "stale after 600 s" in waiting[0]
+
+
+# ---------------------------------------------------------------------------------
+# 4-6. data make --overwrite: installs that never lose the old data
+# ---------------------------------------------------------------------------------
+def files(folder: Path) -> dict[str, bytes]:
+    """The files of ``folder`` (not its hidden staging folders) and their bytes."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def everything(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by name and bytes (a file's bytes found anywhere)."""
+    return {f"{p.name}:{hash(p.read_bytes())}": p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def old_dataset(tmp_path):
+    """A folder holding a dataset and a file of the user's; (folder, its files)."""
+    from bindcore.data import make_clevr2d_singles
+
+    out = tmp_path / "ds"
+    make_clevr2d_singles(size=32).write(out)
+    (out / "notes.txt").write_text("mine")
+    return out, files(out)
+
+
+def new_dataset():
+    from bindcore.data import make_clevr2d_singles
+
+    return make_clevr2d_singles(size=24)  # the same file names, other bytes
+
+
+def is_new_dataset(out: Path) -> bool:
+    import pandas as pd
+
+    ds = new_dataset()
+    names = pd.read_csv(out / "labels.csv")["filename"].tolist()
+    return names == ds.filenames and all((out / n).is_file() for n in names) and \
+        (out / "metadata.json").read_text() == json.dumps(ds.metadata()) + "\n"
+
+
+KILL = """
+import os, shutil, sys
+import bindcore.data.core as core
+from bindcore.data import make_clevr2d_singles
+calls, at = [0], int(sys.argv[2])
+def killed(real):
+    def call(*a, **k):
+        calls[0] += 1
+        if calls[0] == at:
+            os._exit(9)  # no cleanup of any kind: a SIGKILL, a power cut
+        return real(*a, **k)
+    return call
+os.replace = killed(os.replace)
+os.rename = killed(os.rename)
+shutil.rmtree = killed(shutil.rmtree)
+make_clevr2d_singles(size=24).write(sys.argv[1], overwrite=True)
+"""
+
+
+@pytest.mark.parametrize("point", ["first move", "old files half moved out", "new files half moved in",
+                                   "last move", "old files being deleted"])
+def test_data_make_killed_during_its_install_loses_nothing(old_dataset, point):
+    import subprocess
+    import sys
+
+    out, before = old_dataset
+    n_old = len(before) - 1  # notes.txt stays
+    n_new = len(new_dataset().filenames) + 3
+    # each rename and the final delete count as one call; the journal is written by a rename
+    at = {"first move": 1, "old files half moved out": 2 + n_old // 2, "new files half moved in":
+          2 + n_old + n_new // 2, "last move": 1 + n_old + n_new, "old files being deleted": 3 + n_old + n_new}[point]
+    run = subprocess.run([sys.executable, "-c", KILL, str(out), str(at)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 9, run.stderr
+    # nothing is lost: every old file is still there, in the folder or set aside in it
+    kept = everything(out)
+    assert all(f"{name}:{hash(data)}" in kept for name, data in before.items())
+    from bindcore.data.core import check_output_folder
+
+    check_output_folder(out, overwrite=True)  # the next data make into it cleans up first
+    if point == "old files being deleted":  # the new dataset was complete: it stays
+        assert is_new_dataset(out) and (out / "notes.txt").read_text() == "mine"
+    else:
+        assert files(out) == before
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == []  # no staging folder left
+
+
+def test_ctrl_c_during_the_install_takes_effect_when_the_new_dataset_is_complete(old_dataset, monkeypatch):
+    import signal
+
+    out, before = old_dataset
+    calls = {"n": 0}
+    real = os.replace
+
+    def replace(a, b):
+        calls["n"] += 1
+        if calls["n"] == len(before) + 3:  # in the middle of the move loop
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        new_dataset().write(out, overwrite=True)
+    assert calls["n"] > len(before) + 3  # the interrupt came during the install
+    assert is_new_dataset(out) and (out / "notes.txt").read_text() == "mine"
+    assert not [p for p in out.iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("when", ["moving the old files out", "moving the new files in"])
+def test_an_error_during_the_install_puts_the_old_dataset_back(old_dataset, monkeypatch, when):
+    out, before = old_dataset
+    calls = {"n": 0}
+    real = os.replace
+    at = 3 if when == "moving the old files out" else len(before) + 5
+
+    def replace(a, b):
+        calls["n"] += 1
+        if calls["n"] == at:
+            raise OSError(errno.ENOSPC, "No space left on device")  # a full-disk stand-in
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="No space"):
+        new_dataset().write(out, overwrite=True)
+    assert files(out) == before
+    assert not [p for p in out.iterdir() if p.is_dir()]
+
+
+def test_ctrl_c_while_generating_leaves_the_old_dataset_and_says_where_the_new_one_is(old_dataset, monkeypatch,
+                                                                                      caplog):
+    from PIL import Image
+
+    out, before = old_dataset
+    calls = {"n": 0}
+    save = Image.Image.save
+
+    def interrupted(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise KeyboardInterrupt
+        return save(self, *a, **k)
+
+    monkeypatch.setattr(Image.Image, "save", interrupted)
+    with caplog.at_level(logging.WARNING, logger="bindcore.data.core"), pytest.raises(KeyboardInterrupt):
+        new_dataset().write(out, overwrite=True)
+    assert files(out) == before
+    partial = [p for p in out.iterdir() if p.is_dir()]
+    assert len(partial) == 1 and any(str(partial[0]) in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(Image.Image, "save", save)
+    new_dataset().write(out, overwrite=True)  # the next write removes it
+    assert is_new_dataset(out) and not [p for p in out.iterdir() if p.is_dir()]
+
+
+def mount_point(monkeypatch, out: Path) -> None:
+    """Make ``out`` behave like a mount point: it cannot be renamed or replaced (EBUSY),
+    and nothing can be renamed into or out of it (EXDEV: another filesystem)."""
+    top = out.resolve()
+
+    def inside(p) -> bool:
+        p = Path(os.path.abspath(p))
+        return p == top or top in p.parents
+
+    def guard(real):
+        def call(a, b, *rest, **kw):
+            if Path(os.path.abspath(a)) == top or Path(os.path.abspath(b)) == top:
+                raise OSError(errno.EBUSY, "Device or resource busy", str(a))
+            if inside(a) != inside(b):
+                raise OSError(errno.EXDEV, "Invalid cross-device link", str(a))
+            return real(a, b, *rest, **kw)
+        return call
+
+    monkeypatch.setattr(os, "replace", guard(os.replace))
+    monkeypatch.setattr(os, "rename", guard(os.rename))
+
+
+@pytest.mark.parametrize("holding", ["nothing", "a dataset"])
+def test_data_make_into_a_mount_point(tmp_path, monkeypatch, holding, capsys):
+    out = tmp_path / "volume"
+    if holding == "a dataset":
+        from bindcore.data import make_clevr2d_singles
+
+        make_clevr2d_singles(size=32).write(out)
+        (out / "notes.txt").write_text("mine")
+    else:
+        out.mkdir()
+    mount_point(monkeypatch, out)
+    args = ["data", "make", "clevr2d-singles", "--size", "24", "--out", str(out)]
+    assert main(args + (["--overwrite"] if holding == "a dataset" else [])) == 0, capsys.readouterr().err
+    assert is_new_dataset(out)
+    assert (out / "notes.txt").exists() == (holding == "a dataset")
+    assert [p.name for p in tmp_path.iterdir()] == ["volume"]  # nothing beside it
+    assert not [p for p in out.iterdir() if p.is_dir()]
