@@ -32,9 +32,24 @@ from typing import IO, Any
 # ---------------------------------------------------------------------------------
 # hashes
 # ---------------------------------------------------------------------------------
+def canonical_numbers(obj: Any) -> Any:
+    """``obj`` with every ``-0.0`` (in dicts, lists and tuples) as ``0.0``: equal values,
+    one text. Every other value is left as it is, so the text of any config without a
+    ``-0.0`` does not change. (Typed configs make ``0`` and ``0.0`` alike before they are
+    hashed: :func:`bindcore.settings.coerce`.)"""
+    if isinstance(obj, float):
+        return obj + 0.0 if obj == 0 else obj
+    if isinstance(obj, dict):
+        return {k: canonical_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [canonical_numbers(v) for v in obj]
+    return obj
+
+
 def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no spaces: equal configs give equal text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """JSON with sorted keys and no spaces, ``-0.0`` written as ``0.0``
+    (:func:`canonical_numbers`): equal configs give equal text."""
+    return json.dumps(canonical_numbers(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _encode(part: Any) -> bytes:

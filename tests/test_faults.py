@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from bindcore.cli import main
 from bindcore.controlled.recipes import recipe
@@ -343,3 +345,55 @@ def test_data_make_into_a_mount_point(tmp_path, monkeypatch, holding, capsys):
     assert (out / "notes.txt").exists() == (holding == "a dataset")
     assert [p.name for p in tmp_path.iterdir()] == ["volume"]  # nothing beside it
     assert not [p for p in out.iterdir() if p.is_dir()]
+
+
+# ---------------------------------------------------------------------------------
+# 8. equal numbers hash alike; ordinary configs keep their hashes
+# ---------------------------------------------------------------------------------
+def test_the_hashes_of_ordinary_configs_are_unchanged():
+    from bindcore.io import config_hash
+
+    # computed before numbers were made canonical
+    assert config_hash(recipe("quick").to_dict()) == "93f523a6dcc3171d"
+    assert config_hash(recipe("scale", n_values=50, coverage=0.5).to_dict()) == "1587aafed46ba451"
+    published = sorted((ROOT / "published" / "train-2").glob("*/config.json"))
+    for path in published:  # every committed record is still found under its folder's hash
+        from bindcore.controlled.training import TrainConfig
+
+        assert config_hash(TrainConfig.from_dict(json.loads(path.read_text())).to_dict()) == path.parent.name
+
+
+def _numbers_equal_to(x):
+    """Ways a person writes the number ``x`` (all equal to it)."""
+    out = [x, float(x), repr(float(x))]
+    if float(x).is_integer():
+        out += [int(x), str(int(x))]
+    if x == 0:
+        out += [-0.0, "-0.0", "-0", "0e5"]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=st.one_of(st.integers(0, 10**6), st.floats(0, 1e6, allow_nan=False, allow_infinity=False)),
+       field=st.sampled_from(["weight_decay", "concept_loss_weight", "concept_loss_start", "warmup_frac"]))
+@example(x=0, field="weight_decay")
+def test_property_equal_numbers_give_one_config_hash(x, field):
+    from bindcore.io import config_hash
+
+    if field in ("concept_loss_start", "warmup_frac"):
+        x = x / (1 + x) if x else x  # in [0, 1)
+    hashes = set()
+    for v in _numbers_equal_to(x):
+        hashes.add(config_hash(tiny(**{field: v}).to_dict()))
+    assert len(hashes) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), st.one_of(st.floats(allow_nan=False), st.integers(), st.text()),
+                       max_size=6))
+def test_property_minus_zero_hashes_as_zero_in_any_config(config):
+    from bindcore.io import config_hash
+
+    flipped = {k: (-0.0 if isinstance(v, float) and v == 0 else v) for k, v in config.items()}
+    zeroed = {k: (0.0 if isinstance(v, float) and v == 0 else v) for k, v in config.items()}
+    assert config_hash(flipped) == config_hash(zeroed)
