@@ -197,14 +197,29 @@ def _config_from_args(args: argparse.Namespace):
             raise OptionError("--config", f"{args.config} is not a readable JSON file ({exc})") from None
         if not isinstance(base, dict):
             raise OptionError("--config", f"{args.config} holds no JSON object of TrainConfig fields")
-        return TrainConfig.from_dict({**base, **overrides})
-    return recipe(args.profile, **overrides)
+        if args.profile is not None:  # the profile's recipe for the fields the file leaves out
+            return recipe(args.profile, **{**base, **overrides})
+        cfg = TrainConfig.from_dict({**base, **overrides})
+        missing = [f for f in cfg.to_dict() if f not in base and f not in overrides and f != "scene_input"]
+        if missing:
+            print(f"bindcore {args.command}: --config {args.config} leaves {len(missing)} fields to TrainConfig's "
+                  f"defaults, the paper's ({', '.join(missing)}); add --profile NAME to take them from a profile",
+                  file=sys.stderr)
+        return cfg
+    return recipe(profile_of(args), **overrides)
+
+
+def profile_of(args: argparse.Namespace) -> str:
+    """The recipe profile of a train or sweep command (``--profile``, default quick)."""
+    return args.profile if args.profile is not None else "quick"
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=RECIPE_PROFILES, default="quick",
-                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes)")
-    p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
+    p.add_argument("--profile", choices=RECIPE_PROFILES, default=None,
+                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes); "
+                   "with --config: the recipe of the fields the file leaves out")
+    p.add_argument("--config", type=Path, default=None,
+                   help="a TrainConfig as JSON (fields it leaves out: --profile's, else the paper's defaults)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
                    "(--set scene_input=pixels: the pixel recipe of appendix E and its fields, e.g. level=speckle)")
@@ -355,7 +370,7 @@ def sweep_configs(args: argparse.Namespace) -> list:
     base = _config_from_args(args)
     axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                               ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
-    if args.profile == "scale" and not axes and args.config is None:
+    if profile_of(args) == "scale" and not axes and args.config is None:
         return [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
     return grid(base, **axes)
 

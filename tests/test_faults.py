@@ -397,3 +397,21 @@ def test_property_minus_zero_hashes_as_zero_in_any_config(config):
     flipped = {k: (-0.0 if isinstance(v, float) and v == 0 else v) for k, v in config.items()}
     zeroed = {k: (0.0 if isinstance(v, float) and v == 0 else v) for k, v in config.items()}
     assert config_hash(flipped) == config_hash(zeroed)
+
+
+# ---------------------------------------------------------------------------------
+# 7. --config with --profile: the profile's recipe for the fields the file leaves out
+# ---------------------------------------------------------------------------------
+def test_config_with_profile_takes_the_profile_for_missing_fields(tmp_path, monkeypatch, capsys):
+    import bindcore.cli as cli
+
+    seen = []
+    monkeypatch.setattr("bindcore.controlled.training.train", lambda cfg, **kw: seen.append(cfg) or {})
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"n_values": 6, "coverage": 0.5}))
+    assert cli.main(["train", "--config", str(partial), "--profile", "smoke", "--results", str(tmp_path)]) == 0
+    assert seen[-1] == recipe("smoke", n_values=6, coverage=0.5)  # before: the paper's 50,000 steps
+    capsys.readouterr()
+    assert cli.main(["train", "--config", str(partial), "--results", str(tmp_path)]) == 0
+    err = capsys.readouterr().err  # without --profile: the paper's defaults, and it says so
+    assert seen[-1].steps == 50_000 and "--profile" in err and "steps" in err and len(err.strip().splitlines()) == 1
