@@ -481,6 +481,24 @@ def register_data(subparsers) -> None:
     m.set_defaults(func=_run_data_make)
 
 
+# the options of data make each dataset reads (any other given is refused, not ignored)
+DATA_OPTIONS = {"--size": ("clevr2d", "clevr2d-singles", "clevr3d", "clevr3d-singles", "clevr3d-three"),
+                "--scenes": ("clevr3d-three", "text"), "--occlusion": ("clevr3d-three",), "--jitter": ("clevr2d",),
+                "--seed": ("clevr2d", "clevr3d", "clevr3d-three", "text")}
+
+
+def check_data_options(args: argparse.Namespace) -> None:
+    """An option of ``data make`` that the dataset does not read is refused in one line;
+    so is an image size out of range."""
+    given = {"--size": args.size is not None, "--scenes": args.scenes is not None, "--occlusion": args.occlusion,
+             "--jitter": args.jitter != 0.0, "--seed": args.seed != 0}
+    for option, kinds in DATA_OPTIONS.items():
+        if given[option] and args.kind not in kinds:
+            raise OptionError(option, f"{args.kind} does not read it (only {', '.join(kinds)})")
+    if args.size is not None and not 16 <= args.size <= 4096:
+        raise OptionError("--size", f"must lie in [16, 4096] pixels, got {args.size}")
+
+
 def _run_data_make(args: argparse.Namespace) -> int:
     import time
 
@@ -488,6 +506,7 @@ def _run_data_make(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
+        check_data_options(args)
         check_option("--out", lambda out: check_output_folder(out, args.overwrite), args.out)  # before generating
         ds = make_dataset(args.kind, size=args.size, seed=args.seed, n_scenes=args.scenes,
                           occlusion=args.occlusion, jitter=args.jitter)

@@ -415,3 +415,37 @@ def test_config_with_profile_takes_the_profile_for_missing_fields(tmp_path, monk
     assert cli.main(["train", "--config", str(partial), "--results", str(tmp_path)]) == 0
     err = capsys.readouterr().err  # without --profile: the paper's defaults, and it says so
     assert seen[-1].steps == 50_000 and "--profile" in err and "steps" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------
+# 11, 15. sizes with an upper bound, options a dataset does not read: refused up front
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("field", ["d_ff", "batch_size", "eval_scenes", "d_model", "n_layers", "max_objects"])
+def test_a_size_field_has_an_upper_bound(field):
+    with pytest.raises(ValueError, match=rf"TrainConfig\.{field} = 10000000000: must be <="):
+        recipe("smoke", **{field: "1e10"})
+
+
+def test_train_refuses_a_huge_size_before_making_an_entry(tmp_path, capsys):
+    assert main(["train", *TINY, "--results", str(tmp_path / "r"), "--set", "d_ff=1e10"]) == 2
+    err = capsys.readouterr().err
+    assert "d_ff" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("extra", [["--size", "100000"], ["--occlusion"], ["--scenes", "5"]])
+def test_data_make_refuses_options_clevr2d_cannot_take(tmp_path, capsys, monkeypatch, extra):
+    import bindcore.cli as cli
+
+    monkeypatch.setattr(cli, "make_dataset", lambda *a, **k: pytest.fail("generated before checking its options"))
+    assert main(["data", "make", "clevr2d", "--out", str(tmp_path / "o"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert extra[0] in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_make_clevr2d_has_an_upper_size_bound():
+    from bindcore.data.clevr2d import make_clevr2d
+
+    with pytest.raises(ValueError, match="4096"):
+        make_clevr2d(size=100_000)
