@@ -9,13 +9,20 @@ device this machine lacks, a path that cannot be read or written) is found befor
 work and reported as one line on stderr that names the option or field, with exit code
 2 (:class:`OptionError`; argparse's own errors are one line too). Anything else is a
 bug or an accident and keeps its traceback.
+
+Signals: Ctrl-C (SIGINT) and SIGTERM end a command cleanly: the exception they raise
+unwinds it (temporary files of atomic writes removed, claims released; a training run
+resumes from its last checkpoint), then one line on stderr and exit code 130 or 143
+(128 + the signal's number), without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -532,6 +539,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (as Ctrl-C raises ``KeyboardInterrupt``) so that
+    a command unwinds cleanly."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -542,7 +558,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    return args.func(args)
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    command = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"bindcore {command}: interrupted (Ctrl-C); nothing half written is left, and running the same "
+              "command again resumes", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated:
+        print(f"bindcore {command}: terminated (SIGTERM); nothing half written is left, and running the same "
+              "command again resumes", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":

@@ -449,3 +449,37 @@ def test_make_clevr2d_has_an_upper_size_bound():
 
     with pytest.raises(ValueError, match="4096"):
         make_clevr2d(size=100_000)
+
+
+# ---------------------------------------------------------------------------------
+# 13. SIGTERM and Ctrl-C end a run cleanly: no temporary file, no traceback, 143 / 130
+# ---------------------------------------------------------------------------------
+SIGNALLED = """
+import os, signal, sys
+import torch
+from bindcore.cli import main
+save, sig = torch.save, getattr(signal, sys.argv[2])
+def save_then_signal(obj, f, *a, **k):
+    if "optimizer" in obj:  # the first checkpoint
+        f.write(b"half a checkpoint")
+        os.kill(os.getpid(), sig)  # arrives while the checkpoint is being written
+    return save(obj, f, *a, **k)
+torch.save = save_then_signal
+sys.exit(main(["train", "--profile", "smoke", "--set", "steps=4", "--set", "eval_every=2", "--set",
+               "checkpoint_every=2", "--set", "eval_scenes=16", "--threads", "1", "--quiet", "--results", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_ends_a_run_cleanly(tmp_path, sig, code):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", SIGNALLED, str(tmp_path), sig], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert run.returncode == code, run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("bindcore train: ")
+    left = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name == "claim.json"]
+    assert left == []  # no temporary file, no claim
+    assert train_cli(tmp_path) == 0  # and the run can be done
