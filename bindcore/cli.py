@@ -19,6 +19,7 @@ resumes from its last checkpoint), then one line on stderr and exit code 130 or 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sys
@@ -46,6 +47,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def path_option(text: str) -> Path:
+    """argparse type of a path: any text but the empty one (which ``Path`` reads as the
+    current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (give . for the current folder)")
+    return Path(text)
 
 
 def positive_int(text: str) -> int:
@@ -109,7 +118,7 @@ def register_book(subparsers) -> None:
     )
     p.add_argument("--profile", choices=PROFILES, default="quick",
                    help="workload size: smoke (CI), quick (laptop CPU, default), paper (GPU)")
-    p.add_argument("--build-dir", type=Path, default=None,
+    p.add_argument("--build-dir", type=path_option, default=None,
                    help="output folder (default: _build in the repository)")
     p.add_argument("--force", action="store_true",
                    help="re-execute every notebook and re-render every page")
@@ -225,14 +234,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=RECIPE_PROFILES, default=None,
                    help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes); "
                    "with --config: the recipe of the fields the file leaves out")
-    p.add_argument("--config", type=Path, default=None,
+    p.add_argument("--config", type=path_option, default=None,
                    help="a TrainConfig as JSON (fields it leaves out: --profile's, else the paper's defaults)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
                    "(--set scene_input=pixels: the pixel recipe of appendix E and its fields, e.g. level=speckle)")
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when present)")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (>= 1)")
-    p.add_argument("--results", type=Path, default=None, help="result store root (default: results/)")
+    p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--retrain-stale", action="store_true",
                    help="train again a run whose stored record was made by other code (by default it is "
@@ -255,11 +264,13 @@ def _check_run_options(args: argparse.Namespace, device_here: bool = True):
     result store checked: every expected failure before any work."""
     from bindcore.io import check_writable_folder
     from bindcore.runtime import check_device
+    from bindcore.store import default_root
 
     cfg = _config_from_args(args)
     if device_here:
         check_option("--device", check_device, args.device)
-    check_option("--results", check_writable_folder, args.results)
+    root = args.results if args.results is not None else default_root()
+    check_option("--results", check_writable_folder, root / cfg.store_kind.name)  # the root and its kind's folder
     return cfg
 
 
@@ -474,7 +485,7 @@ def register_data(subparsers) -> None:
                        description="Write images (PNG), labels.csv in the authors' release layout, "
                        "metadata.json and captions.csv into --out.")
     m.add_argument("kind", choices=DATASETS)
-    m.add_argument("--out", type=Path, required=True,
+    m.add_argument("--out", type=path_option, required=True,
                    help="output folder (created; a folder that is not empty is refused unless --overwrite)")
     m.add_argument("--overwrite", action="store_true",
                    help="replace the dataset files (labels.csv, metadata.json, captions.csv, images) in a folder "
@@ -539,6 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# failures of the disk, not of bindcore: one line, exit code 1 (state is clean: writes are atomic)
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread (as Ctrl-C raises ``KeyboardInterrupt``) so that
     a command unwinds cleanly."""
@@ -563,6 +578,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
     try:
         return args.func(args)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"bindcore {command}: error: {exc.strerror or exc}{where}; nothing half written is left, and running "
+              "the same command again resumes", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"bindcore {command}: interrupted (Ctrl-C); nothing half written is left, and running the same "
               "command again resumes", file=sys.stderr)

@@ -483,3 +483,47 @@ def test_a_signal_ends_a_run_cleanly(tmp_path, sig, code):
     left = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name == "claim.json"]
     assert left == []  # no temporary file, no claim
     assert train_cli(tmp_path) == 0  # and the run can be done
+
+
+# ---------------------------------------------------------------------------------
+# 12. paths that cannot be used and a full disk: one line each
+# ---------------------------------------------------------------------------------
+def test_an_empty_results_path_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", *TINY, "--results", ""]) == 2
+    err = capsys.readouterr().err
+    assert "--results" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current folder
+
+
+def test_a_store_whose_kind_folder_is_a_file_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "train-2").write_text("not a folder")
+    assert train_cli(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert "--results" in err and "train-2" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_full_disk_during_training_is_one_line(tmp_path, capsys, monkeypatch):
+    import torch
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    assert train_cli(tmp_path) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("bindcore train: error: No space left on device")
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name == "claim.json"]
+
+
+def test_a_full_disk_during_data_make_is_one_line(tmp_path, capsys, monkeypatch):
+    from PIL import Image
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Image.Image, "save", full)
+    assert main(["data", "make", "clevr2d-singles", "--size", "24", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[-1]] and err[-1].startswith("bindcore data make: error: No space left on device")
+    assert list(tmp_path.iterdir()) == []
