@@ -527,3 +527,47 @@ def test_a_full_disk_during_data_make_is_one_line(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [err[-1]] and err[-1].startswith("bindcore data make: error: No space left on device")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------
+# 9. a chapter refuses a parameter name it does not know
+# ---------------------------------------------------------------------------------
+def notebook_namespace(injected: str) -> dict:
+    """A chapter's globals as IPython holds them after papermill's injected cell."""
+    cells = ["", 'import sys\n', 'profile = "quick"\nmax_edits = None  # edits\nworkers = None\n', injected]
+    return {"In": cells, "profile": "smoke", "max_edits": None, "workers": None}
+
+
+def test_a_chapter_refuses_an_unknown_papermill_parameter():
+    from bindcore.book.chapter import start_chapter
+
+    namespace = notebook_namespace('# Parameters\nprofile = "smoke"\nmax_editz = 5\n')
+    with pytest.raises(ValueError, match=r"unknown parameter 'max_editz' of chapter 'geometry'.*max_edits"):
+        start_chapter("geometry", namespace)
+
+
+def test_a_chapter_takes_its_known_papermill_parameters():
+    from bindcore.book.chapter import start_chapter
+
+    # in the profile table, and in the parameters cell only (a run-time setting such as workers)
+    namespace = notebook_namespace('# Parameters\nprofile = "smoke"\nmax_edits = 5\nworkers = 2\n')
+    namespace.update(max_edits=5, workers=2)
+    assert start_chapter("geometry", namespace)["max_edits"] == 5
+
+
+def test_papermill_with_an_unknown_parameter_fails_the_chapter(tmp_path, monkeypatch):
+    import nbformat
+    import papermill
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('profile = "smoke"\nworkers = None', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("from bindcore.book.chapter import start_chapter\n"
+                                          "P = start_chapter(None, globals())")]
+    nbformat.write(nb, tmp_path / "page.ipynb")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    run = dict(kernel_name="python3", language="python", progress_bar=False)
+    papermill.execute_notebook(str(tmp_path / "page.ipynb"), str(tmp_path / "ok.ipynb"), parameters={"workers": 2},
+                               **run)
+    with pytest.raises(papermill.PapermillExecutionError, match="unknown parameter 'stepz'"):
+        papermill.execute_notebook(str(tmp_path / "page.ipynb"), str(tmp_path / "bad.ipynb"),
+                                   parameters={"stepz": 5}, **run)
