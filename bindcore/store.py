@@ -28,7 +28,9 @@ The folder names of the kinds (``train-2``, ``geometry-1``, ...) are fixed: they
 not bumped when code changes, the fingerprint tells.
 
 **Corrupt files.** A ``result.json`` or ``config.json`` that is not a JSON object (a
-truncated write by a crashed disk, an edit gone wrong) is reported with its path (a
+truncated write by a crashed disk, an edit gone wrong), a result without a key every
+complete one holds (``Kind.required``), or weights (``Kind.weights``) that are gone, of
+another size than the record says or not a torch file, are reported with their path (a
 logged warning) and moved aside as ``<name>.corrupt-<time>`` (:func:`quarantine`), and
 the entry counts as not done: its computation runs again (a training run resumes from
 its last good checkpoint, :mod:`bindcore.controlled.training`). A corrupt published
@@ -454,6 +456,10 @@ class Kind:
     # the keys every complete result of this kind holds; a result without one of them is
     # incomplete (an edit gone wrong, a writer of other code) and moved aside like a corrupt one
     required: tuple[str, ...] = ()
+    # files of weights a local record may hold: their sizes are recorded when it is
+    # finished, and a record whose weights are gone, cut short or not a torch file is
+    # moved aside like a corrupt one
+    weights: tuple[str, ...] = ()
 
     def __fspath__(self) -> str:
         return self.name
@@ -521,6 +527,27 @@ class Entry:
         return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
 
 
+def _check_weights(e: Entry, result: dict[str, Any]) -> None:
+    """:class:`CorruptRecord` naming a weights file of ``e`` (``kind.weights``) that the
+    record says it has (``result["weights"]``: name -> bytes) but that is missing or of
+    another size, or that is there but is not a torch file (a zip archive with its end)."""
+    import zipfile
+
+    sizes = result.get("weights") if isinstance(result.get("weights"), dict) else {}
+    for name in e.kind.weights:
+        path = e.path / name
+        expected = sizes.get(name)
+        if not path.exists():
+            if expected is not None:
+                raise CorruptRecord(path, "missing (its record lists it)")
+            continue
+        size = path.stat().st_size
+        if expected is not None and size != expected:
+            raise CorruptRecord(path, f"cut short or changed: {size} bytes, its record says {expected}")
+        if not zipfile.is_zipfile(path):
+            raise CorruptRecord(path, "not a torch weights file (no zip archive end)")
+
+
 class ResultStore:
     """Results of each :class:`Kind` keyed by config hash (see the module docstring)."""
 
@@ -548,9 +575,15 @@ class ResultStore:
             if missing:
                 raise CorruptRecord(e.path / "result.json", "an incomplete record: no " + ", ".join(
                     repr(k) for k in missing))
+            if e.source == "local" and e.kind is not None:
+                _check_weights(e, result)
         except CorruptRecord as exc:
             if e.source == "local":
-                quarantine(exc.path, exc.why)
+                if exc.path.name != "result.json":  # weights: the record goes too, so the entry is computed again
+                    quarantine(exc.path, exc.why)
+                    quarantine(e.path / "result.json", f"its {exc.path.name} is {exc.why}")
+                else:
+                    quarantine(exc.path, exc.why)
             else:
                 log.warning("corrupt %s record %s (%s): skipped", e.source, exc.path, exc.why)
             return None
@@ -639,6 +672,10 @@ class ResultStore:
                                                 "git": _git_commit()}
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "code": code}
+        weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())
+                   if (entry.path / name).exists()}
+        if weights:
+            record["weights"] = weights
         atomic_write_json(entry.path / "result.json", record)
 
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -571,3 +571,25 @@ def test_papermill_with_an_unknown_parameter_fails_the_chapter(tmp_path, monkeyp
     with pytest.raises(papermill.PapermillExecutionError, match="unknown parameter 'stepz'"):
         papermill.execute_notebook(str(tmp_path / "page.ipynb"), str(tmp_path / "bad.ipynb"),
                                    parameters={"stepz": 5}, **run)
+
+
+# ---------------------------------------------------------------------------------
+# 14. weights are checked when a record is read as finished
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_record_whose_weights_are_broken_is_computed_again(tmp_path, capsys, damage):
+    from bindcore.controlled.training import load_model
+
+    assert train_cli(tmp_path) == 0
+    store = ResultStore(tmp_path, published=None)
+    entry = store.find(STORE_KIND, tiny().to_dict())
+    weights = entry.path / "model.pt"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:100])
+    else:
+        weights.unlink()
+    capsys.readouterr()
+    assert train_cli(tmp_path) == 0
+    rec = store.find(STORE_KIND, tiny().to_dict()).record()
+    load_model(rec)  # before: reported as success, failed here
+    assert len(list(entry.path.glob("result.json.corrupt-*"))) == 1

@@ -38,7 +38,7 @@ from .training import TrainConfig
 
 # Pixel training runs in the result store (expensive: a run made by other code is reused, marked stale)
 PIXEL_STORE_KIND = Kind("train-pixels-1", ("bindcore.controlled.pixels",), expensive=True,
-                        required=("hash", "config", "metrics"))
+                        required=("hash", "config", "metrics"), weights=("model.pt",))
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ CANDIDATE_MODES = ("batch", "train_vocab")
 # Training runs in the result store: records carry the fingerprint of this module's code
 # (with its imports); a run made by other code is reused, marked stale (bindcore.store).
 STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True,
-                  required=("hash", "config", "metrics"))
+                  required=("hash", "config", "metrics"), weights=("model.pt",))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
 # the most memory the evaluation of one object space may need (see evaluation_memory)
