@@ -593,3 +593,36 @@ def test_a_record_whose_weights_are_broken_is_computed_again(tmp_path, capsys, d
     rec = store.find(STORE_KIND, tiny().to_dict()).record()
     load_model(rec)  # before: reported as success, failed here
     assert len(list(entry.path.glob("result.json.corrupt-*"))) == 1
+
+
+# ---------------------------------------------------------------------------------
+# 16. analysis inputs that cannot mean anything: one clear error
+# ---------------------------------------------------------------------------------
+def test_probes_refuse_scenes_without_any_object():
+    import numpy as np
+
+    from bindcore.analysis.probes import LinearProbes
+
+    objects = np.full((6, 2, 2), -1)
+    with pytest.raises(ValueError, match="none of the 6 scenes has an object"):
+        LinearProbes([3, 3], epochs=2).fit(np.ones((6, 4), dtype=np.float32), objects)
+
+
+def test_functional_binding_refuses_predictions_of_the_wrong_length():
+    from test_probes import synthetic  # tests/ is on the path (pytest's rootdir-relative imports)
+
+    from bindcore.analysis.probes import functional_binding, object_level_split
+
+    data = synthetic("objects")
+    split = object_level_split(data, 0.5)
+    with pytest.raises(ValueError, match="one embedding row per scene"):
+        functional_binding(data, data.embeddings[:-3], split)
+
+
+def test_an_approximator_refuses_an_infinite_learning_rate():
+    import numpy as np
+
+    from bindcore.analysis.approximators.trainer import ModelSpec
+
+    with pytest.raises(ValueError, match="lr must be positive and finite"):
+        ModelSpec("mlp", 4, float("inf"), 0, np.arange(3), np.arange(0), split=None)
