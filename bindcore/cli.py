@@ -490,6 +490,9 @@ def register_data(subparsers) -> None:
     m.add_argument("--overwrite", action="store_true",
                    help="replace the dataset files (labels.csv, metadata.json, captions.csv, images) in a folder "
                    "that is not empty; other files stay")
+    m.add_argument("--force", action="store_true",
+                   help="with --overwrite: also delete dataset files that bindcore did not write there (e.g. the "
+                   "authors' images named by their labels.csv; they are listed)")
     m.add_argument("--size", type=positive_int, default=None, help="image width in pixels (default: the dataset's)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--scenes", type=positive_int, default=None,
@@ -525,12 +528,14 @@ def _run_data_make(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         check_data_options(args)
-        check_option("--out", lambda out: check_output_folder(out, args.overwrite), args.out)  # before generating
+        if args.force and not args.overwrite:
+            raise OptionError("--force", "only with --overwrite")
+        check_option("--out", lambda out: check_output_folder(out, args.overwrite, args.force), args.out)  # first
         ds = make_dataset(args.kind, size=args.size, seed=args.seed, n_scenes=args.scenes,
                           occlusion=args.occlusion, jitter=args.jitter)
     except ValueError as exc:
         return _fail(args, exc)
-    out = ds.write(args.out, overwrite=args.overwrite)
+    out = ds.write(args.out, overwrite=args.overwrite, force=args.force)
     print(f"{args.kind}: {len(ds)} scenes ({ds.metadata()}) written to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -626,3 +626,36 @@ def test_an_approximator_refuses_an_infinite_learning_rate():
 
     with pytest.raises(ValueError, match="lr must be positive and finite"):
         ModelSpec("mlp", 4, float("inf"), 0, np.arange(3), np.arange(0), split=None)
+
+
+# ---------------------------------------------------------------------------------
+# 10. --overwrite deletes the authors' files only with --force, and lists them
+# ---------------------------------------------------------------------------------
+def test_overwrite_refuses_to_delete_files_bindcore_did_not_write(tmp_path, capsys, caplog):
+    import pandas as pd
+
+    release = tmp_path / "clevr"  # a folder in the authors' release layout
+    release.mkdir()
+    for name in ("img_a.png", "img_b.png"):
+        (release / name).write_bytes(b"the authors' image")
+    pd.DataFrame({"filename": ["img_a.png", "img_b.png"]}).to_csv(release / "labels.csv", index=False)
+    (release / "README").write_text("theirs")
+    before = files(release)
+    args = ["data", "make", "clevr2d-singles", "--size", "24", "--out", str(release), "--overwrite"]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "img_a.png" in err and "labels.csv" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert files(release) == before  # nothing deleted
+    with caplog.at_level(logging.WARNING, logger="bindcore.data.core"):
+        assert main(args + ["--force"]) == 0
+    assert any("img_a.png" in r.getMessage() and "did not write" in r.getMessage() for r in caplog.records)
+    assert is_new_dataset(release) and (release / "README").read_text() == "theirs"
+    assert not (release / "img_a.png").exists()
+    capsys.readouterr()
+    assert main(args) == 0  # a dataset bindcore wrote is replaced without --force
+
+
+def test_force_needs_overwrite(tmp_path, capsys):
+    assert main(["data", "make", "text", "--out", str(tmp_path / "o"), "--force"]) == 2
+    assert "--force" in capsys.readouterr().err

@@ -56,7 +56,9 @@ from bindcore.io import atomic_write_json, check_writable_folder, digest, file_m
 log = logging.getLogger(__name__)
 
 # the files SceneDataset.write writes besides the images (named like IMAGE_NAME)
-DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv")
+# ... and the hidden list of what it wrote: files an overwrite may delete without asking
+MANIFEST = ".bindcore-dataset.json"
+DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv", MANIFEST)
 IMAGE_NAME = re.compile(r"^\d+\.png$")
 # staging folders of installs: <out>/.bindcore-install-*, or <parent>/.<out name>.bindcore-install-*
 STAGING = ".bindcore-install-"
@@ -167,17 +169,19 @@ class SceneDataset:
                 cols[f"object{i + 1}_{cname}_idx"] = [int(v) if v >= 0 else pd.NA for v in self.objects[:, i, c]]
         return pd.DataFrame(cols)
 
-    def write(self, out: str | Path, images: bool = True, overwrite: bool = False) -> Path:
+    def write(self, out: str | Path, images: bool = True, overwrite: bool = False, force: bool = False) -> Path:
         """Write ``labels.csv``, ``metadata.json``, ``captions.csv`` and (for image
         datasets) the PNG files into the folder ``out``, created if missing. A folder that
         is not empty is refused unless ``overwrite``, which replaces the dataset files
-        in it (:func:`owned_files`; other files stay). Everything is written into a
-        staging folder on ``out``'s filesystem first and swapped in by renames (see the
-        module docstring): a failure or an interrupt leaves the old dataset whole."""
+        in it (:func:`owned_files`; other files stay); dataset files that bindcore did not
+        write there (the authors' images, named by their labels.csv) only with ``force``
+        (:func:`check_output_folder`). Everything is written into a staging folder on
+        ``out``'s filesystem first and swapped in by renames (see the module docstring): a
+        failure or an interrupt leaves the old dataset whole."""
         import pandas as pd
         from PIL import Image
 
-        out = check_output_folder(out, overwrite)
+        out = check_output_folder(out, overwrite, force)
         staging = _staging_folder(out)
         new = staging / "new"
         try:
@@ -189,6 +193,8 @@ class SceneDataset:
             (new / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
             pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(new / "captions.csv",
                                                                                        index=False)
+            written = sorted(p.name for p in new.iterdir())
+            (new / MANIFEST).write_text(json.dumps({"written_by": "bindcore", "files": written + [MANIFEST]}) + "\n")
         except (KeyboardInterrupt, SystemExit):
             log.warning("interrupted: %s is as it was; the partial new dataset is in %s (removed by the next "
                         "write into %s)", out, new, out)
@@ -216,12 +222,32 @@ def owned_files(folder: str | Path) -> list[Path]:
                   if p.is_file() and (p.name in names or IMAGE_NAME.match(p.name)))
 
 
-def check_output_folder(out: str | Path, overwrite: bool = False) -> Path:
+def ours(folder: str | Path) -> set[str]:
+    """The names of the files :meth:`SceneDataset.write` wrote into ``folder`` (its
+    hidden list, :data:`MANIFEST`); empty when it holds none (or an unreadable one)."""
+    try:
+        listed = json.loads((Path(folder) / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {str(n) for n in listed} if isinstance(listed, list) else set()
+
+
+def foreign_files(folder: str | Path) -> list[Path]:
+    """The files an overwrite of ``folder`` would delete (:func:`owned_files`) that
+    bindcore did not write there (:func:`ours`): e.g. the authors' images named by the
+    labels.csv of a folder in their release layout."""
+    mine = ours(folder)
+    return [p for p in owned_files(folder) if p.name not in mine]
+
+
+def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = False) -> Path:
     """Check, before any work, that a dataset can be written to the folder ``out``: it is
     missing or empty, or (``overwrite``) holds files; it is not a file; ``out`` (or, when
     it is missing, the folder that will hold it) can be written to. What an install into
     ``out`` that was killed left behind is cleaned up first (:func:`recover_install`: an
-    old dataset half swapped out is put back). Raises ``FileExistsError``,
+    old dataset half swapped out is put back). An overwrite that would delete files
+    bindcore did not write (:func:`foreign_files`) is refused, naming them, unless
+    ``force``, which lists them (a logged warning). Raises ``FileExistsError``,
     ``NotADirectoryError`` or ``PermissionError`` naming the path."""
     out = Path(out)
     check_writable_folder(out)  # out, or the folder that will hold it, can be written to
@@ -232,6 +258,15 @@ def check_output_folder(out: str | Path, overwrite: bool = False) -> Path:
             shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
             raise FileExistsError(f"{out} is not empty ({len(entries)} entries: {shown}); overwrite (bindcore "
                                   f"data make --overwrite) replaces the dataset files in it")
+        foreign = foreign_files(out) if overwrite else []
+        if foreign:
+            names = [p.name for p in foreign]
+            shown = ", ".join(names[:5]) + (f", ... ({len(names) - 5} more)" if len(names) > 5 else "")
+            if not force:
+                raise FileExistsError(f"{out}: an overwrite would delete {len(names)} files that bindcore did not write "
+                                      f"there ({shown}); add --force (force=True) to delete them")
+            log.warning("%s: deleting %d files that bindcore did not write there: %s", out, len(names),
+                        ", ".join(names))
     return out
 
 
