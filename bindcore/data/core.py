@@ -343,6 +343,18 @@ def _roll_back(staging: Path, out: Path, journal: dict[str, Any]) -> None:
             os.replace(old / name, out / name)
 
 
+def interrupted_install(folder: str | Path) -> str:
+    """For an error message about ``folder``: "; an install into it was interrupted ..."
+    and how to put its old dataset back, when a staging folder is there; else ""."""
+    folder = Path(folder)
+    found = _staging_folders(folder)
+    if not found:
+        return ""
+    return (f"; an install into {folder} was interrupted (its files are in {found[0].name}): "
+            f"bindcore.data.core.recover_install({str(folder)!r}), or the next bindcore data make into it, puts the "
+            "old dataset back")
+
+
 def recover_install(out: str | Path) -> list[Path]:
     """Finish what an install into ``out`` that was killed left behind: a swap cut in the
     middle is undone (the old dataset put back), a finished one's old files deleted, a
@@ -375,7 +387,8 @@ def read_labels_table(path: str | Path, **read_csv: Any):
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no labels file at {path}")
+        hint = interrupted_install(path.parent) if path.name == "labels.csv" else ""
+        raise FileNotFoundError(f"no labels file at {path}{hint}")
     try:
         df = pd.read_csv(path, **read_csv)
     except pd.errors.EmptyDataError:
