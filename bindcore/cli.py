@@ -283,12 +283,12 @@ def _run_train(args: argparse.Namespace) -> int:
 
     try:
         cfg = _check_run_options(args)
+        store = ResultStore(args.results)
+        if args.retrain_stale:
+            store = retire_stale(store, [cfg])
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     set_threads(args.threads)
-    store = ResultStore(args.results)
-    if args.retrain_stale:
-        store = retire_stale(store, [cfg])
     rec = train(cfg, store=store, device=args.device, progress=not args.quiet)
     note_stale(args, [rec])
     summary = {k: rec.get(k) for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path", "stale")}
@@ -311,6 +311,8 @@ def retire_stale(store, configs):
                 published_stale = True
                 break
             moved = store.retire(found)
+            if moved is None:
+                raise OptionError("--retrain-stale", f"could not move {found.path / 'result.json'} aside")
             print(f"retraining {found.path}: its record, made by other code, moved to {moved}", file=sys.stderr)
             found = store.find(cfg.store_kind, cfg.to_dict())
     return ResultStore(store.root, published=None) if published_stale else store
@@ -427,12 +429,12 @@ def _run_sweep(args: argparse.Namespace) -> int:
         _check_run_options(args, device_here=args.executor == "local")
         configs = sweep_configs(args)
         executor = sweep_executor(args)
+        store = ResultStore(args.results)
+        if args.retrain_stale:
+            store = retire_stale(store, configs)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     t0 = time.perf_counter()
-    store = ResultStore(args.results)
-    if args.retrain_stale:
-        store = retire_stale(store, configs)
     try:
         recs = run_sweep(configs, store=store, device=args.device, progress=not args.quiet, executor=executor)
     except SweepError as exc:
