@@ -547,7 +547,7 @@ def test_a_chapter_refuses_an_unknown_papermill_parameter():
     from bindcore.book.chapter import start_chapter
 
     namespace = notebook_namespace('# Parameters\nprofile = "smoke"\nmax_editz = 5\n')
-    with pytest.raises(ValueError, match=r"unknown parameter 'max_editz' of chapter 'geometry'.*max_edits"):
+    with pytest.raises(ValueError, match=r"unknown parameter 'max_editz' of chapter 'geometry'.*known: \[.*'max_edits'"):
         start_chapter("geometry", namespace)
 
 

@@ -50,7 +50,9 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     unknown = unknown_parameters(chapter, namespace)
     if unknown:
         where = f" of chapter {chapter!r}" if chapter else ""
-        raise unknown_name(unknown[0], _known_parameters(chapter, namespace), "parameter", f"{where} (set by papermill)")
+        known = sorted(_known_parameters(chapter, namespace))
+        message = str(unknown_name(unknown[0], known, "parameter", f"{where} (set by papermill)"))
+        raise ValueError(message if "; known:" in message else f"{message}; known: {known}")
     profile = check_profile(namespace["profile"])
     if chapter is None:
         params: dict[str, Any] = {"profile": profile}
