@@ -9,13 +9,21 @@ device this machine lacks, a path that cannot be read or written) is found befor
 work and reported as one line on stderr that names the option or field, with exit code
 2 (:class:`OptionError`; argparse's own errors are one line too). Anything else is a
 bug or an accident and keeps its traceback.
+
+Signals: Ctrl-C (SIGINT) and SIGTERM end a command cleanly: the exception they raise
+unwinds it (temporary files of atomic writes removed, claims released; a training run
+resumes from its last checkpoint), then one line on stderr and exit code 130 or 143
+(128 + the signal's number), without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -39,6 +47,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def path_option(text: str) -> Path:
+    """argparse type of a path: any text but the empty one (which ``Path`` reads as the
+    current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (give . for the current folder)")
+    return Path(text)
 
 
 def positive_int(text: str) -> int:
@@ -102,7 +118,7 @@ def register_book(subparsers) -> None:
     )
     p.add_argument("--profile", choices=PROFILES, default="quick",
                    help="workload size: smoke (CI), quick (laptop CPU, default), paper (GPU)")
-    p.add_argument("--build-dir", type=Path, default=None,
+    p.add_argument("--build-dir", type=path_option, default=None,
                    help="output folder (default: _build in the repository)")
     p.add_argument("--force", action="store_true",
                    help="re-execute every notebook and re-render every page")
@@ -197,21 +213,39 @@ def _config_from_args(args: argparse.Namespace):
             raise OptionError("--config", f"{args.config} is not a readable JSON file ({exc})") from None
         if not isinstance(base, dict):
             raise OptionError("--config", f"{args.config} holds no JSON object of TrainConfig fields")
-        return TrainConfig.from_dict({**base, **overrides})
-    return recipe(args.profile, **overrides)
+        if args.profile is not None:  # the profile's recipe for the fields the file leaves out
+            return recipe(args.profile, **{**base, **overrides})
+        cfg = TrainConfig.from_dict({**base, **overrides})
+        missing = [f for f in cfg.to_dict() if f not in base and f not in overrides and f != "scene_input"]
+        if missing:
+            print(f"bindcore {args.command}: --config {args.config} leaves {len(missing)} fields to TrainConfig's "
+                  f"defaults, the paper's ({', '.join(missing)}); add --profile NAME to take them from a profile",
+                  file=sys.stderr)
+        return cfg
+    return recipe(profile_of(args), **overrides)
+
+
+def profile_of(args: argparse.Namespace) -> str:
+    """The recipe profile of a train or sweep command (``--profile``, default quick)."""
+    return args.profile if args.profile is not None else "quick"
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=RECIPE_PROFILES, default="quick",
-                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes)")
-    p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
+    p.add_argument("--profile", choices=RECIPE_PROFILES, default=None,
+                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes); "
+                   "with --config: the recipe of the fields the file leaves out")
+    p.add_argument("--config", type=path_option, default=None,
+                   help="a TrainConfig as JSON (fields it leaves out: --profile's, else the paper's defaults)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "
                    "(--set scene_input=pixels: the pixel recipe of appendix E and its fields, e.g. level=speckle)")
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when present)")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (>= 1)")
-    p.add_argument("--results", type=Path, default=None, help="result store root (default: results/)")
+    p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--retrain-stale", action="store_true",
+                   help="train again a run whose stored record was made by other code (by default it is "
+                   "reused, and named)")
 
 
 def register_train(subparsers) -> None:
@@ -230,11 +264,13 @@ def _check_run_options(args: argparse.Namespace, device_here: bool = True):
     result store checked: every expected failure before any work."""
     from bindcore.io import check_writable_folder
     from bindcore.runtime import check_device
+    from bindcore.store import default_root
 
     cfg = _config_from_args(args)
     if device_here:
         check_option("--device", check_device, args.device)
-    check_option("--results", check_writable_folder, args.results)
+    root = args.results if args.results is not None else default_root()
+    check_option("--results", check_writable_folder, root / cfg.store_kind.name)  # the root and its kind's folder
     return cfg
 
 
@@ -247,13 +283,49 @@ def _run_train(args: argparse.Namespace) -> int:
 
     try:
         cfg = _check_run_options(args)
+        store = ResultStore(args.results)
+        if args.retrain_stale:
+            store = retire_stale(store, [cfg])
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     set_threads(args.threads)
-    rec = train(cfg, store=ResultStore(args.results), device=args.device, progress=not args.quiet)
-    summary = {k: rec[k] for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
+    rec = train(cfg, store=store, device=args.device, progress=not args.quiet)
+    note_stale(args, [rec])
+    summary = {k: rec.get(k) for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path", "stale")}
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def retire_stale(store, configs):
+    """``--retrain-stale``: move aside every local record of ``configs`` made by other
+    code (:meth:`bindcore.store.ResultStore.retire`), so that they train again; the store
+    to train with (without its published root when a published record is stale, so that
+    the run is trained here instead of read from there)."""
+    from bindcore.store import ResultStore
+
+    published_stale = False
+    for cfg in configs:
+        found = store.find(cfg.store_kind, cfg.to_dict())
+        while found is not None and found.stale:
+            if found.source != "local":
+                published_stale = True
+                break
+            moved = store.retire(found)
+            if moved is None:
+                raise OptionError("--retrain-stale", f"could not move {found.path / 'result.json'} aside")
+            print(f"retraining {found.path}: its record, made by other code, moved to {moved}", file=sys.stderr)
+            found = store.find(cfg.store_kind, cfg.to_dict())
+    return ResultStore(store.root, published=None) if published_stale else store
+
+
+def note_stale(args: argparse.Namespace, records) -> None:
+    """One line on stderr for each record reused although other code made it."""
+    from bindcore.store import code_version
+
+    for rec in records:
+        if rec.get("stale"):
+            print(f"bindcore {args.command}: reused a record made by {code_version(rec.get('code'))} "
+                  f"(delete {rec.get('path')} to retrain, or rerun with --retrain-stale)", file=sys.stderr)
 
 
 def positive_number(text: str) -> float:
@@ -318,7 +390,7 @@ def sweep_configs(args: argparse.Namespace) -> list:
     base = _config_from_args(args)
     axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                               ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
-    if args.profile == "scale" and not axes and args.config is None:
+    if profile_of(args) == "scale" and not axes and args.config is None:
         return [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
     return grid(base, **axes)
 
@@ -357,15 +429,18 @@ def _run_sweep(args: argparse.Namespace) -> int:
         _check_run_options(args, device_here=args.executor == "local")
         configs = sweep_configs(args)
         executor = sweep_executor(args)
+        store = ResultStore(args.results)
+        if args.retrain_stale:
+            store = retire_stale(store, configs)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     t0 = time.perf_counter()
     try:
-        recs = run_sweep(configs, store=ResultStore(args.results), device=args.device, progress=not args.quiet,
-                         executor=executor)
+        recs = run_sweep(configs, store=store, device=args.device, progress=not args.quiet, executor=executor)
     except SweepError as exc:
         print(f"bindcore sweep: {exc}", file=sys.stderr)
         return 1
+    note_stale(args, recs)
     if args.publish:
         store = ResultStore(args.results)
         for cfg in configs:
@@ -412,11 +487,14 @@ def register_data(subparsers) -> None:
                        description="Write images (PNG), labels.csv in the authors' release layout, "
                        "metadata.json and captions.csv into --out.")
     m.add_argument("kind", choices=DATASETS)
-    m.add_argument("--out", type=Path, required=True,
+    m.add_argument("--out", type=path_option, required=True,
                    help="output folder (created; a folder that is not empty is refused unless --overwrite)")
     m.add_argument("--overwrite", action="store_true",
                    help="replace the dataset files (labels.csv, metadata.json, captions.csv, images) in a folder "
                    "that is not empty; other files stay")
+    m.add_argument("--force", action="store_true",
+                   help="with --overwrite: also delete dataset files that bindcore did not write there (e.g. the "
+                   "authors' images named by their labels.csv; they are listed)")
     m.add_argument("--size", type=positive_int, default=None, help="image width in pixels (default: the dataset's)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--scenes", type=positive_int, default=None,
@@ -426,6 +504,24 @@ def register_data(subparsers) -> None:
     m.set_defaults(func=_run_data_make)
 
 
+# the options of data make each dataset reads (any other given is refused, not ignored)
+DATA_OPTIONS = {"--size": ("clevr2d", "clevr2d-singles", "clevr3d", "clevr3d-singles", "clevr3d-three"),
+                "--scenes": ("clevr3d-three", "text"), "--occlusion": ("clevr3d-three",), "--jitter": ("clevr2d",),
+                "--seed": ("clevr2d", "clevr3d", "clevr3d-three", "text")}
+
+
+def check_data_options(args: argparse.Namespace) -> None:
+    """An option of ``data make`` that the dataset does not read is refused in one line;
+    so is an image size out of range."""
+    given = {"--size": args.size is not None, "--scenes": args.scenes is not None, "--occlusion": args.occlusion,
+             "--jitter": args.jitter != 0.0, "--seed": args.seed != 0}
+    for option, kinds in DATA_OPTIONS.items():
+        if given[option] and args.kind not in kinds:
+            raise OptionError(option, f"{args.kind} does not read it (only {', '.join(kinds)})")
+    if args.size is not None and not 16 <= args.size <= 4096:
+        raise OptionError("--size", f"must lie in [16, 4096] pixels, got {args.size}")
+
+
 def _run_data_make(args: argparse.Namespace) -> int:
     import time
 
@@ -433,12 +529,15 @@ def _run_data_make(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        check_option("--out", lambda out: check_output_folder(out, args.overwrite), args.out)  # before generating
+        check_data_options(args)
+        if args.force and not args.overwrite:
+            raise OptionError("--force", "only with --overwrite")
+        check_option("--out", lambda out: check_output_folder(out, args.overwrite, args.force), args.out)  # first
         ds = make_dataset(args.kind, size=args.size, seed=args.seed, n_scenes=args.scenes,
                           occlusion=args.occlusion, jitter=args.jitter)
     except ValueError as exc:
         return _fail(args, exc)
-    out = ds.write(args.out, overwrite=args.overwrite)
+    out = ds.write(args.out, overwrite=args.overwrite, force=args.force)
     print(f"{args.kind}: {len(ds)} scenes ({ds.metadata()}) written to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -458,6 +557,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# failures of the disk, not of bindcore: one line, exit code 1 (state is clean: writes are atomic)
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (as Ctrl-C raises ``KeyboardInterrupt``) so that
+    a command unwinds cleanly."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -468,7 +580,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    return args.func(args)
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    command = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
+    try:
+        return args.func(args)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"bindcore {command}: error: {exc.strerror or exc}{where}; nothing half written is left, and running "
+              "the same command again resumes", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"bindcore {command}: interrupted (Ctrl-C); nothing half written is left, and running the same "
+              "command again resumes", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated:
+        print(f"bindcore {command}: terminated (SIGTERM); nothing half written is left, and running the same "
+              "command again resumes", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":

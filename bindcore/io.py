@@ -9,16 +9,22 @@ the file is given the mode any other new file gets (``0o666`` less the umask,
 :func:`file_mode`), so that a group shares results as it shares other output. Nothing
 is pickled: JSON, text, ``.npz`` (read with
 ``allow_pickle=False``) and torch state dicts (read with ``weights_only=True``).
+
+A change made of several renames (a dataset's files swapped for another's,
+:mod:`bindcore.data.core`) runs under :func:`signals_deferred`: a Ctrl-C or SIGTERM that
+arrives meanwhile takes effect when the change is complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,9 +32,24 @@ from typing import IO, Any
 # ---------------------------------------------------------------------------------
 # hashes
 # ---------------------------------------------------------------------------------
+def canonical_numbers(obj: Any) -> Any:
+    """``obj`` with every ``-0.0`` (in dicts, lists and tuples) as ``0.0``: equal values,
+    one text. Every other value is left as it is, so the text of any config without a
+    ``-0.0`` does not change. (Typed configs make ``0`` and ``0.0`` alike before they are
+    hashed: :func:`bindcore.settings.coerce`.)"""
+    if isinstance(obj, float):
+        return obj + 0.0 if obj == 0 else obj
+    if isinstance(obj, dict):
+        return {k: canonical_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [canonical_numbers(v) for v in obj]
+    return obj
+
+
 def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no spaces: equal configs give equal text."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """JSON with sorted keys and no spaces, ``-0.0`` written as ``0.0``
+    (:func:`canonical_numbers`): equal configs give equal text."""
+    return json.dumps(canonical_numbers(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _encode(part: Any) -> bytes:
@@ -186,3 +207,30 @@ def check_writable_folder(path: str | Path) -> Path:
         target = "" if existing == path else f" (to create {path})"
         raise PermissionError(f"cannot write to {existing}{target}: {exc.strerror or exc}") from None
     return path
+
+
+@contextlib.contextmanager
+def signals_deferred(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[list[int]]:
+    """Hold back ``signums`` (Ctrl-C, SIGTERM) for the ``with`` block: one that arrives is
+    recorded (the list yielded) and delivered again, to the handler that was in place,
+    once the block has ended, so that a few quick steps that must not be cut in half
+    (renames that swap one dataset for another) end together. Outside the main thread
+    (where Python cannot set handlers) nothing is held back."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    before = {s: signal.getsignal(s) for s in signums}
+
+    def hold(signum: int, frame: Any) -> None:
+        got.append(signum)
+
+    for s in signums:
+        signal.signal(s, hold)
+    try:
+        yield got
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if got:
+            signal.raise_signal(got[0])

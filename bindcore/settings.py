@@ -13,8 +13,10 @@ unchanged, so configs written in Python keep their values and their hashes):
 * ``int``: an integer (not a bool); text or a float only when it is *exactly* integral:
   ``"10"``, ``"10.0"``, ``"1e1"``, ``10.0`` give 10 (text is read exactly, as a decimal:
   ``"1e30"`` is 10**30); ``"4.5"``, ``4.5``, ``"1e-1"``, ``nan`` and ``inf`` are refused.
-* ``float``: any finite number (an integer stays an integer: ``lr=1`` keeps the value,
-  and the hash, that JSON and Python give it); text is read with ``float``; ``nan``,
+* ``float``: any finite number, as a float: an integer becomes the float of the same
+  value (where a float holds it exactly; a larger one stays an integer) and ``-0.0``
+  becomes ``0.0``, so that equal numbers (``0``, ``0.0``, ``-0.0``; ``"1"``, ``1.0``)
+  give equal configs, equal JSON and one hash; text is read with ``float``; ``nan``,
   ``inf`` and bools are refused.
 * ``str``: text, surrounding spaces stripped and a JSON string literal (``'"batch"'``)
   unquoted; allowed choices are the field's own rule (``choices`` of :class:`Rule`).
@@ -67,6 +69,14 @@ def _text_int(name: str, text: str) -> int:
     return int(d)
 
 
+def _canonical_float(x: int | float) -> int | float:
+    """A finite number as the one value its equals share: a float (``-0.0`` as ``0.0``),
+    or an integer that no float holds exactly."""
+    if isinstance(x, int) and float(x) != x:
+        return x
+    return float(x) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
 def coerce(value: Any, tp: type, name: str) -> Any:
     """``value`` as the declared type ``tp`` (bool, int, float or str) by the rules of
     the module docstring, or a ``ValueError`` naming ``name``."""
@@ -109,7 +119,7 @@ def coerce(value: Any, tp: type, name: str) -> Any:
             raise _fail(name, value, "must be a number")
         if not _finite(out):
             raise _fail(name, value, "must be a finite number")
-        return out
+        return _canonical_float(out)
     # str
     if text is None:
         raise _fail(name, value, "must be text")

@@ -28,7 +28,9 @@ The folder names of the kinds (``train-2``, ``geometry-1``, ...) are fixed: they
 not bumped when code changes, the fingerprint tells.
 
 **Corrupt files.** A ``result.json`` or ``config.json`` that is not a JSON object (a
-truncated write by a crashed disk, an edit gone wrong) is reported with its path (a
+truncated write by a crashed disk, an edit gone wrong), a result without a key every
+complete one holds (``Kind.required``), or weights (``Kind.weights``) that are gone, of
+another size than the record says or not a torch file, are reported with their path (a
 logged warning) and moved aside as ``<name>.corrupt-<time>`` (:func:`quarantine`), and
 the entry counts as not done: its computation runs again (a training run resumes from
 its last good checkpoint, :mod:`bindcore.controlled.training`). A corrupt published
@@ -279,6 +281,9 @@ CLAIM_FILE = "claim.json"
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
 _BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process that died
+# a claim file that holds no readable owner record this long after it was last touched was
+# left by a process that could not write it (a full disk) or died while writing it
+UNREADABLE_STALE_S = 60.0
 
 
 class ClaimBusy(TimeoutError):
@@ -338,12 +343,43 @@ def _stale(path: Path, holder: dict[str, Any] | None, stale_after: float) -> str
     age = _age(path)
     if age is None:
         return None
+    if not holder and age > min(UNREADABLE_STALE_S, stale_after):
+        return f"it holds no readable owner record {age:.0f} s after it was written"
     if holder and holder.get("machine") == _machine_id() and isinstance(holder.get("pid"), int) \
             and not _pid_alive(holder["pid"]):
         return f"its owner, process {holder['pid']} of this machine, no longer runs"
     if age > stale_after:
         return f"not touched for {age:.0f} s (stale after {stale_after:g} s)"
     return None
+
+
+def _write_owner(path: Path, fd: int, owner: dict[str, Any]) -> None:
+    """Write the owner record into the new claim file ``path`` (descriptor ``fd``, closed
+    here). A write that fails (a full disk) removes the file, so that no empty claim
+    blocks the entry, and raises."""
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(owner))
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _wait_bound(path: Path, holder: dict[str, Any] | None, stale_after: float, deadline: float | None) -> str:
+    """How long a waiter waits at most, in words: until the holder finishes, or the claim
+    goes stale (``stale_after`` seconds after its last touch; an unreadable claim file
+    sooner), or the caller's deadline."""
+    age = _age(path) or 0.0
+    limit = stale_after if holder else min(UNREADABLE_STALE_S, stale_after)
+    text = (f"until it finishes, or at most {max(0.0, limit - age):.0f} s more if its claim is not touched again "
+            f"(stale after {limit:g} s without a touch)")
+    if holder and holder.get("machine") == _machine_id():
+        text += "; at once if that process ends"
+    if deadline is not None:
+        text += f"; this caller gives up after {max(0.0, deadline - time.monotonic()):.0f} s"
+    return text
 
 
 def _create(path: Path) -> int | None:
@@ -411,12 +447,19 @@ class Claim:
 class Kind:
     """One folder of the store: records of one computation. ``code``: the modules whose
     source (with their imports) computes the records; ``expensive``: a record made by
-    other code is reused (marked stale) instead of computed again. A ``Kind`` is
-    path-like: ``root / kind`` is its folder."""
+    other code is reused (marked stale) instead of computed again; ``required``: the
+    keys a complete result holds. A ``Kind`` is path-like: ``root / kind`` is its folder."""
 
     name: str
     code: tuple[str, ...]
     expensive: bool = False
+    # the keys every complete result of this kind holds; a result without one of them is
+    # incomplete (an edit gone wrong, a writer of other code) and moved aside like a corrupt one
+    required: tuple[str, ...] = ()
+    # files of weights a local record may hold: their sizes are recorded when it is
+    # finished, and a record whose weights are gone, cut short or not a torch file is
+    # moved aside like a corrupt one
+    weights: tuple[str, ...] = ()
 
     def __fspath__(self) -> str:
         return self.name
@@ -484,6 +527,27 @@ class Entry:
         return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
 
 
+def _check_weights(e: Entry, result: dict[str, Any]) -> None:
+    """:class:`CorruptRecord` naming a weights file of ``e`` (``kind.weights``) that the
+    record says it has (``result["weights"]``: name -> bytes) but that is missing or of
+    another size, or that is there but is not a torch file (a zip archive with its end)."""
+    import zipfile
+
+    sizes = result.get("weights") if isinstance(result.get("weights"), dict) else {}
+    for name in e.kind.weights:
+        path = e.path / name
+        expected = sizes.get(name)
+        if not path.exists():
+            if expected is not None:
+                raise CorruptRecord(path, "missing (its record lists it)")
+            continue
+        size = path.stat().st_size
+        if expected is not None and size != expected:
+            raise CorruptRecord(path, f"cut short or changed: {size} bytes, its record says {expected}")
+        if not zipfile.is_zipfile(path):
+            raise CorruptRecord(path, "not a torch weights file (no zip archive end)")
+
+
 class ResultStore:
     """Results of each :class:`Kind` keyed by config hash (see the module docstring)."""
 
@@ -500,18 +564,70 @@ class ResultStore:
         return self.root / kind / config_hash(config)
 
     def _readable(self, e: Entry) -> dict[str, Any] | None:
-        """``e``'s result, or None when it has none or a corrupt one (a local corrupt
-        record is moved aside; every one is reported)."""
+        """``e``'s result, or None when it has none, a corrupt one or an incomplete one
+        (without a key of ``kind.required``); a local corrupt or incomplete record is moved
+        aside, every one is reported."""
         if not e.done:
             return None
         try:
-            return e.result
+            result = e.result
+            missing = [k for k in (e.kind.required if e.kind is not None else ()) if k not in result]
+            if missing:
+                raise CorruptRecord(e.path / "result.json", "an incomplete record: no " + ", ".join(
+                    repr(k) for k in missing))
+            if e.source == "local" and e.kind is not None:
+                _check_weights(e, result)
         except CorruptRecord as exc:
             if e.source == "local":
-                quarantine(exc.path, exc.why)
+                if exc.path.name != "result.json":  # weights: the record goes too, so the entry is computed again
+                    quarantine(exc.path, exc.why)
+                    quarantine(e.path / "result.json", f"its {exc.path.name} is {exc.why}")
+                else:
+                    quarantine(exc.path, exc.why)
             else:
                 log.warning("corrupt %s record %s (%s): skipped", e.source, exc.path, exc.why)
             return None
+        return result
+
+    def _config_readable(self, e: Entry, config: Any) -> bool:
+        """Whether the finished entry ``e`` has a readable ``config.json``. A local one
+        that is missing or corrupt is written again from ``config`` (the config asked
+        for, or the one its result holds) when that config hashes to the entry's folder;
+        else (a published one, or no config at hand) the entry counts as not there."""
+        path = e.path / "config.json"
+        try:
+            read_record(path)
+            return True
+        except FileNotFoundError:
+            why = "missing"
+        except (CorruptRecord, OSError) as exc:
+            why = getattr(exc, "why", str(exc))
+        if e.source != "local":
+            log.warning("%s record %s has no readable config.json (%s): skipped", e.source, e.path, why)
+            return False
+        if path.exists():
+            quarantine(path, why)
+        if isinstance(config, dict) and config_hash(config) == e.path.name:
+            atomic_write_json(path, config)
+            log.warning("%s: config.json was %s; written again from the config of its result", e.path, why)
+            return True
+        quarantine(e.path / "result.json", "its config.json is " + why)
+        return False
+
+    def retire(self, entry: Entry, why: str = "stale") -> Path | None:
+        """Move a finished local entry's ``result.json`` aside (``result.json.<why>-<time>``,
+        kept for reference), so that its config is computed again; its new path."""
+        if entry.source != "local":
+            raise ValueError(f"{entry.path}: only a local record can be moved aside (published/ is read-only)")
+        path = entry.path / "result.json"
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for i in range(1000):
+            target = path.with_name(f"{path.name}.{why}-{stamp}" + (f"-{i}" if i else ""))
+            if not target.exists():
+                os.rename(path, target)
+                log.info("moved the %s record %s aside to %s; computed again", why, path, target.name)
+                return target
+        return None
 
     def find(self, kind: Kind, config: dict[str, Any]) -> Entry | None:
         """The finished entry of this config: one made by the current code, local first,
@@ -524,7 +640,7 @@ class ResultStore:
         for base, source in self._bases():
             e = Entry(base / kind / h, source, kind)
             result = self._readable(e)
-            if result is None:
+            if result is None or not self._config_readable(e, config):
                 continue
             if (result.get("code") or {}).get("fingerprint") == current:
                 return e
@@ -556,6 +672,10 @@ class ResultStore:
                                                 "git": _git_commit()}
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "code": code}
+        weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())
+                   if (entry.path / name).exists()}
+        if weights:
+            record["weights"] = weights
         atomic_write_json(entry.path / "result.json", record)
 
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -580,7 +700,7 @@ class ResultStore:
                 if d.name in seen or not d.is_dir():
                     continue
                 result = self._readable(Entry(d, source, kind))
-                if result is not None:
+                if result is not None and self._config_readable(Entry(d, source, kind), result.get("config")):
                     seen.add(d.name)
                     code = result.get("code") or {}
                     yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
@@ -635,15 +755,13 @@ class ResultStore:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise ClaimBusy(path, holder)
                 if not announced:
-                    log.info("waiting for %s, which holds %s", _describe(holder), path)
+                    log.info("waiting for %s, which holds %s: %s", _describe(holder), path,
+                             _wait_bound(path, holder, stale_after, deadline))
                     announced = True
                 time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
                 poll = min(poll * 1.5, 5.0)
                 continue
-            with os.fdopen(fd, "w") as f:
-                json.dump(owner, f)
-                f.flush()
-                os.fsync(f.fileno())
+            _write_owner(path, fd, owner)
             break
         held = Claim(path, owner)
         stop = threading.Event()

@@ -93,7 +93,7 @@ def _well_typed(tp: type, text: str):
         except InvalidOperation:
             return None
         return int(d) if d.is_finite() and d == d.to_integral_value() else None
-    if tp is float:  # an integer stays an integer (the value JSON gives it)
+    if tp is float:  # a float; an integer no float holds exactly stays an integer
         try:
             v = int(t) if t.lstrip("+-").isdigit() else float(t)
             return v if math.isfinite(float(v)) else None

@@ -34,9 +34,13 @@ def test_data_make_refuses_a_folder_that_is_not_empty_unless_overwrite(tmp_path,
     err = capsys.readouterr().err
     assert "--out" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in out.iterdir()) == before  # untouched
-    assert main(["data", "make", "text", "--out", str(out), "--scenes", "5", "--overwrite"]) == 0
+    # an image that bindcore did not write is deleted only with --force (issue 23)
+    assert main(["data", "make", "text", "--out", str(out), "--scenes", "5", "--overwrite"]) == 2
+    assert "0000999.png" in capsys.readouterr().err and sorted(p.name for p in out.iterdir()) == before
+    assert main(["data", "make", "text", "--out", str(out), "--scenes", "5", "--overwrite", "--force"]) == 0
     # the old dataset's files are gone (no stale images beside the new labels), other files stay
-    assert sorted(p.name for p in out.iterdir()) == ["captions.csv", "labels.csv", "metadata.json", "notes.txt"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "captions.csv", "labels.csv", "metadata.json", "notes.txt"]
     assert not [p for p in tmp_path.iterdir() if p.name != "ds"]  # no temporary folder left
 
 

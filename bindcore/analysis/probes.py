@@ -200,6 +200,10 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
     held-out scenes split by :func:`heldout_by_values` (``heldout_seen_*``: every value
     seen in training, ``heldout_unseen_*``: some value never seen; ``n_heldout_unseen``
     counts the latter)."""
+    rows = np.shape(predicted)[0] if np.ndim(predicted) else None
+    if np.ndim(predicted) != 2 or rows != len(data.objects):
+        raise ValueError(f"predicted must hold one embedding row per scene of the binding data ([{len(data.objects)}, "
+                         f"d]), got shape {tuple(np.shape(predicted))}")
     seen, unseen = heldout_by_values(data, split)
     out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
     for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
@@ -289,6 +293,9 @@ class LinearProbes:
         x = torch.as_tensor(z)
         obj = torch.as_tensor(o)
         present = obj[..., 0] >= 0
+        if not bool(present.any()):
+            raise ValueError(f"objects: none of the {len(objs)} scenes has an object (every row is -1): the probes "
+                             "would have nothing to learn from")
         gen = torch.Generator().manual_seed(self.seed)
         d = x.shape[1]
         n_obj = int(np.prod(self.values_per_concept))

@@ -14,6 +14,7 @@ recorded in the executed notebook's metadata, where the reproduction report read
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from typing import Any
 
 from bindcore.io import atomic_write_json
 from bindcore.runtime import check_profile
+from bindcore.settings import unknown_name
 from bindcore.store import Kind, code_version
 
 from .profiles import chapter_parameters, paper_differences, parameter_names
@@ -41,9 +43,16 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     ``namespace``: the notebook's ``globals()``; every parameter of ``chapter``'s profile
     table found there counts; None leaves the profile's default, any other value is
     parsed as the parameter's declared type or refused with an error naming it
-    (:mod:`bindcore.book.profiles`). ``chapter=None``: a page without a profile table
-    (only ``profile``)."""
+    (:mod:`bindcore.book.profiles`). A name papermill set that is neither (``-p stepz 5``)
+    is refused, naming the known ones (:func:`unknown_parameters`). ``chapter=None``: a
+    page without a profile table (only ``profile``)."""
     prepare_page()
+    unknown = unknown_parameters(chapter, namespace)
+    if unknown:
+        where = f" of chapter {chapter!r}" if chapter else ""
+        known = sorted(_known_parameters(chapter, namespace))
+        message = str(unknown_name(unknown[0], known, "parameter", f"{where} (set by papermill)"))
+        raise ValueError(message if "; known:" in message else f"{message}; known: {known}")
     profile = check_profile(namespace["profile"])
     if chapter is None:
         params: dict[str, Any] = {"profile": profile}
@@ -56,6 +65,51 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
                   + "; ".join(changed))
     record_run_parameters(params)
     return params
+
+
+INJECTED_CELL = "# Parameters"  # how papermill's injected-parameters cell (Python) begins
+
+
+def _assigned(source: str) -> set[str]:
+    """The names a cell's source assigns at its top level (none if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _cells(namespace: Mapping[str, Any]) -> list[str]:
+    cells = namespace.get("In")  # IPython: the source of every cell run so far
+    return [c for c in cells if isinstance(c, str)] if isinstance(cells, list) else []
+
+
+def _parameters_cell_names(namespace: Mapping[str, Any]) -> set[str]:
+    """The names of the notebook's own ``parameters`` cell: the first cell run that
+    assigns ``profile`` and is not papermill's."""
+    for cell in _cells(namespace):
+        if not cell.lstrip().startswith(INJECTED_CELL) and "profile" in _assigned(cell):
+            return _assigned(cell)
+    return set()
+
+
+def unknown_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill set (its injected ``# Parameters`` cell, read from IPython's
+    cell history ``In``) that are not parameters of ``chapter``: not in its profile
+    table and not in its ``parameters`` cell. Sorted; empty outside papermill."""
+    injected = [c for c in _cells(namespace) if c.lstrip().startswith(INJECTED_CELL)]
+    if not injected:
+        return []
+    return sorted(_assigned(injected[-1]) - _known_parameters(chapter, namespace))
+
+
+def _known_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> set[str]:
+    return {"profile"} | _parameters_cell_names(namespace) | (set(parameter_names(chapter)) if chapter else set())
 
 
 def record_run_parameters(params: Mapping[str, Any]) -> None:

@@ -37,7 +37,8 @@ from .pixel_models import PixelDualEncoder, PixelEncoderConfig
 from .training import TrainConfig
 
 # Pixel training runs in the result store (expensive: a run made by other code is reused, marked stale)
-PIXEL_STORE_KIND = Kind("train-pixels-1", ("bindcore.controlled.pixels",), expensive=True)
+PIXEL_STORE_KIND = Kind("train-pixels-1", ("bindcore.controlled.pixels",), expensive=True,
+                        required=("hash", "config", "metrics"), weights=("model.pt",))
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 CANDIDATE_MODES = ("batch", "train_vocab")
 # Training runs in the result store: records carry the fingerprint of this module's code
 # (with its imports); a run made by other code is reused, marked stale (bindcore.store).
-STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True)
+STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True,
+                  required=("hash", "config", "metrics"), weights=("model.pt",))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
 # the most memory the evaluation of one object space may need (see evaluation_memory)
@@ -301,6 +302,14 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
     need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
     need(cfg.steps <= SEED_LIMIT, "steps", "must be <= 2**40")
+    # sizes: far above any recipe's (the paper's: d_ff 2048, batch 512, 2048 evaluation
+    # scenes), below what would fail only after the entry is made, in an allocation
+    for name, most in (("d_model", 2**14), ("d_out", 2**14), ("d_ff", 2**17), ("n_layers", 256), ("n_heads", 256),
+                       ("batch_size", 2**20), ("eval_scenes", 2**22), ("grad_steps_per_batch", 2**10),
+                       ("max_concept_queries", 2**20), ("max_object_queries", 2**20), ("max_objects", 64),
+                       ("swaps_per_scene", 2**10), ("random_negatives_per_positive", 2**10),
+                       ("near_miss_negatives_per_positive", 2**10)):
+        need(getattr(cfg, name) <= most, name, f"must be <= {most} (an upper bound far above any recipe's)")
     for name in ("seed", "split_seed"):
         need(abs(getattr(cfg, name)) < SEED_LIMIT, name, "must lie in (-2**40, 2**40)")
 

@@ -139,9 +139,12 @@ def product_order() -> np.ndarray:
     return np.array([[a, b] for a in objs for b in objs], dtype=np.int64)
 
 
+MAX_SIZE = 4096  # pixels, as the 3-D renderer's bound: 576 images of 4096**2 pixels are ~29 GB of PNG input
+
+
 def _check_size(size: int) -> None:
-    if not isinstance(size, (int, np.integer)) or size < 16:
-        raise ValueError(f"size must be an integer >= 16 (pixels), got {size!r}")
+    if not isinstance(size, (int, np.integer)) or not 16 <= size <= MAX_SIZE:
+        raise ValueError(f"size must be an integer in [16, {MAX_SIZE}] (pixels), got {size!r}")
 
 
 def make_clevr2d(size: int = 224, order: str = "release", jitter: float = 0.0, seed: int = 0) -> SceneDataset:

@@ -15,16 +15,30 @@ A :class:`SceneDataset` holds, for N scenes of up to O_max objects with C concep
 ``labels_frame`` / :func:`read_labels_csv` write and read the release's ``labels.csv``
 layout (``filename, object1_color, object1_shape, ..., object1_color_idx, ...``).
 
-:meth:`SceneDataset.write` never mixes two datasets and never leaves half of one: it
-refuses a folder that is not empty unless told to ``overwrite`` (then it replaces the
-files a dataset owns, :func:`owned_files`, and keeps any other file), checks that it can
-write there before it starts (:func:`check_output_folder`), and writes into a
-temporary folder beside the target that takes the target's place at the end.
+:meth:`SceneDataset.write` never mixes two datasets, never leaves half of one and
+never loses the old one: it refuses a folder that is not empty unless told to
+``overwrite`` (then it replaces the files a dataset owns, :func:`owned_files`, and keeps
+any other file), checks that it can write there before it starts
+(:func:`check_output_folder`), and writes the new dataset completely into a staging
+folder on the target's filesystem before it touches the old one: inside the target
+folder when it exists (so that a target that is a mount point, a Docker volume or a
+tmpfs, works: nothing is renamed across filesystems), else beside it. The swap is a
+series of renames with a journal (``install.json`` in the staging folder): the old
+files are moved into the staging folder, the new ones into their place (``labels.csv``
+last), and the old ones are deleted only once the new dataset is complete. Ctrl-C and
+SIGTERM take effect after the swap (:func:`bindcore.io.signals_deferred`); any error
+during it moves the old files back. A process killed in the middle (SIGKILL, a power
+cut) leaves the old files in the staging folder, and the next :func:`check_output_folder`
+of that folder (every ``bindcore data make`` into it) puts them back
+(:func:`recover_install`). A write interrupted while it generates leaves the old
+dataset untouched and says where the partial new data lies (removed by the next write
+into that folder).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -37,11 +51,18 @@ from typing import Any
 import numpy as np
 
 from bindcore.ids import object_ids
-from bindcore.io import check_writable_folder, digest, file_mode
+from bindcore.io import atomic_write_json, check_writable_folder, digest, file_mode, signals_deferred
+
+log = logging.getLogger(__name__)
 
 # the files SceneDataset.write writes besides the images (named like IMAGE_NAME)
-DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv")
+# ... and the hidden list of what it wrote: files an overwrite may delete without asking
+MANIFEST = ".bindcore-dataset.json"
+DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv", MANIFEST)
 IMAGE_NAME = re.compile(r"^\d+\.png$")
+# staging folders of installs: <out>/.bindcore-install-*, or <parent>/.<out name>.bindcore-install-*
+STAGING = ".bindcore-install-"
+JOURNAL = "install.json"
 
 
 def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
@@ -148,31 +169,40 @@ class SceneDataset:
                 cols[f"object{i + 1}_{cname}_idx"] = [int(v) if v >= 0 else pd.NA for v in self.objects[:, i, c]]
         return pd.DataFrame(cols)
 
-    def write(self, out: str | Path, images: bool = True, overwrite: bool = False) -> Path:
+    def write(self, out: str | Path, images: bool = True, overwrite: bool = False, force: bool = False) -> Path:
         """Write ``labels.csv``, ``metadata.json``, ``captions.csv`` and (for image
         datasets) the PNG files into the folder ``out``, created if missing. A folder that
         is not empty is refused unless ``overwrite``, which replaces the dataset files
-        in it (:func:`owned_files`; other files stay). Everything is written into a
-        temporary folder beside ``out`` first: a failure leaves ``out`` as it was."""
+        in it (:func:`owned_files`; other files stay); dataset files that bindcore did not
+        write there (the authors' images, named by their labels.csv) only with ``force``
+        (:func:`check_output_folder`). Everything is written into a staging folder on
+        ``out``'s filesystem first and swapped in by renames (see the module docstring): a
+        failure or an interrupt leaves the old dataset whole."""
         import pandas as pd
         from PIL import Image
 
-        out = check_output_folder(out, overwrite)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+        out = check_output_folder(out, overwrite, force)
+        staging = _staging_folder(out)
+        new = staging / "new"
         try:
-            os.chmod(tmp, file_mode(directory=True))  # mkdtemp makes it private
+            new.mkdir()
             if images and self.images is not None:
                 for fname, img in zip(self.filenames, self.images):
-                    Image.fromarray(np.asarray(img, dtype=np.uint8)).save(tmp / fname)
-            self.labels_frame().to_csv(tmp / "labels.csv", index=False)
-            (tmp / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
-            pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(tmp / "captions.csv",
+                    Image.fromarray(np.asarray(img, dtype=np.uint8)).save(new / fname)
+            self.labels_frame().to_csv(new / "labels.csv", index=False)
+            (new / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
+            pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(new / "captions.csv",
                                                                                        index=False)
-            _install(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            written = sorted(p.name for p in new.iterdir())
+            (new / MANIFEST).write_text(json.dumps({"written_by": "bindcore", "files": written + [MANIFEST]}) + "\n")
+        except (KeyboardInterrupt, SystemExit):
+            log.warning("interrupted: %s is as it was; the partial new dataset is in %s (removed by the next "
+                        "write into %s)", out, new, out)
             raise
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _install(staging, out)
         return out
 
 
@@ -192,36 +222,161 @@ def owned_files(folder: str | Path) -> list[Path]:
                   if p.is_file() and (p.name in names or IMAGE_NAME.match(p.name)))
 
 
-def check_output_folder(out: str | Path, overwrite: bool = False) -> Path:
+def ours(folder: str | Path) -> set[str]:
+    """The names of the files :meth:`SceneDataset.write` wrote into ``folder`` (its
+    hidden list, :data:`MANIFEST`); empty when it holds none (or an unreadable one)."""
+    try:
+        listed = json.loads((Path(folder) / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {str(n) for n in listed} if isinstance(listed, list) else set()
+
+
+def foreign_files(folder: str | Path) -> list[Path]:
+    """The files an overwrite of ``folder`` would delete (:func:`owned_files`) that
+    bindcore did not write there (:func:`ours`): e.g. the authors' images named by the
+    labels.csv of a folder in their release layout."""
+    mine = ours(folder)
+    return [p for p in owned_files(folder) if p.name not in mine]
+
+
+def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = False) -> Path:
     """Check, before any work, that a dataset can be written to the folder ``out``: it is
-    missing or empty, or (``overwrite``) holds files; it is not a file; ``out`` (when it
-    exists) and the folder that holds it can be written to. Raises
-    ``FileExistsError``, ``NotADirectoryError`` or ``PermissionError`` naming the path."""
+    missing or empty, or (``overwrite``) holds files; it is not a file; ``out`` (or, when
+    it is missing, the folder that will hold it) can be written to. What an install into
+    ``out`` that was killed left behind is cleaned up first (:func:`recover_install`: an
+    old dataset half swapped out is put back). An overwrite that would delete files
+    bindcore did not write (:func:`foreign_files`) is refused, naming them, unless
+    ``force``, which lists them (a logged warning). Raises ``FileExistsError``,
+    ``NotADirectoryError`` or ``PermissionError`` naming the path."""
     out = Path(out)
+    check_writable_folder(out)  # out, or the folder that will hold it, can be written to
+    recover_install(out)
     if out.is_dir():
         entries = sorted(p.name for p in out.iterdir())
         if entries and not overwrite:
             shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
             raise FileExistsError(f"{out} is not empty ({len(entries)} entries: {shown}); overwrite (bindcore "
                                   f"data make --overwrite) replaces the dataset files in it")
-    check_writable_folder(out)  # its files can be replaced ...
-    check_writable_folder(out.parent)  # ... and a folder can take its place
+        foreign = foreign_files(out) if overwrite else []
+        if foreign:
+            names = [p.name for p in foreign]
+            shown = ", ".join(names[:5]) + (f", ... ({len(names) - 5} more)" if len(names) > 5 else "")
+            if not force:
+                raise FileExistsError(f"{out}: an overwrite would delete {len(names)} files that bindcore did not write "
+                                      f"there ({shown}); add --force (force=True) to delete them")
+            log.warning("%s: deleting %d files that bindcore did not write there: %s", out, len(names),
+                        ", ".join(names))
     return out
 
 
-def _install(tmp: Path, out: Path) -> None:
-    """Put the finished dataset folder ``tmp`` in the place of ``out``: the dataset files
-    ``out`` holds are removed first; an empty (or missing) ``out`` is replaced in one
-    rename, one that keeps other files gets the new files moved into it."""
+def _staging_folders(out: Path) -> list[Path]:
+    """The staging folders of installs into ``out`` (inside it, and beside it)."""
+    found = sorted(out.glob(STAGING + "*")) if out.is_dir() else []
+    if out.parent.is_dir():
+        found += sorted(out.parent.glob(f".{out.name}{STAGING}*"))
+    return [p for p in found if p.is_dir()]
+
+
+def _staging_folder(out: Path) -> Path:
+    """A new staging folder on ``out``'s filesystem: inside ``out`` when it exists (a
+    mount point cannot be renamed, nor can files be renamed into it from elsewhere),
+    else beside it; with the mode any new folder gets."""
     if out.is_dir():
-        for f in owned_files(out):
-            f.unlink()
-    if not out.exists() or not any(out.iterdir()):
-        os.replace(tmp, out)
+        path = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}{STAGING}"))
+    os.chmod(path, file_mode(directory=True))  # mkdtemp makes it private
+    return path
+
+
+def _labels_first(names: list[str]) -> list[str]:
+    return sorted(names, key=lambda n: (n != "labels.csv", n))
+
+
+def _install(staging: Path, out: Path) -> None:
+    """Put the finished dataset ``staging/new`` in the place of ``out``'s dataset files
+    (see the module docstring); the staging folder is gone afterwards."""
+    new = staging / "new"
+    if not out.exists():  # nothing to keep: one rename (out's parent is staging's)
+        try:
+            with signals_deferred():
+                os.rename(new, out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return
-    for f in sorted(tmp.iterdir()):
-        os.replace(f, out / f.name)
-    tmp.rmdir()
+    old = staging / "old"
+    old.mkdir()
+    journal = {"state": "swapping", "old": [p.name for p in owned_files(out)],
+               "new": sorted(p.name for p in new.iterdir())}
+    atomic_write_json(staging / JOURNAL, journal)
+    needed = True  # the staging folder holds old files that are not back in place
+    try:
+        with signals_deferred():  # a Ctrl-C or SIGTERM takes effect after the swap
+            try:
+                for name in _labels_first(journal["old"]):  # labels.csv first: no labels naming missing images
+                    os.replace(out / name, old / name)
+                for name in reversed(_labels_first(journal["new"])):  # labels.csv last: complete when it appears
+                    os.replace(new / name, out / name)
+                atomic_write_json(staging / JOURNAL, {**journal, "state": "installed"})
+            except BaseException:
+                _roll_back(staging, out, journal)  # if this fails, the journal lets the next write finish it
+                needed = False
+                raise
+            needed = False
+    finally:
+        if not needed:
+            shutil.rmtree(staging, ignore_errors=True)  # the old dataset, once the new one is complete
+
+
+def _roll_back(staging: Path, out: Path, journal: dict[str, Any]) -> None:
+    """Undo a swap that did not finish: the new files back into ``staging/new``, the old
+    ones back into ``out``. Safe to repeat (after a kill during a roll-back)."""
+    new, old = staging / "new", staging / "old"
+    new.mkdir(exist_ok=True)
+    for name in _labels_first(journal["new"]):  # a new file not in new/ was moved into out
+        if not (new / name).exists() and (out / name).exists():
+            os.replace(out / name, new / name)
+    for name in reversed(_labels_first(journal["old"])):  # labels.csv last
+        if (old / name).exists():
+            os.replace(old / name, out / name)
+
+
+def interrupted_install(folder: str | Path) -> str:
+    """For an error message about ``folder``: "; an install into it was interrupted ..."
+    and how to put its old dataset back, when a staging folder is there; else ""."""
+    folder = Path(folder)
+    found = _staging_folders(folder)
+    if not found:
+        return ""
+    return (f"; an install into {folder} was interrupted (its files are in {found[0].name}): "
+            f"bindcore.data.core.recover_install({str(folder)!r}), or the next bindcore data make into it, puts the "
+            "old dataset back")
+
+
+def recover_install(out: str | Path) -> list[Path]:
+    """Finish what an install into ``out`` that was killed left behind: a swap cut in the
+    middle is undone (the old dataset put back), a finished one's old files deleted, a
+    partial new dataset (killed while it was generated) deleted. Returns the staging
+    folders removed; each is reported (a logged warning)."""
+    out = Path(out)
+    removed = []
+    for staging in _staging_folders(out):
+        journal_path = staging / JOURNAL
+        try:
+            journal = json.loads(journal_path.read_text()) if journal_path.exists() else None
+        except (OSError, ValueError):
+            journal = None  # written atomically: an unreadable one was never complete, no swap began
+        if journal and journal.get("state") == "swapping":
+            _roll_back(staging, out, journal)
+            log.warning("%s: an install into it was interrupted; its old dataset is put back", out)
+        else:
+            log.warning("%s: removed %s, left by an interrupted install (%s)", out, staging.name,
+                        "its new dataset was complete" if journal else "a partial new dataset")
+        shutil.rmtree(staging)
+        removed.append(staging)
+    return removed
 
 
 def read_labels_table(path: str | Path, **read_csv: Any):
@@ -232,7 +387,8 @@ def read_labels_table(path: str | Path, **read_csv: Any):
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no labels file at {path}")
+        hint = interrupted_install(path.parent) if path.name == "labels.csv" else ""
+        raise FileNotFoundError(f"no labels file at {path}{hint}")
     try:
         df = pd.read_csv(path, **read_csv)
     except pd.errors.EmptyDataError:

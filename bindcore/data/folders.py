@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SceneDataset, caption, read_labels_csv, read_labels_table
+from .core import SceneDataset, caption, interrupted_install, read_labels_csv, read_labels_table
 from .vocab import CLEVR2D_SHAPES, CLEVR_COLORS, CLEVR_SHAPES, PUG_SPECIES, PUG_TEXTURES
 
 log = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ def load_folder(path: str | Path, kind: str, world: str = "Desert") -> SceneData
         raise FileNotFoundError(f"dataset folder not found: {folder}")
     labels = folder / "labels.csv"
     if not labels.is_file():
-        raise FileNotFoundError(f"no labels.csv in {folder} (expected {labels})")
+        raise FileNotFoundError(f"no labels.csv in {folder} (expected {labels}){interrupted_install(folder)}")
     if kind == "pug_spare":
         ds = _load_pug(folder, labels, world)
     else:

@@ -37,6 +37,7 @@ mostly idle, is where stacking is expected to pay (not measured here).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -78,8 +79,8 @@ class Protocol:
             raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 or None, got {self.batch_size}")
-        if not self.lrs or any(not (lr > 0) for lr in self.lrs):
-            raise ValueError(f"lrs must be positive, got {self.lrs}")
+        if not self.lrs or any(not (0 < lr < math.inf) for lr in self.lrs):
+            raise ValueError(f"lrs must be positive and finite, got {self.lrs}")
 
 
 PROTOCOLS = {
@@ -136,8 +137,8 @@ class ModelSpec:
             self.width = 0
         elif self.width < 1:
             raise ValueError(f"width must be >= 1 for {self.family}, got {self.width}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"lr must be positive and finite, got {self.lr}")
         self.fit_index = np.asarray(self.fit_index, dtype=np.int64)
         self.val_index = np.asarray(self.val_index, dtype=np.int64)
         if len(self.fit_index) == 0:
