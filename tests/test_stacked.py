@@ -3,6 +3,7 @@ tolerance), mismatched configs are refused, and each run is stored as its own re
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from bindcore.controlled.stacked import (
     masked_soft_target_loss,
@@ -17,11 +18,11 @@ from bindcore.store import ResultStore
 
 TINY = dict(n_values=4, coverage=0.75, d_model=16, n_heads=2, n_layers=1, d_ff=32, d_out=8, steps=12,
             batch_size=32, lr=1e-3, eval_every=6, eval_scenes=32, checkpoint_every=4)
-# parameters after 12-16 steps: batched matmuls sum in another order than the lone ones
-# (measured: at most 1.2e-7 apart)
-PARAM_ATOL = 1e-6
-# embeddings of every object query and of one- and two-object scenes (measured: at most
-# 3.4e-6 apart relative to their size)
+# parameters after 8-16 steps: batched matmuls sum in another order than the lone ones, and
+# Adam divides a gradient near 0 by its own small size (measured: at most 2.3e-6 apart)
+PARAM_ATOL = 1e-5
+# normalised embeddings (what the cosine reads) of every object query and of one- and
+# two-object scenes (measured: at most 1.1e-6 apart)
 OUTPUT_ATOL = 1e-5
 
 
@@ -51,8 +52,8 @@ def assert_same_run(stacked, lone, eval_scenes, cfg):
     scenes = space.tokenize_scenes(scenes)
     with torch.no_grad():
         for tower, tokens in (("query", objects), ("scene", scenes)):
-            torch.testing.assert_close(getattr(stacked.model, tower)(tokens), getattr(lone.model, tower)(tokens),
-                                       atol=OUTPUT_ATOL, rtol=OUTPUT_ATOL)
+            torch.testing.assert_close(F.normalize(getattr(stacked.model, tower)(tokens), dim=1),
+                                       F.normalize(getattr(lone.model, tower)(tokens), dim=1), atol=OUTPUT_ATOL, rtol=0)
     assert stacked.concept_loss_from == lone.concept_loss_from
     assert stacked.metrics.keys() == lone.metrics.keys()
     for k, v in lone.metrics.items():
@@ -93,6 +94,13 @@ def test_each_run_of_a_stack_equals_its_lone_run():
     other = run_training(tiny(seed=5), device="cpu", progress=False)
     with pytest.raises(AssertionError):
         assert_same_run(outs[0], other, cfgs[0].eval_scenes, cfgs[0])
+
+
+def test_deeper_stacks_with_padded_scenes_equal_lone_runs():
+    # two layers: the feed-forward block of the first runs on non-PAD tokens only
+    cfgs = [tiny(n_layers=2, max_objects=3, steps=8, seed=s, coverage=c) for s, c in ((0, 0.75), (3, 0.5))]
+    for cfg, out in zip(cfgs, run_stacked(cfgs, device="cpu", progress=False)):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
 
 
 def test_triggered_concept_loss_and_mixed_tasks_per_run():

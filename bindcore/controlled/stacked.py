@@ -144,8 +144,8 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    extra = (None,) * (x.dim() - 2)
-    return F.layer_norm(x, x.shape[-1:]) * w[(slice(None), *extra)] + b[(slice(None), *extra)]
+    extra = (slice(None), *(None,) * (x.dim() - 2))
+    return torch.addcmul(b[extra], F.layer_norm(x, x.shape[-1:]), w[extra])
 
 
 def _heads(t: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -160,15 +160,33 @@ def _ffn(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor) -> torch.Tensor:
                    p[pre + "ff2.bias"])
 
 
-def _block(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """One pre-LN layer at every position (:meth:`Block.forward`; PAD positions computed
-    too: they are never keys and never pooled)."""
+def token_index(keep: torch.Tensor) -> torch.Tensor | None:
+    """Per run, the flat positions of its non-PAD tokens (``keep`` ``[R, N, L]``) first,
+    padded to the largest count with PAD positions (distinct ones) -> ``[R, M]``; None when
+    no run has a PAD token."""
+    flat = keep.reshape(keep.shape[0], -1)
+    if bool(flat.all()):
+        return None
+    m = int(flat.sum(1).max())
+    return torch.argsort((~flat).to(torch.uint8), dim=1, stable=True)[:, :m]
+
+
+def _block(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.Tensor, n_heads: int,
+           tokens_idx: torch.Tensor | None) -> torch.Tensor:
+    """One pre-LN layer (:meth:`Block.forward`): attention at every position, the
+    feed-forward block at the non-PAD positions of ``tokens_idx`` (:func:`token_index`;
+    the PAD positions it lists too, and any PAD position may carry garbage: it is never
+    a key and never pooled)."""
     r, b, length, d = x.shape
     q, k, v = _linear(_layer_norm(x, p[pre + "ln1.weight"], p[pre + "ln1.bias"]), p[pre + "qkv.weight"],
                       p[pre + "qkv.bias"]).split(d, dim=-1)
     a = F.scaled_dot_product_attention(_heads(q, n_heads), _heads(k, n_heads), _heads(v, n_heads), attn_mask=attend)
     x = x + _linear(a.transpose(1, 2).reshape(r, b, length, d), p[pre + "proj.weight"], p[pre + "proj.bias"])
-    return x + _ffn(p, pre, x)
+    if tokens_idx is None:
+        return x + _ffn(p, pre, x)
+    flat = x.reshape(r, b * length, d)
+    index = tokens_idx[:, :, None].expand(-1, -1, d)
+    return flat.scatter_add(1, index, _ffn(p, pre, flat.gather(1, index))).view(r, b, length, d)
 
 
 def _block_at(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.Tensor, at: torch.Tensor,
@@ -203,8 +221,9 @@ def encode(p: dict[str, torch.Tensor], tower: str, tokens: torch.Tensor, cfg: Tr
     runs = torch.arange(r, device=tokens.device)[:, None, None]
     x = p[f"{tower}.embed.weight"][runs, tokens] + positions[:width]
     attend = keep.reshape(r * n, 1, 1, width)
+    idx = token_index(keep) if cfg.n_layers > 1 else None
     for i in range(cfg.n_layers - 1):
-        x = _block(p, f"{tower}.blocks.{i}.", x, attend, cfg.n_heads)
+        x = _block(p, f"{tower}.blocks.{i}.", x, attend, cfg.n_heads, idx)
     pooled = _block_at(p, f"{tower}.blocks.{cfg.n_layers - 1}.", x, attend, lengths - 1, cfg.n_heads)
     return _linear(pooled, p[f"{tower}.head.weight"], p[f"{tower}.head.bias"])
 
@@ -322,6 +341,37 @@ def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch
     return total, parts
 
 
+def stacked_step(runs: list[Run], params: dict[str, torch.Tensor], opt: torch.optim.Optimizer, step: int,
+                 amp: torch.dtype | None, positions: torch.Tensor) -> list[dict[str, float]]:
+    """:func:`~bindcore.controlled.training.optimizer_step` of every run at once: each
+    run's minibatch from its own step generator, then ``grad_steps_per_batch`` optimiser
+    steps on it (candidates drawn again each time, as a lone run does); each run's last
+    loss parts."""
+    dev = positions.device
+    weights = [concept_weight(run.cfg, step, run.concept_from) for run in runs]
+    gens = [step_generator(run.cfg, step, dev) for run in runs]
+    scenes = [sample_scenes(curriculum_objects(run.cfg, run.train_objects, step), run.cfg.batch_size,
+                            run.cfg.max_objects, g) for run, g in zip(runs, gens)]
+    for _ in range(runs[0].cfg.grad_steps_per_batch):
+        with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
+            loss, parts = stacked_loss(params, runs, scenes, gens, weights, positions)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return parts
+
+
+def new_run(cfg: TrainConfig, model: DualEncoder, dev: torch.device, history: list | None = None,
+            before: dict | None = None, share: int = 1) -> Run:
+    """A run of a stack, as a lone run of ``cfg`` starts it (``history`` and ``before``:
+    those of a checkpoint; ``share``: the runs of the stack)."""
+    split_train = cfg.split.train.to(dev)
+    allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
+    history = list(history or [])
+    return Run(cfg, model, split_train, allowed, history, concept_loss_onset(cfg, history),
+               ShareClock(before, share), {})
+
+
 def make_stacked_optimizer(cfg: TrainConfig, params: dict[str, torch.Tensor]) -> torch.optim.AdamW:
     """:func:`~bindcore.controlled.training.make_optimizer` over the stacked tensors (a
     lone parameter's dimension is the stacked one's minus the run dimension)."""
@@ -407,12 +457,8 @@ def run_stacked(
     dev = resolve_device(str(device) if device is not None else None)
     checkpoints = list(checkpoints) if checkpoints is not None else [None] * len(cfgs)
     models, lone_opts, start, histories, befores = _start_runs(cfgs, dev, checkpoints)
-    runs = []
-    for cfg, model, history, before in zip(cfgs, models, histories, befores):
-        split_train = cfg.split.train.to(dev)
-        allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
-        runs.append(Run(cfg, model, split_train, allowed, history, concept_loss_onset(cfg, history),
-                        ShareClock(before, len(cfgs)), {}))
+    runs = [new_run(cfg, model, dev, history, before, len(cfgs))
+            for cfg, model, history, before in zip(cfgs, models, histories, befores)]
     params = stack_parameters(models)
     opt = make_stacked_optimizer(cfg0, params)
     _load_stacked_state(runs, lone_opts, params, opt)
@@ -429,16 +475,7 @@ def run_stacked(
                        desc=f"stack of {len(runs)} V={cfg0.n_values} C={cfg0.n_concepts}", mininterval=1.0)
     done = 0
     for step in bar:
-        weights = [concept_weight(run.cfg, step, run.concept_from) for run in runs]
-        gens = [step_generator(run.cfg, step, dev) for run in runs]
-        scenes = [sample_scenes(curriculum_objects(run.cfg, run.train_objects, step), run.cfg.batch_size,
-                                run.cfg.max_objects, g) for run, g in zip(runs, gens)]
-        for _ in range(cfg0.grad_steps_per_batch):
-            with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
-                loss, parts = stacked_loss(params, runs, scenes, gens, weights, positions)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        parts = stacked_step(runs, params, opt, step, amp, positions)
         sched.step()
         done += 1
         n = step + 1
