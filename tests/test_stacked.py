@@ -185,3 +185,41 @@ def test_stacked_resume_is_exact_and_checkpoints_load_alone(tmp_path):
     alone = run_training(cfgs[1], device="cpu", checkpoint=ckpts[1], progress=False)
     assert alone.steps_run == cfgs[1].steps - 5
     assert_same_run(full[1], alone, cfgs[1].eval_scenes, cfgs[1])
+
+
+def test_checkpoints_at_different_steps_start_the_stack_afresh(tmp_path):
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    ckpts = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False, stop_after=7)
+    run_training(cfgs[1], device="cpu", checkpoint=ckpts[1], progress=False, stop_after=2)  # b: step 9
+    again = run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False)
+    assert [o.steps_run for o in again] == [cfgs[0].steps] * 2
+    for cfg, out in zip(cfgs, again):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
+def test_the_stack_holds_every_claim_and_keeps_weights(tmp_path, monkeypatch):
+    import bindcore.controlled.stacked as stacked
+    from bindcore.controlled.training import load_model
+
+    store = ResultStore(tmp_path, published=None)
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    real = stacked.run_stacked
+    held = []
+
+    def spy(stack, **kw):
+        held.extend(store.holder(STORE_KIND, c.to_dict()) is not None for c in cfgs)
+        outs = real(stack, **kw)
+        spy.outs = outs
+        return outs
+
+    monkeypatch.setattr(stacked, "run_stacked", spy)
+    records = train_stacked(cfgs, store=store, progress=False)
+    assert held == [True, True]
+    assert all(store.holder(STORE_KIND, c.to_dict()) is None for c in cfgs)
+    by_hash = {config_hash(c.to_dict()): o for c, o in zip(sorted(cfgs, key=lambda c: config_hash(c.to_dict())),
+                                                           spy.outs)}
+    for rec in records:
+        model = load_model(rec)
+        for p, q in zip(model.state_dict().values(), by_hash[rec["hash"]].model.state_dict().values()):
+            assert torch.equal(p, q)
