@@ -9,7 +9,7 @@ Measurements alternate lone and stacked steps over several rounds; each figure i
 median over rounds (another process on the machine disturbs single rounds).
 
 Usage: ``python benchmarks/bench_stacked.py [--steps 10] [--rounds 3] [--sizes 3 4]
-[--threads 1] [--values 50] [--coverage 0.5]``
+[--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
 """
 
 from __future__ import annotations
@@ -92,11 +92,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--values", type=int, default=50)
     ap.add_argument("--coverage", type=float, default=0.5)
+    ap.add_argument("--batch-size", type=int, default=None, help="instead of the recipe's (256)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dev = torch.device("cpu")
     n_seeds = max(args.sizes)
-    cfgs = [recipe("scale", n_values=args.values, coverage=args.coverage, seed=s) for s in range(n_seeds)]
+    extra = {} if args.batch_size is None else {"batch_size": args.batch_size}
+    cfgs = [recipe("scale", n_values=args.values, coverage=args.coverage, seed=s, **extra) for s in range(n_seeds)]
     c = cfgs[0]
     print(f"scale recipe: C={c.n_concepts} V={c.n_values} coverage={c.coverage} batch {c.batch_size}, "
           f"d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {torch.get_num_threads()} thread(s), "
