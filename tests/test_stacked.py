@@ -103,6 +103,16 @@ def test_deeper_stacks_with_padded_scenes_equal_lone_runs():
         assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
 
 
+def test_per_run_sampling_fields_and_several_optimiser_steps_per_batch():
+    base = dict(steps=8, grad_steps_per_batch=2, n_values=5, coverage=0.6)
+    cfgs = [tiny(**base, curriculum_values=2, curriculum_frac=0.5),
+            tiny(**base, seed=1, candidates="train_vocab", heldout_as_negatives=True),
+            tiny(**base, seed=2, random_negatives_per_positive=2, swaps_per_scene=2, max_object_queries=4,
+                 max_concept_queries=3, eval_scenes=16, tau_init=0.5)]
+    for cfg, out in zip(cfgs, run_stacked(cfgs, device="cpu", progress=False)):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
 def test_triggered_concept_loss_and_mixed_tasks_per_run():
     # run 0's concept loss joins at an evaluation; run 1 has none; run 2 concept loss from step 0
     cfgs = [tiny(steps=16, eval_every=2, concept_loss_trigger=0.01, max_objects=1, lr=1e-2),
