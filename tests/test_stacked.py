@@ -233,3 +233,12 @@ def test_the_stack_holds_every_claim_and_keeps_weights(tmp_path, monkeypatch):
         model = load_model(rec)
         for p, q in zip(model.state_dict().values(), by_hash[rec["hash"]].model.state_dict().values()):
             assert torch.equal(p, q)
+
+
+def test_configs_already_stored_are_not_trained_again(tmp_path):
+    store = ResultStore(tmp_path, published=None)
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5), tiny(seed=0)]
+    lone = train(cfgs[0], store=store, progress=False)
+    records = train_stacked(cfgs, store=store, progress=False)
+    assert records[0] == records[2] == lone and "stacked_with" not in lone
+    assert records[1]["stacked_with"] == [records[1]["hash"]]
