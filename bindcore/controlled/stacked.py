@@ -228,10 +228,9 @@ def encode(p: dict[str, torch.Tensor], tower: str, tokens: torch.Tensor, cfg: Tr
     return _linear(pooled, p[f"{tower}.head.weight"], p[f"{tower}.head.bias"])
 
 
-def pad_rows(rows: list[torch.Tensor], count: int, filler: torch.Tensor) -> torch.Tensor:
-    """Each ``[n_r, ...]`` of ``rows`` padded to ``count`` rows with ``filler`` ->
-    ``[R, count, ...]``."""
-    return torch.stack([torch.cat([t, filler.expand(count - len(t), *filler.shape[1:])]) for t in rows])
+def pad_rows(t: torch.Tensor, count: int, filler: torch.Tensor) -> torch.Tensor:
+    """``t`` ``[n, ...]`` padded to ``count`` rows with copies of ``filler`` ``[1, ...]``."""
+    return torch.cat([t, filler.expand(count - len(t), *filler.shape[1:])])
 
 
 def masked_soft_target_loss(logits: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -284,60 +283,79 @@ def draw_queries(cfg: TrainConfig, scenes: torch.Tensor, allowed: torch.Tensor, 
     return out
 
 
+def stacked_scene_embeddings(p: dict[str, torch.Tensor], cfg: TrainConfig, scenes: list[torch.Tensor],
+                             positions: torch.Tensor) -> torch.Tensor:
+    """Each run's minibatch through its scene tower -> ``[R, B, d_out]``, each distinct
+    scene of a run computed once (as :func:`~bindcore.controlled.training.encode_scenes`;
+    runs with fewer distinct scenes are padded with their first)."""
+    uniq, inverse = zip(*(torch.unique(s, dim=0, return_inverse=True) for s in scenes))
+    u_max = max(len(u) for u in uniq)
+    tokens = torch.stack([cfg.space.tokenize_scenes(pad_rows(u, u_max, u[:1])) for u in uniq])
+    z = encode(p, "scene", tokens, cfg, positions)
+    return z.gather(1, torch.stack(inverse)[:, :, None].expand(-1, -1, z.shape[2]))
+
+
+@dataclass
+class Candidates:
+    """Every run's candidate queries of the stack's tasks, padded to the largest count
+    per task: ``tokens`` ``[R, K, W]`` (tasks one after the other, ``counts[name]`` rows
+    each), per task ``valid`` ``[R, k]`` (False: padding) and ``labels`` ``[R, B, k]``."""
+
+    tokens: torch.Tensor
+    counts: dict[str, int]
+    valid: dict[str, torch.Tensor]
+    labels: dict[str, torch.Tensor]
+
+
+def stack_candidates(drawn: list[dict[str, tuple[torch.Tensor, torch.Tensor]]], names: list[str],
+                     space: SceneSpace, batch: int, dev: torch.device) -> Candidates:
+    """The runs' drawn queries (:func:`draw_queries`) as one padded query batch; a
+    padding row is the query ``[EOS]`` (one token: never all PAD), masked out."""
+    width = max(t.shape[1] for d in drawn for t, _ in d.values())
+    dummy = torch.full((1, width), space.pad, dtype=torch.long, device=dev)
+    dummy[0, 0] = space.eos
+    empty = (dummy[:0], torch.zeros(batch, 0, dtype=torch.bool, device=dev))
+    per_task = {name: [d.get(name, empty) for d in drawn] for name in names}  # per run (tokens, labels)
+    counts = {name: max(len(tok) for tok, _ in runs) for name, runs in per_task.items()}
+    rows = [[pad_rows(F.pad(tok, (0, width - tok.shape[1]), value=space.pad), counts[name], dummy)
+             for tok, _ in runs] for name, runs in per_task.items()]
+    tokens = torch.stack([torch.cat(run_rows) for run_rows in zip(*rows)])
+    valid, labels = {}, {}
+    for name, runs in per_task.items():
+        k = counts[name]
+        n = torch.tensor([len(tok) for tok, _ in runs], device=dev)
+        valid[name] = torch.arange(k, device=dev)[None, :] < n[:, None]
+        labels[name] = torch.stack([F.pad(lab, (0, k - lab.shape[1])) for _, lab in runs])
+    return Candidates(tokens, counts, valid, labels)
+
+
 def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch.Tensor],
                  gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
                  ) -> tuple[torch.Tensor, list[dict[str, float]]]:
     """The sum over runs of each run's :func:`~bindcore.controlled.training.train_loss`
-    on its own minibatch, and each run's loss parts."""
+    on its own minibatch (``weights``: each run's concept-loss weight), and each run's
+    loss parts."""
     cfg0 = runs[0].cfg
-    space: SceneSpace = cfg0.space
     dev = positions.device
-    # scenes: each distinct scene of a run once (as encode_scenes), padded with its first
-    uniq, inverse = zip(*(torch.unique(s, dim=0, return_inverse=True) for s in scenes))
-    u_max = max(len(u) for u in uniq)
-    scene_tokens = torch.stack([space.tokenize_scenes(torch.cat([u, u[:1].expand(u_max - len(u), -1)]))
-                                for u in uniq])
-    z = encode(p, "scene", scene_tokens, cfg0, positions)
-    z = z.gather(1, torch.stack(inverse)[:, :, None].expand(-1, -1, z.shape[2]))  # [R, B, d_out]
+    z = stacked_scene_embeddings(p, cfg0, scenes, positions)
     caps = torch.tensor([r.cfg.logit_scale_cap for r in runs], device=dev)
     scale = p["tau"].exp().clamp(max=caps)
     drawn = [draw_queries(r.cfg, s, r.allowed, g, w) for r, s, g, w in zip(runs, scenes, gens, weights)]
-    tasks = [(name, w) for name, w in (("concept_loss", weights), ("object_loss", [float(r.cfg.object_queries)
-                                                                                  for r in runs]))
-             if any(name in d for d in drawn)]
-    # every task's candidates of every run through the query towers in one call
-    width = max(t.shape[1] for d in drawn for t, _ in d.values())
-    dummy = torch.full((1, width), space.pad, dtype=torch.long, device=dev)
-    dummy[0, 0] = space.eos
-    counts = {name: max(len(d[name][0]) if name in d else 0 for d in drawn) for name, _ in tasks}
-    rows, valid, labels = [], {}, {}
-    for d in drawn:
-        run_rows = []
-        for name, _ in tasks:
-            tok, lab = d.get(name, (dummy[:0], None))
-            run_rows.append(pad_rows([F.pad(tok, (0, width - tok.shape[1]), value=space.pad)], counts[name],
-                                     dummy)[0])
-        rows.append(torch.cat(run_rows))
-    for name, _ in tasks:
-        k = counts[name]
-        n = torch.tensor([len(d[name][0]) if name in d else 0 for d in drawn], device=dev)
-        valid[name] = torch.arange(k, device=dev)[None, :] < n[:, None]
-        labels[name] = torch.stack([F.pad(d[name][1], (0, k - d[name][1].shape[1])) if name in d
-                                    else torch.zeros(len(s), k, dtype=torch.bool, device=dev)
-                                    for d, s in zip(drawn, scenes)])
-    e = encode(p, "query", torch.stack(rows), cfg0, positions).split([counts[name] for name, _ in tasks], dim=1)
+    task_weights = {"concept_loss": weights, "object_loss": [float(r.cfg.object_queries) for r in runs]}
+    names = [name for name in task_weights if any(name in d for d in drawn)]
+    cand = stack_candidates(drawn, names, cfg0.space, z.shape[1], dev)
+    e = encode(p, "query", cand.tokens, cfg0, positions).split([cand.counts[name] for name in names], dim=1)
     zn = z / (z.norm(dim=-1, keepdim=True) + 1e-6)
     total = z.new_zeros(())
     parts: list[dict[str, float]] = [{} for _ in runs]
-    for (name, w), emb in zip(tasks, e):
+    for name, emb in zip(names, e):
         en = emb / (emb.norm(dim=-1, keepdim=True) + 1e-6)
-        logits = (scale[:, None, None] * zn) @ en.transpose(1, 2)
-        loss = masked_soft_target_loss(logits, labels[name], valid[name])
-        total = total + (torch.tensor(w, device=dev) * loss).sum()
-        values = loss.detach().tolist()
-        for i, d in enumerate(drawn):
+        logits = (scale[:, None, None] * zn) @ en.transpose(1, 2)  # cosine_logits of every run
+        loss = masked_soft_target_loss(logits, cand.labels[name], cand.valid[name])
+        total = total + (torch.tensor(task_weights[name], device=dev) * loss).sum()
+        for part, d, value in zip(parts, drawn, loss.detach().tolist()):
             if name in d:
-                parts[i][name] = values[i]
+                part[name] = value
     return total, parts
 
 
