@@ -1,0 +1,128 @@
+"""Stacked training against the same runs one by one, printed (not asserted).
+
+The scale recipe at |O| = 2,500 (C = 2, V = 50, coverage 0.5), on one CPU thread:
+seconds per training step of one lone run (each seed's lone run, by
+:func:`bindcore.controlled.training.optimizer_step`) and of stacks of 3 and 4 runs
+(seeds 0..R-1, :func:`bindcore.controlled.stacked.stacked_step`), and the ratio
+stacked / (sum of the same runs' lone steps): below 1, the stack saves time.
+Measurements alternate lone and stacked steps over several rounds; each figure is the
+median over rounds (another process on the machine disturbs single rounds).
+
+Usage: ``python benchmarks/bench_stacked.py [--steps 10] [--rounds 3] [--sizes 3 4]
+[--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from bindcore.controlled.recipes import recipe  # noqa: E402
+from bindcore.controlled.stacked import (  # noqa: E402
+    make_stacked_optimizer,
+    new_run,
+    stack_parameters,
+    stackable,
+    stacked_step,
+)
+from bindcore.controlled.training import (  # noqa: E402
+    build_model,
+    concept_weight,
+    make_optimizer,
+    optimizer_step,
+)
+
+
+class Lone:
+    """One run stepped as run_training steps it (no evaluation, no schedule)."""
+
+    def __init__(self, cfg, dev):
+        self.cfg, self.dev = cfg, dev
+        self.model = build_model(cfg, dev)
+        self.opt = make_optimizer(cfg, self.model)
+        self.train = cfg.split.train.to(dev)
+        self.w_c = concept_weight(cfg, 0, 0)
+        self.step_no = 0
+
+    def step(self):
+        optimizer_step(self.cfg, self.model, self.opt, self.train, self.train, self.step_no, self.dev, None, self.w_c)
+        self.step_no += 1
+
+
+class Stack:
+    """R runs stepped as run_stacked steps them (no evaluation, no schedule)."""
+
+    def __init__(self, cfgs, dev):
+        stackable(cfgs)
+        models = [build_model(cfg, dev) for cfg in cfgs]
+        self.runs = [new_run(cfg, m, dev, share=len(cfgs)) for cfg, m in zip(cfgs, models)]
+        self.params = stack_parameters(models)
+        self.opt = make_stacked_optimizer(cfgs[0], self.params)
+        self.positions = models[0].scene.positions.to(dev)
+        self.step_no = 0
+
+    def step(self):
+        stacked_step(self.runs, self.params, self.opt, self.step_no, None, self.positions)
+        self.step_no += 1
+
+
+def seconds_per_step(trainer, steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    return (time.perf_counter() - start) / steps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median reported)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[3, 4], help="stack sizes")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--values", type=int, default=50)
+    ap.add_argument("--coverage", type=float, default=0.5)
+    ap.add_argument("--batch-size", type=int, default=None, help="instead of the recipe's (256)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    dev = torch.device("cpu")
+    n_seeds = max(args.sizes)
+    extra = {} if args.batch_size is None else {"batch_size": args.batch_size}
+    cfgs = [recipe("scale", n_values=args.values, coverage=args.coverage, seed=s, **extra) for s in range(n_seeds)]
+    c = cfgs[0]
+    print(f"scale recipe: C={c.n_concepts} V={c.n_values} coverage={c.coverage} batch {c.batch_size}, "
+          f"d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {torch.get_num_threads()} thread(s), "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}")
+    lones = [Lone(cfg, dev) for cfg in cfgs]
+    stacks = {r: Stack(cfgs[:r], dev) for r in args.sizes}
+    for t in [*lones, *stacks.values()]:  # warm-up
+        t.step()
+    lone_t: list[list[float]] = [[] for _ in lones]
+    stack_t: dict[int, list[float]] = {r: [] for r in args.sizes}
+    for _ in range(args.rounds):
+        for i, t in enumerate(lones):
+            lone_t[i].append(seconds_per_step(t, args.steps))
+        for r, t in stacks.items():
+            stack_t[r].append(seconds_per_step(t, args.steps))
+    lone_med = [statistics.median(ts) for ts in lone_t]
+    print(f"lone run: {statistics.mean(lone_med):.4f} s/step (seeds 0..{n_seeds - 1}: "
+          f"{', '.join(f'{x:.4f}' for x in lone_med)}; median of {args.rounds} rounds of {args.steps} steps)")
+    for r in args.sizes:
+        stacked = statistics.median(stack_t[r])
+        alone = sum(lone_med[:r])
+        print(f"stack of {r}: {stacked:.4f} s/step; the same {r} runs one by one {alone:.4f} s/step; "
+              f"ratio stacked/(R x lone) = {stacked / alone:.3f}")
+
+
+if __name__ == "__main__":
+    main()

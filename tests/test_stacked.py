@@ -1,0 +1,244 @@
+"""Stacked training: each run of a stack equals a lone run of its config (float
+tolerance), mismatched configs are refused, and each run is stored as its own record."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bindcore.controlled.stacked import (
+    masked_soft_target_loss,
+    run_stacked,
+    stackable,
+    stacks,
+    train_stacked,
+)
+from bindcore.controlled.training import STORE_KIND, TrainConfig, run_training, soft_target_loss, train
+from bindcore.io import config_hash
+from bindcore.store import ResultStore
+
+TINY = dict(n_values=4, coverage=0.75, d_model=16, n_heads=2, n_layers=1, d_ff=32, d_out=8, steps=12,
+            batch_size=32, lr=1e-3, eval_every=6, eval_scenes=32, checkpoint_every=4)
+# parameters after 8-16 steps: batched matmuls sum in another order than the lone ones, and
+# Adam divides a gradient near 0 by its own small size (measured: at most 2.3e-6 apart)
+PARAM_ATOL = 1e-5
+# normalised embeddings (what the cosine reads) of every object query and of one- and
+# two-object scenes (measured: at most 1.1e-6 apart)
+OUTPUT_ATOL = 1e-5
+
+
+def tiny(**kw) -> TrainConfig:
+    return TrainConfig(**{**TINY, **kw})
+
+
+def assert_same_run(stacked, lone, eval_scenes, cfg):
+    for (name, p), q in zip(stacked.model.state_dict().items(), lone.model.state_dict().values()):
+        if name.endswith("qkv.bias"):
+            # the key bias adds one constant to every logit of a query, which the softmax
+            # ignores: its gradient is 0 in exact arithmetic, rounding noise in practice, and
+            # Adam moves it by up to lr per step in the noise's direction, in the lone run as
+            # in the stacked one. It changes no output (checked below); left out here.
+            d = cfg.d_model
+            p, q = torch.cat([p[:d], p[2 * d:]]), torch.cat([q[:d], q[2 * d:]])
+        torch.testing.assert_close(p, q, atol=PARAM_ATOL, rtol=0, msg=lambda m, name=name: f"{name}: {m}")
+    space = cfg.space
+    objects = space.object_query_tokens(torch.arange(space.n_objects))
+    ids = torch.arange(space.n_objects)
+    scenes = torch.full((space.n_objects, space.max_objects), -1)
+    scenes[:, 0] = ids
+    if space.max_objects > 1:  # every object alone, and beside the next one
+        pairs = scenes.clone()
+        pairs[:, 1] = (ids + 1) % space.n_objects
+        scenes = torch.cat([scenes, pairs])
+    scenes = space.tokenize_scenes(scenes)
+    with torch.no_grad():
+        for tower, tokens in (("query", objects), ("scene", scenes)):
+            torch.testing.assert_close(F.normalize(getattr(stacked.model, tower)(tokens), dim=1),
+                                       F.normalize(getattr(lone.model, tower)(tokens), dim=1), atol=OUTPUT_ATOL, rtol=0)
+    assert stacked.concept_loss_from == lone.concept_loss_from
+    assert stacked.metrics.keys() == lone.metrics.keys()
+    for k, v in lone.metrics.items():
+        assert abs(stacked.metrics[k] - v) <= 1 / eval_scenes + 1e-9, k
+    assert stacked.baseline == lone.baseline
+    assert [h["step"] for h in stacked.history] == [h["step"] for h in lone.history]
+    for hs, hl in zip(stacked.history, lone.history):
+        assert hs.keys() == hl.keys()
+        for k in ("concept_loss", "object_loss"):
+            if k in hl:
+                assert hs[k] == pytest.approx(hl[k], abs=1e-5), k
+
+
+def test_masked_loss_equals_the_lone_loss_of_each_run():
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 5, 4, generator=gen, requires_grad=True)
+    labels = torch.rand(2, 5, 4, generator=gen) < 0.4
+    valid = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    got = masked_soft_target_loss(logits, labels, valid)
+    for r, k in enumerate((3, 2)):
+        assert got[r].item() == pytest.approx(soft_target_loss(logits[r, :, :k], labels[r, :, :k]).item(), abs=1e-6)
+    got.sum().backward()
+    assert torch.isfinite(logits.grad).all() and (logits.grad[1, :, 2:] == 0).all()
+    # a run without candidates: zero loss, no gradient, no NaN
+    logits.grad = None
+    none = masked_soft_target_loss(logits, labels, torch.tensor([[True] * 4, [False] * 4]))
+    assert none[1].item() == 0.0
+    none.sum().backward()
+    assert torch.isfinite(logits.grad).all() and (logits.grad[1] == 0).all()
+
+
+def test_each_run_of_a_stack_equals_its_lone_run():
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5), tiny(seed=2, split_seed=1, near_miss_negatives_per_positive=1)]
+    outs = run_stacked(cfgs, device="cpu", progress=False)
+    for cfg, out in zip(cfgs, outs):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+    # the test can fail: another seed's lone run is not the stacked run
+    other = run_training(tiny(seed=5), device="cpu", progress=False)
+    with pytest.raises(AssertionError):
+        assert_same_run(outs[0], other, cfgs[0].eval_scenes, cfgs[0])
+
+
+def test_deeper_stacks_with_padded_scenes_equal_lone_runs():
+    # two layers: the feed-forward block of the first runs on non-PAD tokens only
+    cfgs = [tiny(n_layers=2, max_objects=3, steps=8, seed=s, coverage=c) for s, c in ((0, 0.75), (3, 0.5))]
+    for cfg, out in zip(cfgs, run_stacked(cfgs, device="cpu", progress=False)):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
+def test_per_run_sampling_fields_and_several_optimiser_steps_per_batch():
+    base = dict(steps=8, grad_steps_per_batch=2, n_values=5, coverage=0.6)
+    cfgs = [tiny(**base, curriculum_values=2, curriculum_frac=0.5),
+            tiny(**base, seed=1, candidates="train_vocab", heldout_as_negatives=True),
+            tiny(**base, seed=2, random_negatives_per_positive=2, swaps_per_scene=2, max_object_queries=4,
+                 max_concept_queries=3, eval_scenes=16, tau_init=0.5)]
+    for cfg, out in zip(cfgs, run_stacked(cfgs, device="cpu", progress=False)):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
+def test_triggered_concept_loss_and_mixed_tasks_per_run():
+    # run 0's concept loss joins at an evaluation; run 1 has none; run 2 concept loss from step 0
+    cfgs = [tiny(steps=16, eval_every=2, concept_loss_trigger=0.01, max_objects=1, lr=1e-2),
+            tiny(steps=16, eval_every=2, max_objects=1, lr=1e-2, seed=1, concept_queries=False),
+            tiny(steps=16, eval_every=4, max_objects=1, lr=1e-2, seed=2, concept_loss_weight=0.5,
+                 logit_scale_cap=5.0)]
+    outs = run_stacked(cfgs, device="cpu", progress=False)
+    assert outs[0].concept_loss_from is not None and outs[0].concept_loss_from > 0
+    for cfg, out in zip(cfgs, outs):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
+@pytest.mark.parametrize("field,value", [("lr", 3e-3), ("d_model", 32), ("batch_size", 16), ("n_values", 5)])
+def test_mismatched_configs_are_refused_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        stackable([tiny(), tiny(seed=1, **{field: value})])
+    stackable([tiny(), tiny(seed=1, coverage=0.5)])
+
+
+def test_subclasses_and_empty_stacks_are_refused():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Other(TrainConfig):
+        pass
+
+    with pytest.raises(ValueError, match="token scenes only"):
+        stackable([tiny(), Other(**TINY)])
+    with pytest.raises(ValueError, match="at least one"):
+        stackable([])
+
+
+def test_stacks_group_configs_that_can_share_one():
+    cfgs = [tiny(seed=s, coverage=c) for c in (0.5, 0.75) for s in (0, 1)] + [tiny(lr=3e-3)]
+    groups = stacks(cfgs, 3)
+    assert [len(g) for g in groups] == [3, 1, 1]
+    for g in groups:
+        stackable(g)
+
+
+def test_records_land_under_each_config_and_train_finds_them(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path, published=None)
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    records = train_stacked(cfgs, store=store, progress=False)
+    for cfg, rec in zip(cfgs, records):
+        assert rec["hash"] == config_hash(cfg.to_dict())
+        assert rec["path"] == str(tmp_path / STORE_KIND.name / rec["hash"])
+        assert not any((tmp_path / STORE_KIND.name / rec["hash"]).glob("checkpoint*.pt"))
+        assert rec["stacked_with"] == sorted(config_hash(c.to_dict()) for c in cfgs)
+    lone_store = ResultStore(tmp_path / "lone", published=None)
+    lone = train(tiny(seed=2), store=lone_store, progress=False)
+    assert set(records[0]) == set(lone) | {"stacked_with"}
+
+    # a later train() or train_stacked() of these configs trains nothing
+    def fail(*a, **k):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr("bindcore.controlled.training.run_training", fail)
+    monkeypatch.setattr("bindcore.controlled.stacked.run_stacked", fail)
+    for cfg, rec in zip(cfgs, records):
+        assert train(cfg, store=store, progress=False)["metrics"] == rec["metrics"]
+    assert [r["hash"] for r in train_stacked(cfgs[::-1], store=store, progress=False)] == \
+        [r["hash"] for r in records[::-1]]
+
+
+def test_stacked_resume_is_exact_and_checkpoints_load_alone(tmp_path):
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    full = run_stacked(cfgs, device="cpu", progress=False)
+    ckpts = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False, stop_after=7)
+    resumed = run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False)
+    assert resumed[0].steps_run == cfgs[0].steps - 7
+    for a, b in zip(resumed, full):
+        for p, q in zip(a.model.state_dict().values(), b.model.state_dict().values()):
+            torch.testing.assert_close(p, q, atol=0, rtol=0)
+        assert a.metrics == b.metrics
+    # a stacked checkpoint is a lone one: run_training resumes from it
+    ckpts = [tmp_path / "c.pt", tmp_path / "d.pt"]
+    run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False, stop_after=5)
+    alone = run_training(cfgs[1], device="cpu", checkpoint=ckpts[1], progress=False)
+    assert alone.steps_run == cfgs[1].steps - 5
+    assert_same_run(full[1], alone, cfgs[1].eval_scenes, cfgs[1])
+
+
+def test_checkpoints_at_different_steps_start_the_stack_afresh(tmp_path):
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    ckpts = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False, stop_after=7)
+    run_training(cfgs[1], device="cpu", checkpoint=ckpts[1], progress=False, stop_after=2)  # b: step 9
+    again = run_stacked(cfgs, device="cpu", checkpoints=ckpts, progress=False)
+    assert [o.steps_run for o in again] == [cfgs[0].steps] * 2
+    for cfg, out in zip(cfgs, again):
+        assert_same_run(out, run_training(cfg, device="cpu", progress=False), cfg.eval_scenes, cfg)
+
+
+def test_the_stack_holds_every_claim_and_keeps_weights(tmp_path, monkeypatch):
+    import bindcore.controlled.stacked as stacked
+    from bindcore.controlled.training import load_model
+
+    store = ResultStore(tmp_path, published=None)
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]
+    real = stacked.run_stacked
+    held = []
+
+    def spy(stack, **kw):
+        held.extend(store.holder(STORE_KIND, c.to_dict()) is not None for c in cfgs)
+        outs = real(stack, **kw)
+        spy.outs = outs
+        return outs
+
+    monkeypatch.setattr(stacked, "run_stacked", spy)
+    records = train_stacked(cfgs, store=store, progress=False)
+    assert held == [True, True]
+    assert all(store.holder(STORE_KIND, c.to_dict()) is None for c in cfgs)
+    by_hash = {config_hash(c.to_dict()): o for c, o in zip(sorted(cfgs, key=lambda c: config_hash(c.to_dict())),
+                                                           spy.outs)}
+    for rec in records:
+        model = load_model(rec)
+        for p, q in zip(model.state_dict().values(), by_hash[rec["hash"]].model.state_dict().values()):
+            assert torch.equal(p, q)
+
+
+def test_configs_already_stored_are_not_trained_again(tmp_path):
+    store = ResultStore(tmp_path, published=None)
+    cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5), tiny(seed=0)]
+    lone = train(cfgs[0], store=store, progress=False)
+    records = train_stacked(cfgs, store=store, progress=False)
+    assert records[0] == records[2] == lone and "stacked_with" not in lone
+    assert records[1]["stacked_with"] == [records[1]["hash"]]
