@@ -44,8 +44,10 @@ log = logging.getLogger(__name__)
 
 CANDIDATE_MODES = ("batch", "train_vocab")
 # Training runs in the result store: records carry the fingerprint of this module's code
-# (with its imports); a run made by other code is reused, marked stale (bindcore.store).
-STORE_KIND = Kind("train-2", ("bindcore.controlled.training",), expensive=True,
+# (with its imports) and of the stacked trainer's, which writes records of the same kind
+# (bindcore.controlled.stacked); a run made by other code is reused, marked stale
+# (bindcore.store).
+STORE_KIND = Kind("train-2", ("bindcore.controlled.training", "bindcore.controlled.stacked"), expensive=True,
                   required=("hash", "config", "metrics"), weights=("model.pt",))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
