@@ -508,7 +508,7 @@ def fit_search_table(path: Any = None) -> pd.DataFrame:
                                                    else f"{x['steps_to_target']:,}" for x in runs),
             "last reading": " / ".join(f"{x['last_task_object_2']:.2f}" for x in runs),
             "every seed fitted": r["every seed fitted"],
-            "CPU min": " / ".join(f"{x['cpu_minutes']:.0f}" for x in runs),
-            "chosen on": r["chosen on"],
+            "CPU min": " / ".join("?" if x["cpu_minutes"] is None else f"{x['cpu_minutes']:.0f}" for x in runs),
+            "chosen on": r["chosen on"], "status": r.get("status", "finished"),
         })
     return pd.DataFrame(rows)
