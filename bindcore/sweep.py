@@ -20,6 +20,7 @@ its checkpoint wherever it runs next.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 from collections.abc import Iterable
@@ -289,6 +290,7 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             f"concepts >= {concept_threshold:g} from coverage":
                 _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
             "transition coverage": transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
+            "transition coverage per seed": seed_transitions(runs, transition),
             "smallest coverage": float(sub["coverage"].iloc[0]),
             "swap pairs at smallest coverage": float(sub["test_swap_pair"].iloc[0]),
             "largest coverage": float(last["coverage"]),
@@ -310,6 +312,46 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "rank correlation coverage vs objects": rho,
         })
     return pd.DataFrame(out)
+
+
+def seed_transitions(runs, transition: float = TRANSITION_SWAP) -> str:
+    """Each seed's own transition coverage (:func:`transition_coverage` of its runs of one
+    size; ``-``: none up to the largest coverage), as ``seed: coverage`` text."""
+    if "seed" not in runs:
+        return ""
+    parts = []
+    for seed, one in runs.groupby("seed", sort=True):
+        t = transition_coverage(one["coverage"], one["test_swap_pair"], transition)
+        parts.append(f"{seed}: {'-' if math.isnan(t) else f'{t:g}'}")
+    return ", ".join(parts)
+
+
+# the paper's §5.2 numbers come from the released code's test batches: the columns of ours
+# to set beside them, under that protocol and under the book's full-vocabulary one
+PROTOCOL_COLUMNS = {
+    "release protocol, pooled": "release_test_pooled",
+    "release protocol, two objects": "release_test_object_2",
+    "bag ceiling (release, two objects)": "boc_ceiling_release_test_object_2",
+    "full vocabulary, two objects (strict)": "test_object_2",
+    "bag ceiling (full vocabulary)": "boc_ceiling_test_object_2",
+    "swap pairs": "test_swap_pair",
+}
+
+
+def protocol_comparison(table, paper: str, min_objects: int = 0) -> Any:
+    """Per size (at least ``min_objects``) and coverage, the paper's statement beside ours
+    under both protocols (:data:`PROTOCOL_COLUMNS`): the median over seeds with its
+    range. Rows only for records that carry the release protocol."""
+    import pandas as pd
+
+    if "release_test_pooled" not in table:
+        return pd.DataFrame()
+    table = table[(table["objects"] >= min_objects) & table["release_test_pooled"].notna()]
+    summary = seed_summary(table, PROTOCOL_COLUMNS)
+    if not len(summary):
+        return summary
+    summary.insert(summary.columns.get_loc("seeds") + 1, "paper (release protocol)", paper)
+    return summary
 
 
 def _range(row) -> str:

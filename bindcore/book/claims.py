@@ -639,7 +639,7 @@ def claim_outcomes(frame: pd.DataFrame) -> list[str]:
         for status, words in ((SHOWN, "reproduced"), (NOT_SHOWN, "not reproduced"), (UNTESTABLE, "not testable")):
             who = rows.loc[rows["status"] == status, "subject"].tolist()
             if who:
-                parts.append(f"{words} {'for ' if who == ['across sizes'] else 'at '}{', '.join(who)}")
+                parts.append(f"{words} {'' if who == ['across sizes'] else 'at '}{', '.join(who)}")
         out.append(f"{claim[:1].upper()}{claim[1:]}: {'; '.join(parts)} ({source}).")
     return out
 
