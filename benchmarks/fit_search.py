@@ -74,6 +74,23 @@ def append(row: dict[str, Any], log: Path = LOG) -> None:
     atomic_write_json(log, {"about": __doc__.split("\n\n")[0], "attempts": rows})
 
 
+def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[dict[str, Any]], cfg: Any
+                ) -> dict[str, Any]:
+    """The log's row of an attempt with the seeds run so far (``status`` says how many)."""
+    from bindcore.store import _git_commit
+
+    steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
+    median = statistics.median(steps)
+    done = len(runs) == len(args.seeds)
+    return {"name": args.name, "base": args.base, "changes": changes, "chosen on": CHOSEN_ON,
+            "target": args.target, "stop at": args.stop_at, "seeds": args.seeds,
+            "median steps to target": None if median == float("inf") else median,
+            "every seed fitted": done and all(s != float("inf") for s in steps),
+            "status": "finished" if done else f"{len(runs)} of {len(args.seeds)} seeds run",
+            "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("name")
@@ -87,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from bindcore.controlled.recipes import recipe
-    from bindcore.store import _git_commit
 
     torch.set_num_threads(1)
     changes = json.loads(args.changes)
@@ -96,13 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = recipe(args.base, **{**changes, "seed": seed})
         print(f"{args.name} seed {seed}", flush=True)
         runs.append(fit_run(cfg, args.target, args.stop_at))
-    steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
-    row = {"name": args.name, "base": args.base, "changes": changes, "chosen on": CHOSEN_ON,
-           "target": args.target, "stop at": args.stop_at, "seeds": args.seeds,
-           "median steps to target": statistics.median(steps),
-           "every seed fitted": all(s != float("inf") for s in steps),
-           "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}
-    append(json.loads(json.dumps(row).replace("Infinity", "null")), args.log)
+        # logged after every seed, so that an attempt cut short keeps the seeds it finished
+        row = attempt_row(args, changes, runs, cfg)
+        append(row, args.log)
     print(json.dumps({k: v for k, v in row.items() if k != "runs"}, default=str))
     return 0
 

@@ -214,3 +214,16 @@ def test_the_device_sweep_runs_on_a_cpu_with_tiny_steps(tmp_path):
     for d in published.iterdir():
         assert {p.name for p in d.iterdir()} == {"config.json", "result.json"}  # no weights
         assert "release_test_pooled" in json.loads((d / "result.json").read_text())["metrics"]
+
+
+def test_the_fit_search_logs_every_seed_with_the_metric_it_was_chosen_on(tmp_path):
+    fit_search = _load_fit_search()
+    log = tmp_path / "fit.json"
+    changes = '{"steps": 4, "eval_every": 2, "eval_scenes": 16, "concept_loss_start": 0.0}'
+    assert fit_search.main(["S1", changes, "--base", "smoke", "--seeds", "0", "1", "--log", str(log)]) == 0
+    import json
+
+    (row,) = json.loads(log.read_text())["attempts"]
+    assert row["chosen on"].startswith("task_object_2") and row["status"] == "finished"
+    assert [r["seed"] for r in row["runs"]] == [0, 1] and all(r["curve"] for r in row["runs"])
+    assert not any(is_test_key(k) for r in row["runs"] for point in r["curve"] for k in point)
