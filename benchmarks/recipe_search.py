@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from bindcore.controlled.recipes import recipe
-        from bindcore.controlled.training import train
+        from bindcore.controlled.runs import train
         from bindcore.store import ResultStore
 
         torch.set_num_threads(1)

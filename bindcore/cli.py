@@ -277,7 +277,7 @@ def _check_run_options(args: argparse.Namespace, device_here: bool = True):
 def _run_train(args: argparse.Namespace) -> int:
     import json
 
-    from bindcore.controlled.training import train
+    from bindcore.controlled.runs import train
     from bindcore.runtime import set_threads
     from bindcore.store import ResultStore
 

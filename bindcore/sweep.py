@@ -27,7 +27,8 @@ from collections.abc import Iterable
 from itertools import product
 from typing import Any
 
-from .controlled.training import TrainConfig, check_fields, seconds_per_step, train
+from .controlled.runs import seconds_per_step, train
+from .controlled.training import TrainConfig, check_fields
 from .executors import (
     Task,
     check_same_code,
@@ -326,7 +327,7 @@ def seed_transitions(runs, transition: float = TRANSITION_SWAP) -> str:
     return ", ".join(parts)
 
 
-# the paper's §5.2 numbers come from the released code's test batches: the columns of ours
+# the §5.2 numbers of the released code come from its test batches: the columns of ours
 # to set beside them, under that protocol and under the book's full-vocabulary one
 PROTOCOL_COLUMNS = {
     "release protocol, pooled": "release_test_pooled",
@@ -338,20 +339,16 @@ PROTOCOL_COLUMNS = {
 }
 
 
-def protocol_comparison(table, paper: str, min_objects: int = 0) -> Any:
-    """Per size (at least ``min_objects``) and coverage, the paper's statement beside ours
-    under both protocols (:data:`PROTOCOL_COLUMNS`): the median over seeds with its
-    range. Rows only for records that carry the release protocol."""
+def protocol_comparison(table, min_objects: int = 0) -> Any:
+    """Per size (at least ``min_objects``) and coverage, ours under both protocols
+    (:data:`PROTOCOL_COLUMNS`): the median over seeds with its range. Rows only for
+    records that carry the release protocol."""
     import pandas as pd
 
     if "release_test_pooled" not in table:
         return pd.DataFrame()
     table = table[(table["objects"] >= min_objects) & table["release_test_pooled"].notna()]
-    summary = seed_summary(table, PROTOCOL_COLUMNS)
-    if not len(summary):
-        return summary
-    summary.insert(summary.columns.get_loc("seeds") + 1, "paper (release protocol)", paper)
-    return summary
+    return seed_summary(table, PROTOCOL_COLUMNS)
 
 
 def _range(row) -> str:

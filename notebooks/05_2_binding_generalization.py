@@ -87,7 +87,8 @@ from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
-from bindcore.controlled.training import TrainConfig, load_model, object_query_additivity
+from bindcore.controlled.runs import load_model
+from bindcore.controlled.training import TrainConfig, object_query_additivity
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.sweep import (
@@ -339,7 +340,9 @@ if scale_recs:
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
-    comparison = protocol_comparison(scale_table, PAPER_CLAIMS_5_2[1][1], min_objects=PAPER_OBJECT_SPACES[0])
+    comparison = protocol_comparison(scale_table, min_objects=PAPER_OBJECT_SPACES[0])
+    if len(comparison):
+        comparison.insert(comparison.columns.get_loc("seeds") + 1, "paper (release protocol)", PAPER_CLAIMS_5_2[1][1])
     display(comparison.round(3) if len(comparison) else
             Markdown("No scale record carries the release protocol yet (records made before it existed)."))
     display(generalization_summary(scale_table)[["objects", "seeds", "transition coverage",

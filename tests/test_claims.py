@@ -320,12 +320,12 @@ def test_each_seed_has_its_own_transition_and_the_protocols_stand_beside_the_pap
     table = seeded(runs)
     s = generalization_summary(table).iloc[0]
     assert s["transition coverage"] == 0.3 and s["transition coverage per seed"] == "0: 0.3, 1: -, 2: 0.3"
-    assert protocol_comparison(table, "near 1.0").empty  # records without the release protocol: no row
+    assert protocol_comparison(table).empty  # records without the release protocol: no row
     table["release_test_pooled"] = table["test_object_2"] + 0.05
     table["release_test_object_2"] = table["test_object_2"]
     table["boc_ceiling_release_test_object_2"] = 0.7
-    comp = protocol_comparison(table, "near 1.0", min_objects=2500)
-    assert list(comp["coverage"]) == [0.1, 0.3, 0.5] and set(comp["paper (release protocol)"]) == {"near 1.0"}
+    comp = protocol_comparison(table, min_objects=2500)
+    assert list(comp["coverage"]) == [0.1, 0.3, 0.5]
     row = comp[comp["coverage"] == 0.5].iloc[0]
     assert row["release protocol, two objects"] == 0.9 and row["release protocol, two objects range"] == "0.30-0.92"
-    assert protocol_comparison(table, "near 1.0", min_objects=10_000).empty
+    assert protocol_comparison(table, min_objects=10_000).empty

@@ -35,7 +35,7 @@ def test_expected_cli_failures_are_one_line_with_exit_code_2(tmp_path, capsys, e
 
 
 def test_unexpected_failures_keep_their_traceback(tmp_path, monkeypatch):
-    import bindcore.controlled.training as T
+    import bindcore.controlled.runs as T
 
     def boom(*a, **k):
         raise RuntimeError("a bug")

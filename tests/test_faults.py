@@ -411,7 +411,7 @@ def test_config_with_profile_takes_the_profile_for_missing_fields(tmp_path, monk
     import bindcore.cli as cli
 
     seen = []
-    monkeypatch.setattr("bindcore.controlled.training.train", lambda cfg, **kw: seen.append(cfg) or {})
+    monkeypatch.setattr("bindcore.controlled.runs.train", lambda cfg, **kw: seen.append(cfg) or {})
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"n_values": 6, "coverage": 0.5}))
     assert cli.main(["train", "--config", str(partial), "--profile", "smoke", "--results", str(tmp_path)]) == 0
@@ -583,7 +583,7 @@ def test_papermill_with_an_unknown_parameter_fails_the_chapter(tmp_path, monkeyp
 # ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("damage", ["truncated", "deleted"])
 def test_a_record_whose_weights_are_broken_is_computed_again(tmp_path, capsys, damage):
-    from bindcore.controlled.training import load_model
+    from bindcore.controlled.runs import load_model
 
     assert train_cli(tmp_path) == 0
     store = ResultStore(tmp_path, published=None)

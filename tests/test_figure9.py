@@ -13,7 +13,8 @@ from bindcore.analysis.probes import controlled_binding_data, split_by_objects
 from bindcore.book import claims as CL
 from bindcore.book.tables import figure9_correlations, figure9_table
 from bindcore.controlled.recipes import recipe
-from bindcore.controlled.training import STORE_KIND, TrainConfig, train
+from bindcore.controlled.runs import train
+from bindcore.controlled.training import STORE_KIND, TrainConfig
 from bindcore.store import ResultStore
 
 PROTOCOL = get_protocol("paper", steps=10, lrs=[1e-2], batch_size=None, eval_every=5)

@@ -18,8 +18,9 @@ from bindcore.analysis.probes import controlled_binding_data
 from bindcore.controlled.pixel_models import PixelEncoder, PixelEncoderConfig
 from bindcore.controlled.pixels import PIXEL_STORE_KIND, PixelTrainConfig, task_swap_pairs
 from bindcore.controlled.recipes import pixel_recipe, recipe, recipe_differences
+from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
-from bindcore.controlled.training import TrainConfig, load_model, run_training, train
+from bindcore.controlled.training import TrainConfig, run_training
 from bindcore.data.pixels import (
     LEVELS,
     PixelSpec,

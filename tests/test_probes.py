@@ -133,7 +133,8 @@ def test_linear_probes_handle_single_object_scenes_and_bad_input():
 
 def test_controlled_binding_data_from_a_stored_run(tmp_path):
     from bindcore.controlled.recipes import recipe
-    from bindcore.controlled.training import TrainConfig, train
+    from bindcore.controlled.runs import train
+    from bindcore.controlled.training import TrainConfig
     from bindcore.store import ResultStore
 
     rec = train(recipe("smoke", steps=4), store=ResultStore(tmp_path, published=None), progress=False)

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bindcore.controlled.runs import train
 from bindcore.controlled.stacked import (
     masked_soft_target_loss,
     run_stacked,
@@ -12,7 +13,7 @@ from bindcore.controlled.stacked import (
     stacks,
     train_stacked,
 )
-from bindcore.controlled.training import STORE_KIND, TrainConfig, run_training, soft_target_loss, train
+from bindcore.controlled.training import STORE_KIND, TrainConfig, run_training, soft_target_loss
 from bindcore.io import config_hash
 from bindcore.store import ResultStore
 
@@ -170,7 +171,7 @@ def test_records_land_under_each_config_and_train_finds_them(tmp_path, monkeypat
     def fail(*a, **k):
         raise AssertionError("trained again")
 
-    monkeypatch.setattr("bindcore.controlled.training.run_training", fail)
+    monkeypatch.setattr("bindcore.controlled.runs.run_training", fail)
     monkeypatch.setattr("bindcore.controlled.stacked.run_stacked", fail)
     for cfg, rec in zip(cfgs, records):
         assert train(cfg, store=store, progress=False)["metrics"] == rec["metrics"]
@@ -210,7 +211,7 @@ def test_checkpoints_at_different_steps_start_the_stack_afresh(tmp_path):
 
 def test_the_stack_holds_every_claim_and_keeps_weights(tmp_path, monkeypatch):
     import bindcore.controlled.stacked as stacked
-    from bindcore.controlled.training import load_model
+    from bindcore.controlled.runs import load_model
 
     store = ResultStore(tmp_path, published=None)
     cfgs = [tiny(seed=0), tiny(seed=1, coverage=0.5)]

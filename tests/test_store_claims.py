@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from bindcore.controlled.recipes import recipe
-from bindcore.controlled.training import STORE_KIND, train
+from bindcore.controlled.runs import train
+from bindcore.controlled.training import STORE_KIND
 from bindcore.store import ResultStore
 
 TINY = ["--profile", "smoke", "--set", "steps=4", "--set", "eval_every=2", "--set", "eval_scenes=16", "--quiet"]
@@ -34,7 +35,7 @@ def tiny(**kw):
 # claims: one training of a config at a time
 # ---------------------------------------------------------------------------------
 def test_two_trainings_of_one_config_at_once_train_it_once(tmp_path, monkeypatch):
-    import bindcore.controlled.training as T
+    import bindcore.controlled.runs as T
 
     calls = []
     real = T.run_training

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from bindcore.controlled.recipes import recipe
-from bindcore.controlled.training import STORE_KIND, run_training, train
+from bindcore.controlled.runs import train
+from bindcore.controlled.training import STORE_KIND, run_training
 from bindcore.store import ResultStore
 
 

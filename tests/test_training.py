@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from bindcore.controlled.runs import train
 from bindcore.controlled.scenes import sample_scenes
 from bindcore.controlled.training import (
     STORE_KIND,
@@ -18,7 +19,6 @@ from bindcore.controlled.training import (
     run_training,
     soft_target_loss,
     step_generator,
-    train,
 )
 from bindcore.store import ResultStore
 

@@ -395,7 +395,8 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
 
     import torch.nn.functional as F
 
-    from bindcore.controlled.training import TrainConfig, embed_in_chunks, load_model
+    from bindcore.controlled.runs import load_model
+    from bindcore.controlled.training import TrainConfig, embed_in_chunks
 
     cfg = TrainConfig.from_dict(record["config"])
     model = load_model(record, map_location=device)

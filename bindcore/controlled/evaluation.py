@@ -53,6 +53,26 @@ RELEASE_BATCH = 512
 RELEASE_MAX_POSITIVES = 64
 RELEASE_BATCHES = 10  # at eval_scenes >= 1024 (fewer for smaller evaluations, see release_batches)
 HELDOUT_SETS = ("val", "test")
+# the most memory the evaluation of one object space may need (see evaluation_memory)
+MAX_EVALUATION_BYTES = 32 * 2**30
+
+
+def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
+    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
+    what needs them: ``objects`` (per object its query tokens, the split's permutation,
+    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
+    label and comparison matrices of one chunk of evaluation scenes,
+    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
+    return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
+            "embeddings": n_objects * 4 * d_out}
+
+
+def memory_text(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} PiB"
 
 
 def release_batches(eval_scenes: int) -> int:

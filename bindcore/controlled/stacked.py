@@ -43,16 +43,15 @@ from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.store import ResultStore
 
+from .checkpoints import Clock, previous_checkpoint, save_checkpoint
 from .evaluation import bag_of_concepts_baseline, evaluate, make_eval_set
 from .models import DualEncoder
+from .runs import steps_per_second
 from .scenes import SceneSpace, object_labels, sample_scenes
 from .training import (
     STORE_KIND,
-    Clock,
     TrainConfig,
     TrainOutput,
-    _save_checkpoint,
-    _start,
     autocast_dtype,
     build_model,
     concept_loss_onset,
@@ -63,9 +62,8 @@ from .training import (
     lr_factor,
     make_optimizer,
     object_candidates,
-    previous_checkpoint,
+    start_state,
     step_generator,
-    steps_per_second,
 )
 
 log = logging.getLogger(__name__)
@@ -445,7 +443,7 @@ def _start_runs(cfgs: list[TrainConfig], dev: torch.device, checkpoints: list[Pa
                 ) -> tuple[list[DualEncoder], list[torch.optim.Optimizer], int, list[list], list[dict | None]]:
     """Lone (model, optimizer, history, clock) of every run and the step to start from:
     those of the runs' checkpoints when every run has one at the same step, else fresh."""
-    started = [_start(cfg, dev, ckpt) for cfg, ckpt in zip(cfgs, checkpoints)]
+    started = [start_state(cfg, dev, ckpt) for cfg, ckpt in zip(cfgs, checkpoints)]
     steps = {s[2] for s in started}
     if len(steps) == 1:
         step = steps.pop()
@@ -509,7 +507,7 @@ def run_stacked(
             for r, (run, ckpt) in enumerate(zip(runs, checkpoints)):
                 if ckpt is not None:
                     copy_run(params, r, run.model)
-                    _save_checkpoint(ckpt, run.model, _lone_optimizer(run, params, opt, r), n, run.history,
+                    save_checkpoint(ckpt, run.model, _lone_optimizer(run, params, opt, r), n, run.history,
                                      run.clock)
         if stopping:
             bar.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import logging
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
@@ -23,12 +22,21 @@ from typing import Any, ClassVar, get_type_hints
 import torch
 import torch.nn.functional as F
 
-from bindcore.io import atomic_torch_save, config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.settings import check_type, coerce, unknown_name
-from bindcore.store import Entry, Kind, ResultStore, quarantine
+from bindcore.store import Kind
 
-from .evaluation import bag_of_concepts_baseline, embed_in_chunks, evaluate, make_eval_set
+from .checkpoints import Clock, resume, save_checkpoint
+from .evaluation import (
+    MAX_EVALUATION_BYTES,
+    EvalSet,
+    bag_of_concepts_baseline,
+    embed_in_chunks,
+    evaluate,
+    evaluation_memory,
+    make_eval_set,
+    memory_text,
+)
 from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
 from .scenes import (
     ObjectSplit,
@@ -47,12 +55,11 @@ CANDIDATE_MODES = ("batch", "train_vocab")
 # (with its imports) and of the stacked trainer's, which writes records of the same kind
 # (bindcore.controlled.stacked); a run made by other code is reused, marked stale
 # (bindcore.store).
-STORE_KIND = Kind("train-2", ("bindcore.controlled.training", "bindcore.controlled.stacked"), expensive=True,
+STORE_KIND = Kind("train-2", ("bindcore.controlled.training", "bindcore.controlled.stacked",
+                              "bindcore.controlled.runs"), expensive=True,
                   required=("hash", "config", "metrics"), weights=("model.pt",))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
-# the most memory the evaluation of one object space may need (see evaluation_memory)
-MAX_EVALUATION_BYTES = 32 * 2**30
 SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
 # Scene inputs besides tokens: a config dict with ``scene_input = <name>`` is read by the
 # TrainConfig subclass named here. It is imported by name when such a dict is read, so
@@ -225,24 +232,6 @@ def check_fields(names: Any, cls: type[TrainConfig] | None = None) -> None:
             raise unknown_name(name, known, f"{(cls or TrainConfig).__name__} field")
 
 
-def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
-    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
-    what needs them: ``objects`` (per object its query tokens, the split's permutation,
-    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
-    label and comparison matrices of one chunk of evaluation scenes,
-    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
-    return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
-            "embeddings": n_objects * 4 * d_out}
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}"
-        n /= 1024
-    return f"{n:.3g} PiB"
-
-
 def validate(cfg: TrainConfig) -> None:
     """Fail before any work with a message that names the field."""
 
@@ -268,10 +257,10 @@ def validate(cfg: TrainConfig) -> None:
             name = "d_out"
         else:
             name = "n_values" if cfg.n_values > cfg.n_concepts else "n_concepts"
-        amount = f"about {_bytes(need_bytes)}" if need_bytes < 2**100 else "far more than any machine's"
+        amount = f"about {memory_text(need_bytes)}" if need_bytes < 2**100 else "far more than any machine's"
         need(False, name, f"the object space of V**C = {cfg.n_values}**{cfg.n_concepts} = {size} objects "
              f"(embeddings of d_out = {cfg.d_out}) would need {amount} of memory to evaluate (limit "
-             f"{_bytes(MAX_EVALUATION_BYTES)}: bindcore.controlled.training.MAX_EVALUATION_BYTES)")
+             f"{memory_text(MAX_EVALUATION_BYTES)}: bindcore.controlled.evaluation.MAX_EVALUATION_BYTES)")
     n_train = int(n_obj * cfg.coverage)
     need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
     need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
@@ -535,55 +524,17 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
     return cfg.make_model().to(device)
 
 
-class Clock:
-    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
+def start_state(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
+                ) -> tuple[DualEncoder, torch.optim.Optimizer, int, list, dict | None]:
+    """(model, optimizer, step, history, clock) to train ``cfg`` from: a fresh model and
+    optimizer, or those of its latest good checkpoint
+    (:func:`bindcore.controlled.checkpoints.resume`)."""
 
-    def __init__(self, before: dict[str, float] | None = None) -> None:
-        self.before = dict(before or {})
-        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
-
-    def so_far(self) -> dict[str, float]:
-        return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
-                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
-
-
-def previous_checkpoint(path: Path) -> Path:
-    """Where the checkpoint before ``path``'s last one is kept (``checkpoint.prev.pt``)."""
-    return path.with_name(f"{path.stem}.prev{path.suffix}")
-
-
-def _save_checkpoint(path: Path, model: DualEncoder, opt: torch.optim.Optimizer, step: int, history: list,
-                     clock: Clock) -> None:
-    """Atomically, keeping the checkpoint it replaces as :func:`previous_checkpoint`: a
-    good checkpoint exists at every moment."""
-    atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                             "history": history, "clock": clock.so_far()}, backup=previous_checkpoint(path))
-
-
-def _start(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
-           ) -> tuple[DualEncoder, torch.optim.Optimizer, int, list, dict | None]:
-    """(model, optimizer, step, history, clock) to train from: those of the latest good
-    checkpoint of ``checkpoint`` (itself, else :func:`previous_checkpoint`), else fresh
-    ones at step 0. A checkpoint that cannot be read or does not fit is reported and
-    moved aside (``*.corrupt-<time>``, :func:`bindcore.store.quarantine`)."""
-    candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
-    for candidate in candidates:
-        if not candidate.exists():
-            continue
+    def fresh() -> tuple[DualEncoder, torch.optim.Optimizer]:
         model = build_model(cfg, device)
-        opt = make_optimizer(cfg, model)
-        try:
-            state = torch.load(candidate, map_location=device, weights_only=True)
-            step, history, clock = int(state["step"]), list(state["history"]), state.get("clock")
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-        except Exception as exc:  # truncated or foreign: zip, unpickling, EOF, key or shape errors
-            quarantine(candidate, f"unreadable checkpoint ({type(exc).__name__}: {str(exc)[:200]})")
-            continue
-        log.info("resuming from %s at step %d", candidate, step)
-        return model, opt, step, history, clock
-    model = build_model(cfg, device)
-    return model, make_optimizer(cfg, model), 0, [], None
+        return model, make_optimizer(cfg, model)
+
+    return resume(fresh, device, checkpoint)
 
 
 @dataclass
@@ -614,26 +565,6 @@ def optimizer_step(cfg: TrainConfig, model: DualEncoder, opt: torch.optim.Optimi
     return loss, parts
 
 
-def seconds_per_step(cfg: TrainConfig, device: str | torch.device | None = None, steps: int = 1) -> float:
-    """Wall seconds of one training step of ``cfg`` here, timed over ``steps`` steps after
-    one warm-up step (a short probe for cost estimates; the model is thrown away)."""
-    dev = resolve_device(str(device) if device is not None else None)
-    train_objects = cfg.split.train.to(dev)
-    allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
-    model = build_model(cfg, dev)
-    opt, amp = make_optimizer(cfg, model), autocast_dtype(cfg, dev)
-    w_c = concept_weight(cfg, 0, None) or cfg.concept_loss_weight
-    optimizer_step(cfg, model, opt, train_objects, allowed, 0, dev, amp, w_c)  # warm-up
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
-        optimizer_step(cfg, model, opt, train_objects, allowed, step, dev, amp, w_c)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-    return (time.perf_counter() - start) / steps
-
-
 def run_training(
     cfg: TrainConfig,
     device: str | torch.device | None = None,
@@ -642,133 +573,59 @@ def run_training(
     stop_after: int | None = None,
     on_eval: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainOutput:
-    """Train one dual encoder. With ``checkpoint`` set, resume from it if it exists and
-    save to it every ``checkpoint_every`` steps. ``stop_after`` ends the loop early after
-    that many optimiser steps of this call (used to test resume)."""
+    """Train one dual encoder: ``cfg.steps`` optimiser steps, an evaluation every
+    ``eval_every`` steps and at the end (``on_eval(step, metrics)`` sees each). With
+    ``checkpoint`` set, resume from it if it exists and save to it every
+    ``checkpoint_every`` steps. ``stop_after`` ends the loop early after that many
+    optimiser steps of this call (used to test resume)."""
     dev = resolve_device(str(device) if device is not None else None)
-    space, split = cfg.space, cfg.split
-    split_train = split.train.to(dev)
-    allowed_negatives = torch.arange(space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
-    model, opt, start, history, before = _start(cfg, dev, checkpoint)
+    train_objects = cfg.split.train.to(dev)
+    negatives = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
+    model, opt, start, history, before = start_state(cfg, dev, checkpoint)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
-    if start:
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac), last_epoch=start - 1
-        )
-    es = make_eval_set(cfg, split, dev)
-    amp = autocast_dtype(cfg, dev)
+    if start:  # (the first scheduler set each group's initial_lr, which a resumed one needs)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac),
+                                                  last_epoch=start - 1)
+    es, amp, clock = make_eval_set(cfg, cfg.split, dev), autocast_dtype(cfg, dev), Clock(before)
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
-    clock = Clock(before)
     bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
                        desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
-    last = {}
-    done = 0
-    concept_from = concept_loss_onset(cfg, history)
+    done, concept_from = 0, concept_loss_onset(cfg, history)
     for step in bar:
-        loss, parts = optimizer_step(cfg, model, opt, split_train, allowed_negatives, step, dev, amp,
+        loss, parts = optimizer_step(cfg, model, opt, train_objects, negatives, step, dev, amp,
                                      concept_weight(cfg, step, concept_from))
         sched.step()
-        done += 1
-        n = step + 1
-        if cfg.eval_every and n % cfg.eval_every == 0 and n < cfg.steps:
-            last = evaluate(cfg, model, es)
-            history.append({"step": n, **last, **parts})
+        done, n = done + 1, step + 1
+        if n == cfg.steps:
+            break
+        if cfg.eval_every and n % cfg.eval_every == 0:
+            seen = _evaluation(cfg, model, es, n, history, parts, on_eval)
             concept_from = concept_loss_onset(cfg, history)
-            if on_eval:
-                on_eval(n, last)
-            bar.set_postfix(obj2=f"{last.get('test_object_2', last.get('test_object_1', 0)):.2f}",
+            bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
                             loss=f"{float(loss.detach()):.3f}")
-        if checkpoint is not None and cfg.checkpoint_every and n % cfg.checkpoint_every == 0 and n < cfg.steps:
-            _save_checkpoint(checkpoint, model, opt, n, history, clock)
-        if stop_after is not None and done >= stop_after and n < cfg.steps:
+        stopping = stop_after is not None and done >= stop_after
+        if checkpoint is not None and (stopping or (cfg.checkpoint_every and n % cfg.checkpoint_every == 0)):
+            save_checkpoint(checkpoint, model, opt, n, history, clock)
+        if stopping:
             bar.close()
-            if checkpoint is not None:
-                _save_checkpoint(checkpoint, model, opt, n, history, clock)
-            return TrainOutput(model, {}, {}, history, clock.so_far()["seconds"], done, concept_from,
-                               clock.so_far()["cpu_seconds"])
+            spent = clock.so_far()
+            return TrainOutput(model, {}, {}, history, spent["seconds"], done, concept_from, spent["cpu_seconds"])
     bar.close()
-    final = evaluate(cfg, model, es)
-    history.append({"step": cfg.steps, **final})
-    if on_eval:
-        on_eval(cfg.steps, final)
+    final = _evaluation(cfg, model, es, cfg.steps, history, {}, on_eval)
     spent = clock.so_far()
     return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
                        concept_from, spent["cpu_seconds"])
 
 
-def steps_per_second(seconds: float, steps: int) -> float:
-    return steps / seconds if seconds > 0 else math.nan
-
-
-
-
-# ---------------------------------------------------------------------------------
-# stored runs: asking again returns the stored result
-# ---------------------------------------------------------------------------------
-def train(
-    cfg: TrainConfig,
-    store: ResultStore | None = None,
-    device: str | None = None,
-    progress: bool = True,
-    keep_weights: bool = True,
-) -> dict[str, Any]:
-    """Train ``cfg`` unless the store already holds its result; return the result record.
-
-    A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
-    entry, else the one before it). A stored run made by other code is returned as it
-    is, with ``stale=True`` (its ``code`` names the code version that made it): chapters
-    say so, nothing is retrained silently. While it trains, the run holds the entry's
-    claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
-    config meanwhile waits, then returns this run's stored result.
-    """
-    store = store or ResultStore()
-    kind = cfg.store_kind
-    found = store.find(kind, cfg.to_dict())
-    if found is not None:
-        return found.record()
-    dev = resolve_device(device)
-    with store.claim(kind, cfg.to_dict()):
-        found = store.find(kind, cfg.to_dict())  # finished by another process while this one waited
-        if found is not None:
-            return found.record()
-        entry = store.prepare(kind, cfg.to_dict())
-        ckpt = entry.path / "checkpoint.pt"
-        out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
-        if keep_weights:
-            atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-        split = cfg.split
-        record = {
-            "kind": "train",
-            "hash": config_hash(cfg.to_dict()),
-            "config": cfg.to_dict(),
-            "metrics": out.metrics,
-            "bag_of_concepts": out.baseline,
-            "history": out.history,
-            "seconds": out.seconds,
-            "cpu_seconds": out.cpu_seconds,
-            "threads": torch.get_num_threads(),
-            "steps_run": out.steps_run,
-            "concept_loss_from": out.concept_loss_from,
-            "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
-            "device": str(dev),
-            "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
-            "parameters_per_encoder": count_parameters(out.model.scene),
-            "n_train_objects": len(split.train),
-            "n_val_objects": len(split.val),
-            "n_test_objects": len(split.test),
-        }
-        store.finish(entry, record)
-        ckpt.unlink(missing_ok=True)
-        previous_checkpoint(ckpt).unlink(missing_ok=True)
-    return entry.record()
-
-
-def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
-    """The trained dual encoder of a stored run (local runs keep their weights)."""
-    cfg = TrainConfig.from_dict(record["config"])
-    model = cfg.make_model()
-    model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
-    return model.eval()
+def _evaluation(cfg: TrainConfig, model: DualEncoder, es: EvalSet, step: int, history: list,
+                parts: dict[str, float], on_eval: Callable[[int, dict[str, float]], None] | None) -> dict[str, float]:
+    """Evaluate at ``step``, append it (with the loss's ``parts``) to ``history``, show it
+    to ``on_eval``; the metrics."""
+    metrics = evaluate(cfg, model, es)
+    history.append({"step": step, **metrics, **parts})
+    if on_eval:
+        on_eval(step, metrics)
+    return metrics
 
 
 @torch.no_grad()

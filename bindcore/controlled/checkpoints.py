@@ -1,0 +1,70 @@
+"""Checkpoints of a training run: saved atomically every few steps with the previous
+one kept, so that a good checkpoint exists at every moment, and the state to train from
+read back from the latest good one (an unreadable one is reported and moved aside).
+Run management, not the experiment: the loop of :mod:`bindcore.controlled.training`
+calls it to resume exactly where a killed run stopped."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from bindcore.io import atomic_torch_save
+from bindcore.store import quarantine
+
+log = logging.getLogger(__name__)
+
+
+class Clock:
+    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
+
+    def __init__(self, before: dict[str, float] | None = None) -> None:
+        self.before = dict(before or {})
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+
+    def so_far(self) -> dict[str, float]:
+        return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
+                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
+
+
+def previous_checkpoint(path: Path) -> Path:
+    """Where the checkpoint before ``path``'s last one is kept (``checkpoint.prev.pt``)."""
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
+def save_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, step: int, history: list,
+                    clock: Clock) -> None:
+    """Atomically, keeping the checkpoint it replaces as :func:`previous_checkpoint`: a
+    good checkpoint exists at every moment."""
+    atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                             "history": history, "clock": clock.so_far()}, backup=previous_checkpoint(path))
+
+
+def resume(fresh: Callable[[], tuple[torch.nn.Module, torch.optim.Optimizer]], device: torch.device,
+           checkpoint: Path | None) -> tuple[torch.nn.Module, torch.optim.Optimizer, int, list, dict | None]:
+    """(model, optimizer, step, history, clock) to train from: ``fresh()``'s model and
+    optimizer loaded from the latest good checkpoint of ``checkpoint`` (itself, else
+    :func:`previous_checkpoint`), else as ``fresh()`` made them, at step 0. A checkpoint
+    that cannot be read or does not fit is reported and moved aside (``*.corrupt-<time>``,
+    :func:`bindcore.store.quarantine`)."""
+    candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        model, opt = fresh()
+        try:
+            state = torch.load(candidate, map_location=device, weights_only=True)
+            step, history, clock = int(state["step"]), list(state["history"]), state.get("clock")
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+        except Exception as exc:  # truncated or foreign: zip, unpickling, EOF, key or shape errors
+            quarantine(candidate, f"unreadable checkpoint ({type(exc).__name__}: {str(exc)[:200]})")
+            continue
+        log.info("resuming from %s at step %d", candidate, step)
+        return model, opt, step, history, clock
+    model, opt = fresh()
+    return model, opt, 0, [], None

@@ -1,0 +1,121 @@
+"""Stored training runs (run management, not the experiment): :func:`train` returns a
+config's stored record or trains it (resuming a killed run from its checkpoint, holding
+the entry's claim meanwhile) and stores the result; :func:`load_model` reads a stored
+run's weights; :func:`seconds_per_step` times a step for cost estimates. The experiment
+itself, the config, objective, loop and evaluation, is :mod:`bindcore.controlled.training`
+and :mod:`bindcore.controlled.evaluation`."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bindcore.io import atomic_torch_save, config_hash
+from bindcore.runtime import resolve_device
+from bindcore.store import Entry, ResultStore
+
+from .checkpoints import previous_checkpoint
+from .models import DualEncoder, count_parameters
+from .training import (
+    TrainConfig,
+    autocast_dtype,
+    build_model,
+    concept_weight,
+    make_optimizer,
+    optimizer_step,
+    run_training,
+)
+
+
+def seconds_per_step(cfg: TrainConfig, device: str | torch.device | None = None, steps: int = 1) -> float:
+    """Wall seconds of one training step of ``cfg`` here, timed over ``steps`` steps after
+    one warm-up step (a short probe for cost estimates; the model is thrown away)."""
+    dev = resolve_device(str(device) if device is not None else None)
+    train_objects = cfg.split.train.to(dev)
+    allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
+    model = build_model(cfg, dev)
+    opt, amp = make_optimizer(cfg, model), autocast_dtype(cfg, dev)
+    w_c = concept_weight(cfg, 0, None) or cfg.concept_loss_weight
+    optimizer_step(cfg, model, opt, train_objects, allowed, 0, dev, amp, w_c)  # warm-up
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        optimizer_step(cfg, model, opt, train_objects, allowed, step, dev, amp, w_c)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    return (time.perf_counter() - start) / steps
+
+
+def steps_per_second(seconds: float, steps: int) -> float:
+    return steps / seconds if seconds > 0 else math.nan
+
+
+def train(
+    cfg: TrainConfig,
+    store: ResultStore | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    keep_weights: bool = True,
+) -> dict[str, Any]:
+    """Train ``cfg`` unless the store already holds its result; return the result record.
+
+    A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
+    entry, else the one before it). A stored run made by other code is returned as it
+    is, with ``stale=True`` (its ``code`` names the code version that made it): chapters
+    say so, nothing is retrained silently. While it trains, the run holds the entry's
+    claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
+    config meanwhile waits, then returns this run's stored result.
+    """
+    store = store or ResultStore()
+    kind = cfg.store_kind
+    found = store.find(kind, cfg.to_dict())
+    if found is not None:
+        return found.record()
+    dev = resolve_device(device)
+    with store.claim(kind, cfg.to_dict()):
+        found = store.find(kind, cfg.to_dict())  # finished by another process while this one waited
+        if found is not None:
+            return found.record()
+        entry = store.prepare(kind, cfg.to_dict())
+        ckpt = entry.path / "checkpoint.pt"
+        out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
+        if keep_weights:
+            atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
+        split = cfg.split
+        record = {
+            "kind": "train",
+            "hash": config_hash(cfg.to_dict()),
+            "config": cfg.to_dict(),
+            "metrics": out.metrics,
+            "bag_of_concepts": out.baseline,
+            "history": out.history,
+            "seconds": out.seconds,
+            "cpu_seconds": out.cpu_seconds,
+            "threads": torch.get_num_threads(),
+            "steps_run": out.steps_run,
+            "concept_loss_from": out.concept_loss_from,
+            "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
+            "device": str(dev),
+            "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
+            "parameters_per_encoder": count_parameters(out.model.scene),
+            "n_train_objects": len(split.train),
+            "n_val_objects": len(split.val),
+            "n_test_objects": len(split.test),
+        }
+        store.finish(entry, record)
+        ckpt.unlink(missing_ok=True)
+        previous_checkpoint(ckpt).unlink(missing_ok=True)
+    return entry.record()
+
+
+def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:
+    """The trained dual encoder of a stored run (local runs keep their weights)."""
+    cfg = TrainConfig.from_dict(record["config"])
+    model = cfg.make_model()
+    model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
+    return model.eval()
