@@ -409,3 +409,26 @@ def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) ->
             f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
             + (", ..." if len(missing) > 8 else "") + ").")
     return text
+
+
+def geometry_nulls(sets: Iterable[Any], params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The nulls the §4.1 / D.2 claims are judged against (:func:`bindcore.book.claims.geometry_claims`):
+    per set of a pretrained encoder, the decomposition and editing frames of its Gaussian
+    null (:func:`~bindcore.analysis.embedding_sets.gaussian_null`: the same labels,
+    Gaussian embeddings of the same size and spectrum); None for sets whose claims get
+    no verdict (controlled models, random-init controls). Stored like the sets' own."""
+    from bindcore.analysis.embedding_sets import gaussian_null
+    from bindcore.analysis.geometry_sets import decomposition, editing
+
+    from .claims import CONTROL, CONTROLLED, set_evidence
+
+    dec, edi = [], []
+    for s in sets:
+        if set_evidence(s) in (CONTROL, CONTROLLED):
+            dec.append(None)
+            edi.append(None)
+            continue
+        n = gaussian_null(s)
+        dec.append(decomposition(n, params))
+        edi.append(editing(n, params))
+    return dec, edi

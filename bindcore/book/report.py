@@ -30,6 +30,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
         controlled_datasets,
         dinov2_encoder,
         geometry_encoders,
+        geometry_nulls,
         geometry_sets,
         pretrained_encoders,
     )
@@ -61,6 +62,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     dec = [decomposition(s, p4) for s in sets]
     att = [attribution(s, p42) for s in sets]
     edi = [editing(s, p4) for s in sets]
+    null_dec, null_edi = geometry_nulls(sets, p4)
 
     encoders, _ = pretrained_encoders()
     binding, _ = pretrained_binding(p51, encoders)
@@ -85,7 +87,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
 
     runs52 = generalization_runs(profile, params["05_2_binding_generalization"], workers, device)
     claims = {**generalization_claims(profile, params["05_2_binding_generalization"], runs52),
-        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile),
+        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile, null_frames=null_dec, null_edit_frames=null_edi),
         "§4.2": CL.attribution_claims(sets, att, profile),
         "§5.1": CL.pretrained_claims(t51, profile),
         "§5.3": CL.width_claims(widths, profile),
@@ -127,11 +129,18 @@ def generalization_claims(profile: str, p52: dict[str, Any], runs: list[dict[str
 
 
 def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per chapter: how many of its claims are shown, not shown, untestable."""
-    from .claims import STATUSES
+    """One row per chapter: how many of its claims are shown, not shown, untestable on
+    the encoders or models the paper's claims are about; rows on substitutes (another
+    pretrained encoder) counted apart, and rows on controlled models or random-init
+    controls (no verdict) apart again."""
+    from .claims import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
 
     rows = []
     for chapter, frame in claims.items():
-        counts = frame["status"].value_counts()
-        rows.append({"chapter": chapter, **{s: int(counts.get(s, 0)) for s in STATUSES}})
-    return pd.DataFrame(rows)
+        sub = status_counts(frame, evidence=SUBSTITUTE)
+        other = int(frame["evidence"].isin([CONTROLLED, CONTROL]).sum()) if "evidence" in frame else 0
+        rows.append({"chapter": chapter, **status_counts(frame, evidence=NATIVE),
+                     "substitute: shown": sub[SHOWN], "substitute: other": sum(sub.values()) - sub[SHOWN],
+                     "controlled model / control (no verdict)": other})
+    return pd.DataFrame(rows, columns=["chapter", *STATUSES, "substitute: shown", "substitute: other",
+                                       "controlled model / control (no verdict)"])

@@ -302,15 +302,24 @@ def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: s
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
                       widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
                       **kwargs: Any):
-    """One tidy table of a stored sweep per controlled model (``executor``/``workers``:
+    """One tidy table of a stored sweep per controlled model, with the bag-of-concepts
+    ceiling of each fraction's held-out scenes (``bag ceiling``; ``executor``/``workers``:
     :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
     go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
     protocol = protocol_for(params)
     jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
             for d in datasets]
+    from bindcore.analysis.probes import heldout_bag_ceiling
+
     sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
-    return pd.concat([approximator_table(records, model=d.name, objects=d.n_object_ids)
-                      for d, records in zip(datasets, sweeps)], ignore_index=True)
+    tables = []
+    for d, records in zip(datasets, sweeps):
+        t = approximator_table(records, model=d.name, objects=d.n_object_ids)
+        # the bag-of-concepts ceiling of the same held-out scenes (split seed 0, as the sweeps)
+        t["bag ceiling"] = t["fraction"].map({f: heldout_bag_ceiling(d, f) for f in set(t["fraction"])}) \
+            if len(t) else []
+        tables.append(t)
+    return pd.concat(tables, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------
@@ -425,19 +434,30 @@ def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: A
     estimators; top-1 retrieval of the object reconstructions among all scenes) and the
     edits (obj-avg bank, strength ``k``, all edits: retrieval of the intended scene),
     each with its chance level."""
+    from bindcore.analysis.embedding_sets import gaussian_null
     from bindcore.analysis.geometry_sets import decomposition, editing
+
+    def edit_row(ed: pd.DataFrame) -> pd.Series:
+        return ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == "all")].iloc[0]
 
     rows = []
     for s in sets:
         dec, ed = decomposition(s, params, store), editing(s, params, store)
         c, o = _pick(dec, "concepts", "avg"), _pick(dec, "objects", "avg")
-        e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == "all")].iloc[0]
+        e = edit_row(ed)
+        null = {}
+        if s.pretrained:  # the claim's null: Gaussian embeddings of the same size and spectrum
+            n = gaussian_null(s)
+            null = {"retrieval null": _pick(decomposition(n, params, store), "objects", "avg")["retrieval"],
+                    "edit retrieval null": edit_row(editing(n, params, store))["retrieval"]}
         rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "scenes": len(s.Z),
                      "objects": int(np.prod(s.values_per_concept)),
                      "R² concepts (avg)": c["r2_eval"], "R² objects (avg)": o["r2_eval"],
                      "retrieval": o["retrieval"], "retrieval chance": o["retrieval_chance"],
                      "edit retrieval": e["retrieval"], "edit chance": e["retrieval_chance"], "edits": int(e["n"]),
-                     "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan)})
+                     "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan),
+                     "retrieval null": null.get("retrieval null", np.nan),
+                     "edit retrieval null": null.get("edit retrieval null", np.nan)})
     return pd.DataFrame(rows)
 
 
