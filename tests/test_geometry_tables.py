@@ -123,3 +123,8 @@ def test_natural_table_has_chance_levels(store):
     assert r["retrieval"] > 0.9 > 0.1 > r["retrieval chance"] > 0  # exact object vectors: far above chance
     assert r["edit retrieval"] > 0.9 and 0 < r["edit chance"] < 0.1
     assert r["R² objects (avg)"] > r["R² concepts (avg)"]
+    # the claim's null: the same retrieval on Gaussian embeddings of the same size and spectrum
+    assert 0 <= r["retrieval null"] < r["retrieval"] and 0 <= r["edit retrieval null"] < r["edit retrieval"]
+    from bindcore.book.claims import SHOWN, natural_claims
+
+    assert natural_claims(t, "smoke")["status"].tolist() == [SHOWN]
