@@ -19,7 +19,9 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     ``params`` ({chapter: parameters}), ``sources`` (where each chapter's parameters
     came from), and the tables the report shows: ``decomposition``, ``attribution``,
     ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and the §5.2
-    sweep's records (``generalization_runs``)."""
+    sweep's records (``generalization_runs``), appendix E's results (``pixels``:
+    :func:`pixel_results`) and the outcome table (``outcomes``:
+    :func:`~bindcore.book.outcomes.outcome_table`)."""
     from bindcore.analysis import complexity as CX
     from bindcore.analysis.approximators import FAMILIES
     from bindcore.analysis.embedding_sets import natural_sets, pretrained_binding, three_object_sets
@@ -35,6 +37,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
         pretrained_encoders,
     )
     from .comparison import Build
+    from .outcomes import outcome_table
     from .profiles import NOTEBOOK_TABLES
     from .tables import (
         attribution_table,
@@ -98,10 +101,33 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     }
     build = Build(profile, p4, sets, dec, att, edi, t51, p51, three, natural, grid, pd_,
                   params["05_2_binding_generalization"], claims, toc_notebooks())
+    pixels = pixel_results(profile, workers, device)
     return {"build": build, "claims": claims, "params": params, "sources": sources, "encoder_note": encoder_note,
+            "pixels": pixels, "outcomes": outcome_table(claims, profile, pixels["claims"]),
             "decomposition": decomposition_table(sets, dec), "attribution": attribution_table(sets, att),
             "editing": editing_table(sets, edi, k=1.0), "three": three, "natural": natural, "grid": grid,
             "pretrained": t51, "trees": trees, "fig9": fig9, "generalization_runs": runs52}
+
+
+def pixel_results(profile: str, workers: int | None = None, device: str | None = None) -> dict[str, Any]:
+    """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
+    ``source``), the runs, binding data, approximator table ``approx`` (with the bag
+    ceiling of its scenes), the models' own ceiling and the ``claims``
+    (:func:`~bindcore.book.claims.pixel_claims`)."""
+    from bindcore.analysis.complexity import true_embedding_ceiling
+
+    from .chapter import pixel_binding_data, pixel_runs
+    from .claims import pixel_claims
+    from .tables import level_summary, pixel_results_table, pixel_sweeps
+
+    pe, source = ran_with("e_pixel_encoders", "pixel_encoders", profile)
+    runs = pixel_runs(profile, pe, workers=workers, device=device)
+    data = pixel_binding_data(runs, pe)
+    approx = pd.concat(pixel_sweeps(data, pe, device=device), ignore_index=True)
+    ceiling = true_embedding_ceiling({d.name: d for d in data}, pe["fractions"], key="model")
+    claims = pixel_claims(level_summary(pixel_results_table(runs)), approx, profile, ceiling)
+    return {"params": pe, "source": source, "runs": runs, "data": data, "approx": approx, "ceiling": ceiling,
+            "claims": claims}
 
 
 def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
