@@ -440,3 +440,11 @@ def test_claim_outcomes_say_where_each_claim_was_reproduced():
     first = lines[0]
     assert first.startswith("Held-out object recognition rises with coverage: reproduced at |O| = 100")
     assert "not reproduced at |O| = 2,500" in first and first.endswith("(scale).")
+
+
+def test_claim_outcomes_name_substitutes():
+    nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    df = CL.geometry_claims([embedding_set(encoder="MiniLM")], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
+                            "quick", **nulls)
+    assert CL.claim_outcomes(df)[0] == ("Objects explain more than concepts: reproduced on a substitute at "
+                                        "captions 4x4 | MiniLM (quick).")

@@ -868,14 +868,20 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
 
 def claim_outcomes(frame: pd.DataFrame) -> list[str]:
     """One plain sentence per claim of a claims table, from its verdicts: where it was
-    reproduced (shown), where not, and where it could not be tested, naming the
+    reproduced (shown), on the paper's kind of encoder or on a substitute, where not,
+    and where it could not be tested (controlled models and controls included), naming the
     subjects (object-space sizes) and the source (the table's ``profile``)."""
     out = []
     for claim, rows in frame.groupby("claim", sort=False):
         source = ", ".join(dict.fromkeys(rows["profile"]))
+        ev = rows["evidence"] if "evidence" in rows else pd.Series(NATIVE, index=rows.index)
         parts = []
-        for status, words in ((SHOWN, "reproduced"), (NOT_SHOWN, "not reproduced"), (UNTESTABLE, "not testable")):
-            who = rows.loc[rows["status"] == status, "subject"].tolist()
+        for status, kind, words in ((SHOWN, NATIVE, "reproduced"), (NOT_SHOWN, NATIVE, "not reproduced"),
+                                    (SHOWN, SUBSTITUTE, "reproduced on a substitute"),
+                                    (NOT_SHOWN, SUBSTITUTE, "not reproduced on a substitute"),
+                                    (UNTESTABLE, None, "not testable")):
+            pick = (rows["status"] == status) & ((ev == kind) if kind else True)
+            who = rows.loc[pick, "subject"].tolist()
             if who:
                 parts.append(f"{words} {'for ' if who == ['across sizes'] else 'at '}{', '.join(who)}")
         out.append(f"{claim[:1].upper()}{claim[1:]}: {'; '.join(parts)} ({source}).")
