@@ -255,7 +255,7 @@ def mds_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> p
 # §5.1, §5.3, §5.4 approximator sweeps
 # ---------------------------------------------------------------------------------
 FAMILY_LABELS = {
-    "mlp": "MLP", "additive": "additive (bag of concepts)", "global_product": "global product",
+    "mlp": "MLP", "additive": "additive (per slot)", "global_product": "global product",
     "sum_global_product": "additive + global product", "within_object_product": "within-object product",
     "sum_within_object_product": "additive + within-object product", "xgboost": "XGBoost",
     "random_forest": "random forest",
