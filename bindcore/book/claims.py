@@ -855,7 +855,8 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
         never = [not _ok(r["transition coverage"]) for r in recs]
         if all(never):
             rows.append(_row(fraction, "across sizes", c_fraction, ours, UNTESTABLE,
-                             f"no size reaches swap pairs {transition:g}", profile))
+                             f"no size has a transition (swap pairs >= {transition:g} from some coverage on and at "
+                             "every larger coverage; a single coverage above it that falls back is none)", profile))
         else:
             order = [_transition_order(a, b) for i, a in enumerate(recs) for b in recs[i + 1:]]
             rows.append(_row(fraction, "across sizes", c_fraction, "transition coverage " + ours,
