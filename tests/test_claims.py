@@ -448,3 +448,11 @@ def test_claim_outcomes_name_substitutes():
                             "quick", **nulls)
     assert CL.claim_outcomes(df)[0] == ("Objects explain more than concepts: reproduced on a substitute at "
                                         "captions 4x4 | MiniLM (quick).")
+
+
+def test_the_editing_verdict_reads_the_release_s_exact_order():
+    """Issue 22 item 7: the comparison reports exact-order retrieval; the verdict reads it too."""
+    nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3).assign(retrieval_exact=0.1)])
+    any_order_only = edits(0.95).assign(retrieval_exact=0.5)
+    df = CL.geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)
+    assert statuses(df)[-1] == CL.NOT_SHOWN and "exact order" in df["ours"].iloc[-1]
