@@ -203,7 +203,7 @@ def _config_from_args(args: argparse.Namespace):
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=RECIPE_PROFILES, default="quick",
-                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes)")
+                   help="recipe to start from (default quick; scale: the §5.2 recipe up to the paper's smaller object space)")
     p.add_argument("--config", type=Path, default=None, help="a TrainConfig as JSON (instead of --profile)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,
                    help="override one TrainConfig field, e.g. --set n_values=20; repeatable "

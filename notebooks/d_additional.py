@@ -40,8 +40,8 @@
 # embeddings of the §4 embedding sets (captions, CLEVR-2D, CLEVR-like 3-D, the controlled
 # models of §5.2) and scores how grid-like each picture is.
 #
-# Where the Hugging Face Hub cannot be reached (as on the machine that built this page)
-# the only image encoder is **CLIP's ViT-B/32 architecture with random weights**, the
+# Where the Hugging Face Hub cannot be reached (the note at the top of the output says
+# whether it was when this page was built) the only image encoder is **CLIP's ViT-B/32 architecture with random weights**, the
 # paper's own control. Its numbers say what architecture and pixels alone produce; they
 # are never CLIP's. Pretrained CLIP runs the same cells where its weights download
 # (e.g. on Colab), and only then do the paper's numbers appear beside ours.

@@ -128,3 +128,18 @@ def test_natural_table_has_chance_levels(store):
     from bindcore.book.claims import SHOWN, natural_claims
 
     assert natural_claims(t, "smoke")["status"].tolist() == [SHOWN]
+
+
+def test_paper_numbers_name_substitute_data_and_stay_with_their_encoder():
+    from types import SimpleNamespace
+
+    def s(dataset: str, encoder: str) -> SimpleNamespace:
+        return SimpleNamespace(dataset=dataset, encoder=encoder, source="image", pretrained=True)
+
+    row = T._paper_decomposition(s("CLEVR-like 3-D", "CLIP ViT-B/32 (pretrained)"))
+    assert row["model"] == "CLIP ViT-B/32 on CLEVR (ours: CLEVR-like scenes ray-cast here, substitute data)"
+    assert T._paper_decomposition(s("CLEVR (authors' images)", "CLIP ViT-B/32"))["model"] == "CLIP ViT-B/32 on CLEVR"
+    # CLIP's numbers never stand beside DINOv2; DINOv2's stand beside DINOv2 on PUG:SPARE
+    assert T._paper_decomposition(s("CLEVR-like 3-D", "DINOv2 ViT-B/14")) is None
+    assert T._paper_decomposition(s("PUG:SPARE", "DINOv2 ViT-B/14"))["model"] == "DINOv2 on PUG:SPARE"
+    assert T._paper_editing(s("CLEVR-2D", "DINOv2 ViT-B/14")) == {}

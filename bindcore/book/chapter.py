@@ -370,7 +370,7 @@ def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> 
 
 
 # ---------------------------------------------------------------------------------
-# §5.2 at the paper's sizes: the scale sweep's stored records
+# §5.2 up to the paper's smaller object space: the scale sweep's stored records
 # ---------------------------------------------------------------------------------
 def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),

@@ -3,9 +3,11 @@ beside the one of ours it stands for (:mod:`bindcore.paper`), every row naming i
 and encoder.
 
 The paper's numbers stand only beside rows of the same kind: pretrained beside CLIP,
-random init beside the paper's random-init row, our CLEVR-like 3-D scenes beside the
-authors' CLEVR (:data:`PAPER_DATA`); nothing stands beside the controlled models, for
-which the paper gives no such number.
+random init beside the paper's random-init row, CLIP's numbers beside CLIP and
+DINOv2's beside DINOv2 only, and our CLEVR-like 3-D scenes beside the authors' CLEVR
+(:data:`PAPER_DATA`) with the row naming them as substitute data
+(:data:`SUBSTITUTE_DATA`); nothing stands beside the controlled models, for which the
+paper gives no such number.
 """
 
 from __future__ import annotations
@@ -33,7 +35,17 @@ from bindcore.paper import (
 from bindcore.sweep import results_table
 
 # our datasets standing for the paper's
-PAPER_DATA = {"CLEVR-like 3-D": "CLEVR", "CLEVR-2D": "CLEVR-2D"}
+PAPER_DATA = {"CLEVR (authors' images)": "CLEVR", "PUG:SPARE": "PUG:SPARE", "CLEVR-like 3-D": "CLEVR",
+              "CLEVR-2D": "CLEVR-2D"}
+# those of them made here rather than the authors' images: substitute data, named beside the paper's number
+SUBSTITUTE_DATA = {"CLEVR-like 3-D": "CLEVR-like scenes ray-cast here", "CLEVR-2D": "CLEVR-2D drawn here"}
+
+
+def _image_model(s: EmbeddingSet) -> str | None:
+    """The paper's image encoder a pretrained set stands beside (CLIP or DINOv2), else None."""
+    if not s.pretrained or s.source != "image":
+        return None
+    return "CLIP ViT-B/32" if s.encoder.startswith("CLIP") else "DINOv2" if s.encoder.startswith("DINOv2") else None
 
 
 # ---------------------------------------------------------------------------------
@@ -62,9 +74,10 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
         key, label = ("text", model), model
         if s.pretrained and not s.encoder.startswith("CLIP"):
             label = f"{model} (ours: {s.encoder}, a substitute)"
-    elif s.source == "image" and s.pretrained and s.dataset in PAPER_DATA:
-        key = (PAPER_DATA[s.dataset], "CLIP ViT-B/32")
-        label = f"CLIP ViT-B/32 on {key[0]}"
+    elif _image_model(s) and s.dataset in PAPER_DATA:
+        key = (PAPER_DATA[s.dataset], _image_model(s))
+        label = f"{key[1]} on {key[0]}" + (f" (ours: {SUBSTITUTE_DATA[s.dataset]}, substitute data)"
+                                          if s.dataset in SUBSTITUTE_DATA else "")
     else:
         return None
     if key not in PAPER_RECONSTRUCTION:
@@ -75,9 +88,9 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
 
 def _paper_editing(s: EmbeddingSet) -> dict[str, dict[str, float | None]]:
     """{metric: {bank: value}} of the paper's D.2 row for a pretrained image set, else {}."""
-    if s.source != "image" or not s.pretrained or s.dataset not in PAPER_DATA:
+    if not _image_model(s) or s.dataset not in PAPER_DATA:
         return {}
-    row = PAPER_EDITING.get((PAPER_DATA[s.dataset], "CLIP ViT-B/32"), {})
+    row = PAPER_EDITING.get((PAPER_DATA[s.dataset], _image_model(s)), {})
     return {metric: dict(zip(EDIT_BANKS, vals)) for metric, vals in row.items()}
 
 
