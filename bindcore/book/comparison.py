@@ -30,10 +30,13 @@ from bindcore.paper import (
     PAPER_APPROXIMATOR_WIDTHS,
     PAPER_COVERAGES,
     PAPER_EDITING_CASE,
+    PAPER_PRETRAINED_CONCEPTS,
     RELEASE,
     PaperItem,
     paper_items,
 )
+
+from .profiles import chapter_parameters
 
 LIKE = "like for like"
 SUBSTITUTE = "substitute, named"
@@ -347,7 +350,7 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
         mlp = sub[sub["family"] == "MLP"]
         wide = mlp[mlp["width"] == mlp["width"].max()]
         if "concept" in item.metric:
-            above = wide[wide["fraction"] > 0.3]
+            above = wide[wide["fraction"] > PAPER_PRETRAINED_CONCEPTS["above fraction"]]
             ours = above["heldout_concept"].min() if len(above) else np.nan
         elif "object" in item.metric:
             top = wide[wide["fraction"] == wide["fraction"].max()]
@@ -382,10 +385,12 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
                     return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
             have = [s for s in sizes if s >= need] if ">=" in item.data else [s for s in sizes if s == need]
             if not have:
-                c, v = (3, 50) if need > 2500 else (2, 50)
+                paper = chapter_parameters("binding_generalization", "paper")
+                c, v = next(((c, v) for v in sorted({v for _, v in paper["sizes"]}, reverse=True)
+                             for c in range(1, 8) if v ** c == need), max(paper["sizes"], key=lambda cv: cv[1] ** cv[0]))
                 return _row(item, NOT_RUN, note=f"no object space of |O| = {need:,} in this build (sizes {sizes})",
                             command=f"`bindcore sweep --profile paper --concepts {c} --values {v} --coverages "
-                                    + " ".join(f"{x / 10:g}" for x in range(1, 10)) + "` (GPU hours)")
+                                    + " ".join(f"{x:g}" for x in paper["coverages"]) + "` (GPU hours)")
             return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| = {have}", recipe)
         if summary is not None and "high coverage" in item.metric:
             ours = "; ".join(f"|O| = {int(r['objects']):,}: strict {r['objects at chosen coverage']:.2f} (bag ceiling "
