@@ -143,19 +143,22 @@ with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
 # ## §3 Formalisation
 #
 # The paper defines binding through concept and object recognition; it reports no number
-# for the bag-of-concepts baseline. Ours, for the setting of §5.2 ($C = 2$), with the full
-# object vocabulary as candidates: the tie-failing oracle (a floor) and the bag ceiling
-# (the best any scorer of the bag alone can do):
+# for the bag-of-concepts baseline. Ours, for the object spaces of the `paper` profile's
+# §5.2 sweep (its sizes, one row each), with the full object vocabulary as candidates:
+# the tie-failing oracle (a floor) and the bag ceiling (the best any scorer of the bag
+# alone can do):
 
 # %% tags=["hide-input", "full-width"]
+from bindcore.book.profiles import chapter_parameters
+
 rows = []
-for v in (10, 20, 50):
-    sp = SceneSpace(2, v, 2)
+for c, v in chapter_parameters("binding_generalization", "paper")["sizes"]:
+    sp = SceneSpace(c, v, 2)
     sc = sample_scenes(torch.arange(sp.n_objects), 20_000, 2, torch.Generator().manual_seed(0), n_objects=2)
-    rows.append({"quantity": f"bag-of-concepts oracle, two-object scenes, V={v}",
+    rows.append({"quantity": f"bag-of-concepts oracle, two-object scenes, C={c}, V={v}",
                  "paper": "not reported",
                  "ours (sampled)": round(bag_of_concepts_accuracy(sp, sc, torch.arange(sp.n_objects)), 3),
-                 "ours (formula)": round(expected_bag_of_concepts_two_objects(v, 2), 3),
+                 "ours (formula)": round(expected_bag_of_concepts_two_objects(v, c), 3),
                  "bag ceiling (sampled)": round(bag_ceiling(sp, sc).mean().item(), 3)})
 pd.DataFrame(rows)
 
