@@ -411,7 +411,8 @@ def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) ->
     return text
 
 
-def geometry_nulls(sets: Iterable[Any], params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+def geometry_nulls(sets: Iterable[Any], params: dict[str, Any], store: Any = None,
+                   seed: int = 0) -> tuple[list[Any], list[Any]]:
     """The nulls the §4.1 / D.2 claims are judged against (:func:`bindcore.book.claims.geometry_claims`):
     per set of a pretrained encoder, the decomposition and editing frames of its Gaussian
     null (:func:`~bindcore.analysis.embedding_sets.gaussian_null`: the same labels,
@@ -428,7 +429,7 @@ def geometry_nulls(sets: Iterable[Any], params: dict[str, Any]) -> tuple[list[An
             dec.append(None)
             edi.append(None)
             continue
-        n = gaussian_null(s)
-        dec.append(decomposition(n, params))
-        edi.append(editing(n, params))
+        n = gaussian_null(s, seed)
+        dec.append(decomposition(n, params, store))
+        edi.append(editing(n, params, store))
     return dec, edi

@@ -685,7 +685,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                          f"{a['probing concepts']:.2f} -> {b['probing concepts']:.2f})",
                          verdict(b["probing objects"] >= floor),
                          f"shown when occluded object probing keeps {keep:g} of it and reaches {high:g}", profile,
-                         evidence=ev, null=f"needs >= {floor:.2f}", margin=f"{b['probing objects'] - floor:+.2f}"))
+                         evidence=ev, margin=f"{b['probing objects'] - floor:+.2f} (needs >= 0)"))
         o, c = "R² held-out objects (avg)", "R² held-out concepts (avg)"
         gap = min(a[o] - a[c], b[o] - b[c])
         rows.append(_row(c_r2, who, p_r2,
