@@ -83,3 +83,13 @@ def test_appendix_e_from_the_pixel_claims():
     failed = pixel.assign(verdict=[CL.SHOWN, CL.NOT_SHOWN, CL.SHOWN])
     table = OC.outcome_table(claims_of(), "quick", pixel=failed).set_index("finding")
     assert table.loc["appendix E: binding from pixels", "outcome"] == OC.NOT_REPRODUCED
+
+
+def test_the_claims_overview_counts_substitutes_and_controls_apart():
+    from bindcore.book.report import claims_overview
+
+    over = claims_overview(claims_of(encoder="MiniLM")).set_index("chapter")
+    row = over.loc["§4.1 / D.2"]
+    assert row[CL.SHOWN] == 0 and row["substitute: shown"] == 3
+    assert over.loc["§5.1", "controlled model / control (no verdict)"] == 2  # the random-init control's rows
+    assert over.loc["§5.2 (scale)", CL.SHOWN] == 7
