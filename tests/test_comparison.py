@@ -167,7 +167,8 @@ def test_section_5_2_rows_read_the_published_scale_records(tmp_path):
     small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
     summary = generalization({(2, 10): small, (2, 50): small})
     frame = claims_table(summary, "scale (published records)")
-    frame.attrs["summary"] = summary
+    frame.attrs["summary"] = summary.to_dict("records")
+    pd.concat([frame, frame])  # the attrs survive a concat (a frame in them would not)
     b = build([planted("captions 4x4", "all-MiniLM-L6-v2", "text", True)], tmp_path)
     b.claims = {"§5.2 (scale)": frame}
     t = CMP.comparison_table(b).set_index(["section", "data", "metric"])

@@ -413,9 +413,9 @@ def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
     first, else the chapter's sweep), and where it comes from."""
     for key, where in (("§5.2 (scale)", "scale recipe (published records)"), ("§5.2", f"profile '{b.profile}'")):
         frame = b.claims.get(key)
-        summary = frame.attrs.get("summary") if frame is not None else None
-        if summary is not None and len(summary):
-            return summary.sort_values("objects"), where
+        records = frame.attrs.get("summary") if frame is not None else None
+        if records:
+            return pd.DataFrame(records).sort_values("objects"), where
     return None, ""
 
 

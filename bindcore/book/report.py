@@ -142,7 +142,8 @@ def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None =
 def generalization_claims(profile: str, p52: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """The §5.2 claims of the chapter's own sweep (``runs``: :func:`generalization_runs`)
     and, when the chapter shows them, of the scale sweep's stored records; each frame
-    carries its :func:`~bindcore.sweep.generalization_summary` in ``attrs["summary"]``."""
+    carries the rows of its :func:`~bindcore.sweep.generalization_summary` in
+    ``attrs["summary"]`` (records: pandas compares the attrs of frames it concatenates)."""
     from bindcore.sweep import generalization_summary, results_table
 
     from . import claims as CL
@@ -150,12 +151,12 @@ def generalization_claims(profile: str, p52: dict[str, Any], runs: list[dict[str
 
     summary = generalization_summary(results_table(runs))
     out = {"§5.2": CL.claims_table(summary, profile)}
-    out["§5.2"].attrs["summary"] = summary
+    out["§5.2"].attrs["summary"] = summary.to_dict("records")
     scale, _ = scale_records() if p52.get("show_scale") else ([], [])
     if scale:
         scale_summary = generalization_summary(results_table(scale))
         out["§5.2 (scale)"] = CL.claims_table(scale_summary, "scale (published records)")
-        out["§5.2 (scale)"].attrs["summary"] = scale_summary
+        out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
     return out
 
 
