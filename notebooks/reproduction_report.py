@@ -82,9 +82,10 @@ comparison = comparison_table(R["build"])
 # profile and the source they come from, and the outcome, generated from the verdicts
 # of the chapters' claim functions (`bindcore.book.outcomes`): *reproduced* where every
 # claim judged on the paper's kind of encoder or model is shown, *not reproduced* where
-# one is not, *reproduced on a substitute* where only another pretrained encoder could
-# be judged and every such claim is shown, *not run here* with the reason and the
-# command that runs it. Each claim is judged against a null of the same shape (its
+# one is not, *reproduced on a substitute* (or *not reproduced on a substitute*) where
+# only another pretrained encoder could be judged and every such claim is shown (or one
+# is not: this says nothing about the paper's encoder), *not run here* with the reason
+# and the command that runs it. Each claim is judged against a null of the same shape (its
 # columns `null` and `margin` in the claims table below). §5.2 reads the published
 # scale records where this build has them.
 

@@ -58,13 +58,18 @@ def test_one_row_per_headline_finding_generated_from_the_verdicts():
     line = OC.outcome_summary(table, "quick")
     assert line.startswith("Of the paper's 7 headline findings, 4 reproduced (§4.1 additivity, §4.2 components, "
                            "§5.1 CLIP's binding complexity, §5.2")
-    assert "2 not run here" in line
+    assert "; 1 not reproduced (§5.3 low complexity); " in line and "2 not run here" in line
 
 
 def test_substitutes_and_controls_are_not_the_paper_s_encoder():
     table = OC.outcome_table(claims_of(encoder="MiniLM"), "quick").set_index("finding")
     assert table.loc["§4.1 additivity", "outcome"] == OC.ON_SUBSTITUTE
     assert "substitute: captions 4x4 | MiniLM" in table.loc["§4.1 additivity", "source"]
+    failed = claims_of(encoder="MiniLM")
+    failed["§4.1 / D.2"] = CL.geometry_claims([embedding_set(encoder="MiniLM")], [NOISE], [edits(0.3)], "quick",
+                                              null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    row = OC.outcome_table(failed, "quick").set_index("finding").loc["§4.1 additivity"]
+    assert row["outcome"] == OC.NOT_ON_SUBSTITUTE
     controlled = claims_of(encoder="controlled dual encoder (scene tower)")
     s = embedding_set(encoder="controlled dual encoder (scene tower)", source="controlled")
     controlled["§4.1 / D.2"] = CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",

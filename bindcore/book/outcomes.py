@@ -7,10 +7,10 @@ A finding's outcome is one of :data:`OUTCOMES`:
 * *reproduced*: every claim row of the finding that could be judged on the encoder or
   model the paper's finding is about (evidence :data:`~bindcore.book.claims.NATIVE`)
   is shown, and there is at least one;
-* *not reproduced*: at least one such row (or, where there is none, one on a
-  substitute) is not shown;
-* *reproduced on a substitute*: no row of the paper's kind could be judged; every row
-  judged on a substitute (another pretrained encoder) is shown;
+* *not reproduced*: at least one such row is not shown;
+* *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
+  paper's kind could be judged; every row judged on a substitute (another pretrained
+  encoder) is shown / at least one is not (says nothing about the paper's encoder);
 * *not run here*: no row could be judged, with the reason (the rows' own) and the
   command that runs the chapter.
 """
@@ -27,8 +27,9 @@ from .claims import NATIVE, NOT_SHOWN, SHOWN, SUBSTITUTE, UNTESTABLE
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 ON_SUBSTITUTE = "reproduced on a substitute"
+NOT_ON_SUBSTITUTE = "not reproduced on a substitute"
 NOT_RUN = "not run here"
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ON_SUBSTITUTE, NOT_RUN)
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ON_SUBSTITUTE, NOT_ON_SUBSTITUTE, NOT_RUN)
 COLUMNS = ["finding", "paper", "ours", "source", "outcome", "reason, command"]
 
 
@@ -136,7 +137,7 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
         outcome = REPRODUCED if (native["status"] == SHOWN).all() else NOT_REPRODUCED
         return dict(zip(COLUMNS, (h.finding, h.paper, _ours(native), source, outcome, "")))
     if len(sub):
-        outcome = ON_SUBSTITUTE if (sub["status"] == SHOWN).all() else NOT_REPRODUCED
+        outcome = ON_SUBSTITUTE if (sub["status"] == SHOWN).all() else NOT_ON_SUBSTITUTE
         names = ", ".join(dict.fromkeys(sub["subject"]))
         return dict(zip(COLUMNS, (h.finding, h.paper, _ours(sub), f"{source}; substitute: {names}", outcome,
                                   "the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
@@ -164,6 +165,6 @@ def outcome_summary(table: pd.DataFrame, profile: str) -> str:
         who = table.loc[table["outcome"] == o, "finding"].tolist()
         return f"{counts[o]} {o}" + (f" ({', '.join(who)})" if who else "")
 
-    return (f"Of the paper's {len(table)} headline findings, {named(REPRODUCED)}; {named(ON_SUBSTITUTE)}; "
-            f"{named(NOT_REPRODUCED)}; {named(NOT_RUN)} (profile '{profile}'; §5.2 from the published scale "
-            "records where the build has them).")
+    return (f"Of the paper's {len(table)} headline findings, {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
+            f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_RUN)} (profile '{profile}'; §5.2 from "
+            "the published scale records where the build has them).")
