@@ -456,3 +456,13 @@ def test_the_editing_verdict_reads_the_release_s_exact_order():
     any_order_only = edits(0.95).assign(retrieval_exact=0.5)
     df = CL.geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)
     assert statuses(df)[-1] == CL.NOT_SHOWN and "exact order" in df["ours"].iloc[-1]
+
+
+def test_additional_claims_read_the_gaussian_null_where_the_table_has_it():
+    table = three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)).assign(
+        **{"probing objects (null)": 0.8, "R² held-out gap (null)": 0.25})
+    df = CL.additional_claims(table, grid(0.9, 0.6), "quick")
+    # occluded probing 0.88 does not clear a null of 0.80 by 0.2; the R² gap 0.2 does not exceed the null's 0.25
+    assert statuses(df)[:2] == [CL.NOT_SHOWN] * 2 and df["null"].iloc[0] == "0.80"
+    low = table.assign(**{"probing objects (null)": 0.05, "R² held-out gap (null)": -0.1})
+    assert statuses(CL.additional_claims(low, grid(0.9, 0.6), "quick"))[:2] == [CL.SHOWN] * 2

@@ -201,7 +201,9 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
     bag-of-objects on held-out scenes (averaging and least-squares components),
     retrieval of the object reconstructions (all scenes, and held-out scenes) with its
     chance level, how many held-out scenes hold an object the rest never shows, and the
-    paper's D.3 numbers beside pretrained encoders only."""
+    paper's D.3 numbers beside pretrained encoders only; for pretrained encoders also the
+    object probing and the held-out R² gap of the set's Gaussian null (``(null)``
+    columns, :func:`~bindcore.analysis.embedding_sets.gaussian_null`)."""
     rows = []
     for s in sets:
         df = three_object_analysis(s, params, store)
@@ -225,8 +227,20 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
             "retrieval objects (held-out)": oa["retrieval_heldout"],
             "retrieval chance (held-out)": oa["retrieval_chance_heldout"],
             "held-out scenes": int(oa["n_heldout"]), "n_excluded": int(oa["n_excluded_heldout"]),
+            **(_three_null(s, params, store) if s.pretrained else {}),
         })
     return pd.DataFrame(rows)
+
+
+def _three_null(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> dict[str, float]:
+    """D.3's statistics on the set's Gaussian null (the same labels, Gaussian embeddings of
+    the same size and spectrum): what the D.3 claims must clear."""
+    from bindcore.analysis.embedding_sets import gaussian_null
+
+    df = three_object_analysis(gaussian_null(s), params, store)
+    ca, oa = _pick(df, "concepts", "avg"), _pick(df, "objects", "avg")
+    return {"probing objects (null)": df.attrs.get("probe_real", {}).get("object", np.nan),
+            "R² held-out gap (null)": oa["r2_heldout"] - ca["r2_heldout"]}
 
 
 def three_object_long(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: Any = None) -> pd.DataFrame:
