@@ -232,8 +232,8 @@ def profile_of(args: argparse.Namespace) -> str:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=RECIPE_PROFILES, default=None,
-                   help="recipe to start from (default quick; scale: the §5.2 recipe at the paper's sizes); "
-                   "with --config: the recipe of the fields the file leaves out")
+                   help="recipe to start from (default quick; scale: the §5.2 recipe up to the paper's smaller "
+                   "object space); with --config: the recipe of the fields the file leaves out")
     p.add_argument("--config", type=path_option, default=None,
                    help="a TrainConfig as JSON (fields it leaves out: --profile's, else the paper's defaults)")
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=None,

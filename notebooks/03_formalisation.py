@@ -123,8 +123,11 @@ print(f"10,000 random scenes tokenized and decoded back exactly; vocabulary size
 # training; training scenes are made only of training objects and test scenes only of
 # held-out ones. A second seeded permutation divides the held-out objects into
 # validation objects, which any choice of recipe or training length may read, and test
-# objects, read once for the record. Every value of every concept still appears in training, only some
-# *combinations* are new.
+# objects, read once for the record. The split draws objects, not values: at the
+# coverages where binding is read nearly every value of every concept still appears in
+# some training object and what is new is the *combination*, but at low coverage a value
+# may occur in no training object at all (§5.2 counts them per run, column `values seen
+# in training`), and then no model can recognise it.
 
 # %% tags=["hide-input"]
 split = coverage_split(space, coverage, seed)

@@ -27,11 +27,19 @@
 # ({glue:text}`paper_ctrl_min`–{glue:text}`paper_ctrl_max` after the control).
 #
 # **What this chapter does.** For the same embedding sets as §4.1 it estimates
-# per-slot least-squares components (bag of concepts, bag of objects) on all scenes, in
-# closed form (the release fits them by AdamW, which stops short of the least-squares
-# solution and leaves part of them in the residual), subtracts each scene's components,
-# and fits fresh linear probes on {glue:text}`probe_share` of the residuals, scored on
-# the rest. The permuted controls estimate the components under a relabelling of the
+# per-slot least-squares components (bag of concepts, bag of objects) in closed form
+# (the release fits them by AdamW, which stops short of the least-squares solution and
+# leaves part of them in the residual), subtracts each scene's components, and fits
+# fresh linear probes on {glue:text}`probe_share` of the residuals, scored on the rest.
+# The components are *cross-fitted*: the scenes are split into
+# {glue:text}`attribution_folds` folds, and the components subtracted from a scene are
+# estimated on the other folds only. Estimated in closed form on all scenes, as a
+# converged release fit would be, the residual of every scene is orthogonal to every
+# slot-additive direction of those same scenes, so linear decoding collapses by
+# construction, whatever the encoder; cross-fitted, a collapse is a finding about the
+# embeddings: components learned on some scenes remove what the probes read on others.
+# A scene whose component key no other fold shows has no residual and is left out
+# (`n_excluded`). The permuted controls estimate the components under a relabelling of the
 # concept values (or objects) and subtract them looked up with the true labels: a
 # signal of the same kind and size attached to the wrong scenes. Each control is run
 # with several derangements (the `permutations` parameter), relabellings under which no
@@ -75,7 +83,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown
 
-from bindcore.analysis.geometry_sets import attribution
+from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import data_and_weights_note, geometry_sets, start_chapter
 from bindcore.book.claims import attribution_claims
@@ -102,6 +110,7 @@ for name, value in {"paper_c_orig_text": text["original"][0], "paper_c_minus_tex
                     "paper_ctrl_min": min(controls), "paper_ctrl_max": max(controls)}.items():
     glue(name, value, ".2f")
 glue("probe_share", PROBE_TRAIN_FRACTION, ".0%")
+glue("attribution_folds", ATTRIBUTION_FOLDS)
 
 # %% [markdown]
 # ## Subtracting components and re-probing
@@ -154,7 +163,10 @@ attribution_claims(sets, frames, profile)
 
 # %% [markdown]
 # Reading the table: a component set "carries" what the probes lose when it is removed,
-# *beyond* what the permuted control of the same size loses. Where the image rows come
+# *beyond* what the permuted control of the same size loses: the control is each
+# removal's null (column `null`), and a removal is shown only where decoding falls
+# below the stated level and at least the stated margin below its control's (column
+# `margin`). Where the image rows come
 # from the random-weights control (the note at the top of the page says which encoders
 # ran), the paper reports no subtraction numbers beside them and their claims cannot be
 # tested; where MiniLM stands in for CLIP's text tower, its rows test the claims on a

@@ -213,6 +213,8 @@ display(Markdown(data_note))
 image_encoders = {e.name: e for e, pre in geometry_encoders()[0]["image"] if pre}
 if dino is not None:
     image_encoders[dino.name] = dino
+if image_encoders:  # the random-init control beside them: the null the concept claim is judged against
+    image_encoders.update({e.name: e for e, pre in geometry_encoders()[0]["image"] if not pre})
 if folders and image_encoders:
     image_binding, image_probes = pretrained_binding(P, image_encoders, folders)
     display(image_probes.round(3))
@@ -223,6 +225,13 @@ else:
 
 # %% [markdown]
 # ## The paper's claims next to ours
+#
+# The concept claim is judged against its null, the same sweep on the random-init
+# control (the architecture without training): concepts generalize only where the
+# encoder's widest MLP clears the paper's level and the control's by the stated margin
+# (columns `null` and `margin`); the object claim needs the concept claim first, so
+# that an encoder from which nothing generalizes does not pass "objects do not
+# generalize". Rows on an encoder other than CLIP are tagged as substitutes.
 
 # %% tags=["full-width"]
 pretrained_claims(table, profile)

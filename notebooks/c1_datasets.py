@@ -21,7 +21,8 @@
 # sphere -> circle), **PUG:SPARE** (photorealistic animals, {glue:text}`paper_pug_species`
 # species x {glue:text}`paper_pug_colours` colours, {glue:text}`paper_pug_scenes` scenes)
 # and a synthetic **caption space** of adjective-noun pairs (appendix C.3). The images of the
-# authors' release are not public, and this book downloads nothing, so `bindcore.data`
+# authors' release are not public, and this book downloads no dataset (only encoder
+# weights, where the Hugging Face Hub is reachable), so `bindcore.data`
 # makes CLEVR-2D and CLEVR-like 3-D scenes on the spot, builds the caption space, and
 # loads the authors' folders (CLEVR, CLEVR-2D, PUG:SPARE) when you point it to them. All
 # datasets share one format (`SceneDataset`) and write and read the release's

@@ -40,8 +40,8 @@
 # embeddings of the §4 embedding sets (captions, CLEVR-2D, CLEVR-like 3-D, the controlled
 # models of §5.2) and scores how grid-like each picture is.
 #
-# Where the Hugging Face Hub cannot be reached (as on the machine that built this page)
-# the only image encoder is **CLIP's ViT-B/32 architecture with random weights**, the
+# Where the Hugging Face Hub cannot be reached (the note at the top of the output says
+# whether it was when this page was built) the only image encoder is **CLIP's ViT-B/32 architecture with random weights**, the
 # paper's own control. Its numbers say what architecture and pixels alone produce; they
 # are never CLIP's. Pretrained CLIP runs the same cells where its weights download
 # (e.g. on Colab), and only then do the paper's numbers appear beside ours.
@@ -308,7 +308,14 @@ for s, df in zip(gsets, mds_frames):
 # ## The paper's claims next to ours
 #
 # The paper's D.3 and D.5 statements come from the paper summary (the secondary notes
-# hold no D.3 table). Each of our cells names the encoder behind it.
+# hold no D.3 table). Each of our cells names the encoder behind it. Each rule is read
+# against a null or a margin (columns `null` and `margin`): for a pretrained encoder,
+# object probing and the held-out R² gap must clear those of Gaussian embeddings with
+# the same labels, size and spectrum; occlusion must lower retrieval by a stated margin
+# and by more than the standard error of the difference; text must lead the image sets'
+# grid scores by a stated margin. D.4's retrieval (above) is read against the same kind
+# of Gaussian null, because in-sample retrieval among a few hundred scenes in a wide
+# space lies far above its combinatorial chance even for noise.
 
 # %%
 claims = additional_claims(three, grid, profile)

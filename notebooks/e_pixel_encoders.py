@@ -16,9 +16,10 @@
 #
 # **The paper's claim.** Is the binding of §5 an artefact of token inputs? Appendix E
 # replaces the controlled model's token scene input with images: objects are squares
-# with a fill colour and a border colour ($V = 50$ values each; the paper counts up to
-# $6.5 \times 10^6$ combinations), seen by a convolutional front-end feeding an
-# eight-layer transformer, at three levels of visual difficulty (clean; speckle noise;
+# with a fill colour and a border colour ({glue:text}`paper_pixel_values` values each;
+# the paper counts {glue:text}`paper_pixel_combinations` combinations), seen by a
+# convolutional front-end feeding a transformer of {glue:text}`paper_pixel_layers`
+# layers, at three levels of visual difficulty (clean; speckle noise;
 # speckle noise and overlapping objects). The paper reports that the two findings of
 # §5.3 and §5.4 carry over: the binding maps of these pixel-trained encoders are well
 # approximated by shallow (small) MLPs, and the multiplicative global-product probe
@@ -78,6 +79,7 @@ from bindcore.book.chapter import pixel_base, pixel_binding_data, pixel_runs, st
 from bindcore.book.claims import pixel_claim_rules, pixel_claims
 from bindcore.book.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
 from bindcore.book.profiles import chapter_parameters
+from bindcore.book.prose import glue
 from bindcore.book.tables import (
     FAMILY_LABELS,
     level_summary,
@@ -87,6 +89,7 @@ from bindcore.book.tables import (
 )
 from bindcore.controlled.recipes import pixel_recipe, recipe_table
 from bindcore.data.pixels import LEVEL_LABELS, palette_separation
+from bindcore.paper import PAPER_PIXELS
 from bindcore.runtime import resolve_device
 
 P = start_chapter("pixel_encoders", globals())
@@ -95,6 +98,11 @@ print(f"bindcore {bindcore.__version__}; profile {profile!r}; device {resolve_de
 print(f"scene space: C = {base.n_concepts} concepts x V = {base.n_values} values = {base.space.n_objects} objects, "
       f"up to {base.max_objects} per scene; images {base.image_size} x {base.image_size} px; levels {P['levels']}; "
       f"coverages {P['coverages']}; {base.steps} steps per run")
+
+# %% tags=["remove-cell"]
+glue("paper_pixel_values", PAPER_PIXELS["values per concept"])
+glue("paper_pixel_combinations", PAPER_PIXELS["combinations"])
+glue("paper_pixel_layers", PAPER_PIXELS["layers"])
 
 # %% [markdown]
 # ## The images
@@ -130,7 +138,7 @@ plt.show()
 # transformer blocks as the token encoders; the CLS output is the scene embedding. The
 # query tower, the objective (concept and object queries with attribute-swap
 # negatives, soft-target softmax loss), the strict metric and the store are those of
-# §5.2. The `paper` profile follows the paper (its V and an eight-layer scene tower); the `quick`
+# §5.2. The `paper` profile follows the paper (its V and the depth of its scene tower); the `quick`
 # profile a small object space and a small model so that every run takes CPU-minutes.
 #
 # The scene tower (`bindcore.controlled.pixel_models`; the patch front-end is written
@@ -163,10 +171,11 @@ recipe_table(profile, scene_input="pixels")
 # * the **bag-of-concepts floor**: the oracle that scores a candidate by how many of its
 #   concept values the scene contains, ties failing;
 # * the **bag-of-concepts ceiling**: the best any scorer of the bag of concept values can
-#   do on these scenes, if it also knows which objects are held out. In a small object
-#   space at high coverage few held-out objects exist, a bag rarely admits two
-#   bindings made of them, and the ceiling approaches one: there, strict accuracy cannot
-#   tell binding from a bag.
+#   do on these scenes, against all $V^C$ objects (a scorer that does not know which
+#   objects are held out: every binding the bag admits counts). A scene whose two
+#   objects differ in every concept admits more than one binding, and a bag scorer
+#   recognises at most one of them; the ceiling does not depend on the coverage, and up
+#   to it strict accuracy cannot tell binding from a bag.
 #
 # **Swap-pair recognition** can: the fraction of held-out scenes that are recognised
 # together with their attribute-swapped twin ({(a, x), (b, y)} and {(a, y), (b, x)}: the

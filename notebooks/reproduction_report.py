@@ -60,9 +60,11 @@ from bindcore.analysis.metrics import (
 from bindcore.book.chapter import chapter_recipe, note_stored, ran_with, start_chapter
 from bindcore.book.claims import claim_outcomes
 from bindcore.book.comparison import GROUPS, comparison_table, summary_line
+from bindcore.book.outcomes import outcome_summary
 from bindcore.book.report import claims_overview, gather
 from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
+from bindcore.paper import paper_items
 from bindcore.sweep import (
     ablation_configs,
     results_table,
@@ -72,6 +74,25 @@ from bindcore.sweep import (
 start_chapter(None, globals())
 R = gather(profile, workers=workers, device=device)
 comparison = comparison_table(R["build"])
+
+# %% [markdown]
+# ## Outcomes: what was reproduced
+#
+# One row per headline finding of the paper: its statement, our numbers with the
+# profile and the source they come from, and the outcome, generated from the verdicts
+# of the chapters' claim functions (`bindcore.book.outcomes`): *reproduced* where every
+# claim judged on the paper's kind of encoder or model is shown, *not reproduced* where
+# one is not, *reproduced on a substitute* (or *not reproduced on a substitute*) where
+# only another pretrained encoder could be judged and every such claim is shown (or one
+# is not: this says nothing about the paper's encoder), *not run here* with the reason
+# and the command that runs it. Each claim is judged against a null of the same shape (its
+# columns `null` and `margin` in the claims table below). §5.2 reads the published
+# scale records where this build has them.
+
+# %% tags=["hide-input", "full-width"]
+display(Markdown(outcome_summary(R["outcomes"], profile)))
+with pd.option_context("display.max_colwidth", None):
+    display(R["outcomes"])
 display(Markdown(summary_line(comparison, profile)))
 print("parameters:", " | ".join(R["sources"].values()))
 print(R["encoder_note"])
@@ -90,14 +111,16 @@ display(Markdown("\n".join(f"* **{chapter}** {line}" for chapter, frame in R["cl
 # %% [markdown]
 # ## The paper's numbers and claims, like for like first
 #
-# Every number and claim of `bindcore.paper`, once, in its group. "ours" is this build's
+# Every number and claim of `bindcore.paper`, once, in its group (bare counts of the
+# datasets, such as scenes and vocabulary sizes, are in a table of their own at the end). "ours" is this build's
 # number (or, for a claim, what the chapter's claim functions found); "what differs, or
 # why not run" names every substitute, or the reason a row is not run.
 
 # %% tags=["hide-input", "full-width"]
+is_count = np.array([item.kind == "dataset" for item in paper_items()])  # one row per item, in order
 with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
     for group in GROUPS:
-        rows = comparison[comparison["group"] == group].drop(columns="group")
+        rows = comparison[(comparison["group"] == group) & ~is_count].drop(columns="group")
         display(Markdown(f"### {group.capitalize()} ({len(rows)})"))
         display(rows if len(rows) else Markdown("none in this build"))
 
@@ -105,32 +128,38 @@ with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
 # ## The claims, chapter by chapter
 #
 # Every claim function of the book answers "shown", "not shown" or "cannot be tested at
-# this profile" from the chapter's results, with the rule it follows; how many of each
-# per chapter (the §5.2 claims are in their own section below):
+# this profile" from the chapter's results, with the rule it follows, ours beside the
+# same statistic on a null of the same shape and the margin. How many of each per
+# chapter, on the encoders or models the paper's claims are about; rows on substitute
+# encoders are counted apart, and controlled models or random-init controls in a claim
+# about CLIP get no verdict (the §5.2 claims are in their own section below):
 
 # %% tags=["hide-input", "full-width"]
 display(claims_overview(R["claims"]))
 with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
     pd.concat([f.assign(chapter=k) for k, f in R["claims"].items()], ignore_index=True)[
-        ["chapter", "claim", "subject", "ours", "status", "why"]]
+        ["chapter", "claim", "subject", "evidence", "ours", "null", "margin", "status", "why"]]
 
 # %% [markdown]
 # ## §3 Formalisation
 #
 # The paper defines binding through concept and object recognition; it reports no number
-# for the bag-of-concepts baseline. Ours, for the setting of §5.2 ($C = 2$), with the full
-# object vocabulary as candidates: the tie-failing oracle (a floor) and the bag ceiling
-# (the best any scorer of the bag alone can do):
+# for the bag-of-concepts baseline. Ours, for the object spaces of the `paper` profile's
+# §5.2 sweep (its sizes, one row each), with the full object vocabulary as candidates:
+# the tie-failing oracle (a floor) and the bag ceiling (the best any scorer of the bag
+# alone can do):
 
 # %% tags=["hide-input", "full-width"]
+from bindcore.book.profiles import chapter_parameters
+
 rows = []
-for v in (10, 20, 50):
-    sp = SceneSpace(2, v, 2)
+for c, v in chapter_parameters("binding_generalization", "paper")["sizes"]:
+    sp = SceneSpace(c, v, 2)
     sc = sample_scenes(torch.arange(sp.n_objects), 20_000, 2, torch.Generator().manual_seed(0), n_objects=2)
-    rows.append({"quantity": f"bag-of-concepts oracle, two-object scenes, V={v}",
+    rows.append({"quantity": f"bag-of-concepts oracle, two-object scenes, C={c}, V={v}",
                  "paper": "not reported",
                  "ours (sampled)": round(bag_of_concepts_accuracy(sp, sc, torch.arange(sp.n_objects)), 3),
-                 "ours (formula)": round(expected_bag_of_concepts_two_objects(v, 2), 3),
+                 "ours (formula)": round(expected_bag_of_concepts_two_objects(v, c), 3),
                  "bag ceiling (sampled)": round(bag_ceiling(sp, sc).mean().item(), 3)})
 pd.DataFrame(rows)
 
@@ -241,20 +270,13 @@ R["grid"].round(3)
 # global-product probe on the frozen encoders of §5.1 beside the pixel-trained models.
 
 # %% tags=["hide-input", "full-width"]
-from bindcore.analysis.complexity import true_embedding_ceiling
-from bindcore.book.chapter import pixel_binding_data, pixel_runs
-from bindcore.book.claims import d7_contrast, pixel_claims
-from bindcore.book.tables import level_summary, pixel_results_table, pixel_sweeps
+from bindcore.book.claims import d7_contrast
 
-PE, sourceE = ran_with("e_pixel_encoders", "pixel_encoders", profile)
-print("parameters:", sourceE)
-runsE = pixel_runs(profile, PE, workers=workers, device=device)
-dataE = pixel_binding_data(runsE, PE)
-approxE = pd.concat(pixel_sweeps(dataE, PE, device=device), ignore_index=True)
-ceilingE = true_embedding_ceiling({d.name: d for d in dataE}, PE["fractions"], key="model")
+PE = R["pixels"]["params"]
+print("parameters:", R["pixels"]["source"])
 with pd.option_context("display.max_colwidth", None):
-    display(pixel_claims(level_summary(pixel_results_table(runsE)), approxE, profile, ceilingE))
-d7_contrast(R["pretrained"], approxE, profile).round(3)
+    display(R["pixels"]["claims"])
+d7_contrast(R["pretrained"], R["pixels"]["approx"], profile).round(3)
 
 # %% [markdown]
 # ## Deviations from the paper
@@ -288,3 +310,13 @@ ablation_table = ab[["variant", "test_object_2"]] if P["ablations"] else None
 with pd.option_context("display.max_colwidth", None):
     display(release_deviations(profile, prm["04_1_geometry"], prm["05_1_pretrained_binding_complexity"],
                                trees=R["trees"], ablation=ablation_table))
+
+# %% [markdown]
+# ## Counts of the datasets
+#
+# The paper's bare counts (scenes, objects, vocabulary sizes) beside ours, in their
+# groups:
+
+# %% tags=["hide-input", "full-width"]
+with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
+    display(comparison[is_count])

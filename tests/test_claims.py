@@ -23,44 +23,78 @@ def statuses(df: pd.DataFrame) -> list[str]:
 
 
 # --------------------------------------------------------------------------- §5.1
-def pretrained(concepts: float, objects: float, fractions=(0.1, 0.5, 0.9)) -> pd.DataFrame:
+CONTROL_NAME = "ViT-B/32 text tower (random init)"
+
+
+def pretrained(concepts: float, objects: float, fractions=(0.1, 0.5, 0.9), encoder: str = "CLIP ViT-B/32 text",
+               control: float | None = 0.3) -> pd.DataFrame:
+    """A §5.1 table of one encoder and, with ``control``, the random-init control (the
+    null) whose concepts generalize to ``control``."""
     rows = []
-    for f in fractions:
-        for fam, w in ((MLP, 64), (MLP, 512), (ADD, None), ("XGBoost", None)):
-            rows.append({"encoder": "enc", "family": fam, "width": w, "fraction": f,
-                         "heldout_concept": concepts if f > 0.3 else 0.2, "heldout_object": objects})
+    for name, conc, obj in ((encoder, concepts, objects),) + (((CONTROL_NAME, control, 0.0),) if control is not None
+                                                              else ()):
+        for f in fractions:
+            for fam, w in ((MLP, 64), (MLP, 512), (ADD, None), ("XGBoost", None)):
+                rows.append({"encoder": name, "family": fam, "width": w, "fraction": f,
+                             "heldout_concept": conc if f > 0.3 else 0.2, "heldout_object": obj})
     return pd.DataFrame(rows)
 
 
 def test_pretrained_claims_hold_fail_and_cannot_be_tested():
-    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1), "quick")) == [CL.SHOWN, CL.SHOWN]
+    df = CL.pretrained_claims(pretrained(0.95, 0.1), "quick")
+    assert statuses(df) == [CL.SHOWN, CL.SHOWN, CL.UNTESTABLE, CL.UNTESTABLE]
+    assert df["evidence"].tolist() == [CL.NATIVE, CL.NATIVE, CL.CONTROL, CL.CONTROL]
+    assert df["null"].iloc[0] == "0.30"
     # concepts below the paper's level; objects as high as the concepts
-    assert statuses(CL.pretrained_claims(pretrained(0.5, 0.5), "quick")) == [CL.NOT_SHOWN, CL.NOT_SHOWN]
+    assert statuses(CL.pretrained_claims(pretrained(0.5, 0.5), "quick"))[:2] == [CL.NOT_SHOWN, CL.NOT_SHOWN]
     # no fraction above 0.3: the concept claim cannot be tested
     assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, fractions=(0.1, 0.2)), "smoke"))[0] == CL.UNTESTABLE
-    control = pretrained(0.95, 0.1).assign(encoder="ViT-B/32 text tower (random init)")
-    assert statuses(CL.pretrained_claims(control, "quick")) == [CL.UNTESTABLE] * 2
+    # no null (no control, no null sweep): cannot be tested
+    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, control=None), "quick"))[0] == CL.UNTESTABLE
+    # MiniLM stands in for CLIP's text tower: a verdict, tagged as a substitute
+    sub = CL.pretrained_claims(pretrained(0.95, 0.1, encoder="MiniLM"), "quick")
+    assert sub["evidence"].iloc[0] == CL.SUBSTITUTE and statuses(sub)[0] == CL.SHOWN
+
+
+def test_pretrained_claims_on_their_null():
+    """The control generalizes concepts as well as the encoder: nothing shown; the null
+    sweep itself (shuffled labels, concepts at chance) shows nothing either."""
+    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, control=0.9), "quick"))[:2] == [CL.NOT_SHOWN] * 2
+    shuffled = pretrained(0.05, 0.0, control=None)
+    assert statuses(CL.pretrained_claims(shuffled, "quick", null=shuffled)) == [CL.NOT_SHOWN] * 2
 
 
 # --------------------------------------------------------------------------- §5.3
-def widths(values: dict[int, float], model: str = "m", objects: int = 100) -> pd.DataFrame:
-    return pd.DataFrame([{"model": model, "objects": objects, "family": MLP, "width": w, "fraction": 0.8,
-                          "heldout_object": v} for w, v in values.items()])
+def widths(values: dict[int, float], model: str = "m", objects: int = 100, ceiling: float | None = 0.6
+           ) -> pd.DataFrame:
+    df = pd.DataFrame([{"model": model, "objects": objects, "family": MLP, "width": w, "fraction": 0.8,
+                        "heldout_object": v} for w, v in values.items()])
+    if ceiling is not None:
+        df[CL.CEILING] = ceiling
+    return df
 
 
 def test_width_claims_hold():
     df = CL.width_claims(widths({4: 0.2, 16: 0.9, 256: 0.95}), "quick")
     assert statuses(df) == [CL.SHOWN, CL.UNTESTABLE]  # one size: the gap claim needs two
-    assert "16" in df["ours"].iloc[0]
+    assert "16" in df["ours"].iloc[0] and df["null"].iloc[0] == "bag ceiling 0.60"
 
 
 def test_width_claims_fail_when_no_width_generalizes():
     """The regression of issue 12: every width scoring 0 must not report width 4."""
     df = CL.width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick")
     assert statuses(df)[0] == CL.NOT_SHOWN
-    assert "no width generalizes" in df["ours"].iloc[0]
+    assert "no width binds" in df["ours"].iloc[0]
     # only a wide MLP reaches the best: small MLPs do not suffice
     assert statuses(CL.width_claims(widths({4: 0.1, 16: 0.2, 256: 0.9}), "quick"))[0] == CL.NOT_SHOWN
+
+
+def test_width_claims_on_their_null():
+    """A bag of concepts: every width at the bag ceiling of the same scenes (0.62, above
+    the old 0.5 threshold) binds nothing; without a ceiling nothing can be read."""
+    bag = widths({4: 0.62, 16: 0.62, 256: 0.62}, ceiling=0.62)
+    assert statuses(CL.width_claims(bag, "quick"))[0] == CL.NOT_SHOWN
+    assert statuses(CL.width_claims(widths({4: 0.2, 16: 0.9}, ceiling=None), "quick"))[0] == CL.UNTESTABLE
 
 
 def test_width_gap_grows_with_the_object_space():
@@ -69,12 +103,18 @@ def test_width_gap_grows_with_the_object_space():
     shrinks = pd.concat([widths({4: 0.5, 256: 0.9}, "small", 64), widths({4: 0.8, 256: 0.9}, "large", 2500)])
     assert statuses(CL.width_claims(shrinks, "quick"))[-1] == CL.NOT_SHOWN
     assert statuses(CL.width_claims(widths({16: 0.9}), "smoke"))[0] == CL.UNTESTABLE  # one width
+    # the null: equal gaps up to noise (0.01) is no growth
+    noise = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.79, 256: 0.9}, "large", 2500)])
+    assert statuses(CL.width_claims(noise, "quick"))[-1] == CL.NOT_SHOWN
 
 
 # --------------------------------------------------------------------------- §5.4
-def forms(values: dict[str, tuple[float, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"model": "m", "family": f, "fraction": 0.8, "heldout_concept": c, "heldout_object": o}
-                         for f, (c, o) in values.items()])
+def forms(values: dict[str, tuple[float, float]], ceiling: float | None = 0.6) -> pd.DataFrame:
+    df = pd.DataFrame([{"model": "m", "family": f, "fraction": 0.8, "heldout_concept": c, "heldout_object": o}
+                       for f, (c, o) in values.items()])
+    if ceiling is not None:
+        df[CL.CEILING] = ceiling
+    return df
 
 
 def test_form_claims():
@@ -86,6 +126,18 @@ def test_form_claims():
     # no family recovers objects: the global product is not "best" because it ties at zero
     zeros = forms({ADD: (0.3, 0.02), GP: (0.3, 0.0), MLP: (0.3, 0.02)})
     assert statuses(CL.form_claims(zeros, "smoke")) == [CL.NOT_SHOWN] * 3
+    # no bag ceiling: the binding claims cannot be read
+    assert statuses(CL.form_claims(forms({ADD: (0.95, 0.2), GP: (0.95, 0.9)}, ceiling=None), "quick"))[1:] == \
+        [CL.UNTESTABLE] * 2
+
+
+def test_form_claims_on_their_null():
+    """Products that beat the additive probe but stay at the bag ceiling of the same
+    scenes (the quick models' 0.60-0.62) recover no binding, and none is best."""
+    bag = forms({ADD: (0.95, 0.3), GP: (0.95, 0.62), SGP: (0.95, 0.61), MLP: (0.95, 0.6)}, ceiling=0.62)
+    assert statuses(CL.form_claims(bag, "quick"))[1:] == [CL.NOT_SHOWN] * 2
+    shuffled = forms({ADD: (0.1, 0.0), GP: (0.1, 0.0), MLP: (0.1, 0.0)}, ceiling=0.6)
+    assert statuses(CL.form_claims(shuffled, "quick")) == [CL.NOT_SHOWN] * 3
 
 
 # --------------------------------------------------------------------------- figure 9
@@ -100,9 +152,22 @@ def test_figure9_claims():
     assert statuses(CL.figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
 
 
+def test_figure9_claims_on_their_null():
+    """Three models ranked alike pass a threshold of 0.5 by chance one time in six; the
+    permutation null (models' ids shuffled) catches it; shuffled ids of many models too."""
+    x = np.linspace(0, 1, 3)
+    three = pd.DataFrame({"objects": 100, "model: held-out objects": x, "global product: held-out objects": x})
+    assert statuses(CL.figure9_claims(three, "quick")) == [CL.NOT_SHOWN]
+    rng = np.random.default_rng(1)
+    y = np.linspace(0, 1, 20)
+    shuffled = pd.DataFrame({"objects": 100, "model: held-out objects": y,
+                             "global product: held-out objects": rng.permutation(y)})
+    assert statuses(CL.figure9_claims(shuffled, "quick")) == [CL.NOT_SHOWN]
+
+
 # --------------------------------------------------------------------------- §4.1, D.2
-def embedding_set(pretrained: bool = True):
-    return SimpleNamespace(dataset="captions 4x4", encoder="enc", pretrained=pretrained, source="text")
+def embedding_set(pretrained: bool = True, encoder: str = "CLIP ViT-B/32 text", source: str = "text"):
+    return SimpleNamespace(dataset="captions 4x4", encoder=encoder, pretrained=pretrained, source=source)
 
 
 def decomposition(r2_concepts: float, r2_objects: float, retrieval: float) -> pd.DataFrame:
@@ -115,17 +180,47 @@ def edits(retrieval: float) -> pd.DataFrame:
                          for case in ("all", "shared", "different")])
 
 
+NOISE = decomposition(0.016, 0.040, 0.52)  # Gaussian noise on the 576-scene grid (issue 22)
+
+
 def test_geometry_claims():
     s = embedding_set()
-    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick")) == \
+    nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick", **nulls)) == \
         [CL.SHOWN] * 3
-    assert statuses(CL.geometry_claims([s], [decomposition(0.8, 0.7, 0.3)], [edits(0.2)], "quick")) == \
+    assert statuses(CL.geometry_claims([s], [decomposition(0.8, 0.7, 0.3)], [edits(0.2)], "quick", **nulls)) == \
         [CL.NOT_SHOWN] * 3
     assert statuses(CL.geometry_claims([embedding_set(False)], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
-                                       "quick")) == [CL.UNTESTABLE] * 3
+                                       "quick", **nulls)) == [CL.UNTESTABLE] * 3
     no_edits = edits(0.9)[lambda d: d["case"] != "different"]
-    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [no_edits], "quick"))[-1] == \
+    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [no_edits], "quick", **nulls))[-1] == \
         CL.UNTESTABLE
+    # without a null nothing is judged
+    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick")) == \
+        [CL.UNTESTABLE] * 3
+
+
+def test_geometry_claims_on_their_null():
+    """Issue 22: pure Gaussian noise on the 576-scene grid (R² 0.040 vs 0.016, in-sample
+    retrieval 0.52) passed "objects explain more than concepts"; judged against its own
+    null it is shown nowhere."""
+    s = embedding_set()
+    df = CL.geometry_claims([s], [NOISE], [edits(0.3)], "quick", null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    assert statuses(df) == [CL.NOT_SHOWN] * 3
+    assert df["null"].iloc[0] == "0.04 - 0.02 = +0.02" and df["margin"].iloc[0].startswith("+0.00")
+
+
+def test_geometry_claims_tag_controlled_models_and_substitutes():
+    """A controlled model counts as trained (``pretrained`` True) but is not CLIP: no verdict."""
+    nulls = dict(null_frames=[NOISE] * 2, null_edit_frames=[edits(0.3)] * 2)
+    sets = [embedding_set(encoder="controlled dual encoder (scene tower)", source="controlled"),
+            embedding_set(encoder="MiniLM")]
+    df = CL.geometry_claims(sets, [decomposition(0.7, 0.8, 0.95)] * 2, [edits(0.95)] * 2, "quick", **nulls)
+    assert statuses(df) == [CL.UNTESTABLE] * 3 + [CL.SHOWN] * 3
+    assert df["evidence"].tolist() == [CL.CONTROLLED] * 3 + [CL.SUBSTITUTE] * 3
+    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 0}
+    assert CL.status_counts(df, evidence=CL.SUBSTITUTE)[CL.SHOWN] == 3
+    assert CL.evidence_counts(df)[CL.CONTROLLED] == 3
 
 
 # --------------------------------------------------------------------------- §4.2
@@ -148,20 +243,30 @@ def test_attribution_claims():
     assert statuses(CL.attribution_claims([s], [nothing], "quick")) == [CL.NOT_SHOWN] * 3
 
 
+def test_attribution_claims_on_their_null():
+    """Removing the real components does no more than subtracting the same vectors at the
+    wrong scenes (the permuted controls, the null): decoding falls alike, nothing shown."""
+    s = embedding_set()
+    alike = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
+                         "permuted concepts (control)": (0.1, 0.9), "permuted objects (control)": (0.1, 0.05)})
+    assert statuses(CL.attribution_claims([s], [alike], "quick")) == [CL.NOT_SHOWN] * 3
+
+
 # --------------------------------------------------------------------------- D.3, D.5
-def three(weights: str, probe: tuple[float, float], r2: tuple[float, float], retrieval: tuple[float, float]):
+def three(weights: str, probe: tuple[float, float], r2: tuple[float, float], retrieval: tuple[float, float],
+          encoder: str = "CLIP ViT-B/32", scenes: int = 400):
     rows = []
     for occ, p, ret in zip((False, True), probe, retrieval):
-        rows.append({"dataset": "three", "occlusion": occ, "encoder": "enc", "weights": weights,
+        rows.append({"dataset": "three", "occlusion": occ, "encoder": encoder, "weights": weights, "scenes": scenes,
                      "probing concepts": 0.9, "probing objects": p, "R² held-out objects (avg)": r2[0],
                      "R² held-out concepts (avg)": r2[1], "retrieval objects (all scenes)": ret})
     return pd.DataFrame(rows)
 
 
 def grid(text: float, image: float, weights: str = "pretrained") -> pd.DataFrame:
-    return pd.DataFrame([{"dataset": "captions 4x4", "encoder": "t", "weights": weights,
+    return pd.DataFrame([{"dataset": "captions 4x4", "encoder": "CLIP t", "weights": weights,
                           "grid-neighbour recall (full d)": text, "chance": 0.3},
-                         {"dataset": "CLEVR-2D", "encoder": "i", "weights": weights,
+                         {"dataset": "CLEVR-2D", "encoder": "CLIP i", "weights": weights,
                           "grid-neighbour recall (full d)": image, "chance": 0.3}])
 
 
@@ -177,16 +282,40 @@ def test_additional_claims():
     assert statuses(control) == [CL.UNTESTABLE] * 4
 
 
+def test_additional_claims_on_their_null():
+    """Occlusion that changes nothing but noise (0.80 -> 0.79), held-out R² of noise (both
+    bags near zero), text and image sets alike: nothing shown."""
+    null = CL.additional_claims(three("pretrained", (0.05, 0.05), (0.01, 0.0), (0.8, 0.79)), grid(0.61, 0.6),
+                                "quick")
+    assert statuses(null) == [CL.NOT_SHOWN] * 4
+    # a drop of 0.06 over 20 scenes is within the standard error of the difference
+    small = CL.additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.5, 0.44), scenes=20),
+                                 grid(0.9, 0.6), "quick")
+    assert statuses(small)[2] == CL.NOT_SHOWN
+
+
 # --------------------------------------------------------------------------- D.4
-def natural(weights: str, retrieval: float, edit: float) -> pd.DataFrame:
-    return pd.DataFrame([{"encoder": "enc", "weights": weights, "retrieval": retrieval, "retrieval chance": 0.01,
-                          "scenes": 625, "edit retrieval": edit, "edit chance": 0.01, "edits": 400}])
+def natural(weights: str, retrieval: float, edit: float, null: tuple[float, float] | None = (0.05, 0.02)
+            ) -> pd.DataFrame:
+    row = {"encoder": "CLIP ViT-B/32", "weights": weights, "retrieval": retrieval, "retrieval chance": 0.01,
+           "scenes": 625, "edit retrieval": edit, "edit chance": 0.01, "edits": 400}
+    if null is not None:
+        row.update({"retrieval null": null[0], "edit retrieval null": null[1]})
+    return pd.DataFrame([row])
 
 
 def test_natural_claims():
     assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.2), "quick")) == [CL.SHOWN]
     assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.012), "quick")) == [CL.NOT_SHOWN]
     assert statuses(CL.natural_claims(natural("random init (control)", 0.3, 0.2), "quick")) == [CL.UNTESTABLE]
+    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.2, null=None), "quick")) == [CL.UNTESTABLE]
+
+
+def test_natural_claims_on_their_null():
+    """In-sample retrieval of noise at d = 512 over 576 scenes reaches 0.52 (chance 0.0035):
+    above chance, not above its null."""
+    assert statuses(CL.natural_claims(natural("pretrained", 0.52, 0.2, null=(0.52, 0.02)), "quick")) == \
+        [CL.NOT_SHOWN]
 
 
 def test_above_chance_needs_a_margin():
@@ -200,6 +329,8 @@ def test_status_counts_and_a_bad_status():
     assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 3}
     with pytest.raises(ValueError, match="status"):
         CL._row("c", "s", "p", "o", "maybe", "", "quick")
+    with pytest.raises(ValueError, match="evidence"):
+        CL._row("c", "s", "p", "o", CL.SHOWN, "", "quick", evidence="partly")
 
 
 # --------------------------------------------------------------------------- §5.2
@@ -329,3 +460,29 @@ def test_each_seed_has_its_own_transition_and_the_protocols_stand_beside_the_pap
     row = comp[comp["coverage"] == 0.5].iloc[0]
     assert row["release protocol, two objects"] == 0.9 and row["release protocol, two objects range"] == "0.30-0.92"
     assert protocol_comparison(table, min_objects=10_000).empty
+
+
+def test_claim_outcomes_name_substitutes():
+    nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    df = CL.geometry_claims([embedding_set(encoder="MiniLM")], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
+                            "quick", **nulls)
+    assert CL.claim_outcomes(df)[0] == ("Objects explain more than concepts: reproduced on a substitute at "
+                                        "captions 4x4 | MiniLM (quick).")
+
+
+def test_the_editing_verdict_reads_the_release_s_exact_order():
+    """Issue 22 item 7: the comparison reports exact-order retrieval; the verdict reads it too."""
+    nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3).assign(retrieval_exact=0.1)])
+    any_order_only = edits(0.95).assign(retrieval_exact=0.5)
+    df = CL.geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)
+    assert statuses(df)[-1] == CL.NOT_SHOWN and "exact order" in df["ours"].iloc[-1]
+
+
+def test_additional_claims_read_the_gaussian_null_where_the_table_has_it():
+    table = three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)).assign(
+        **{"probing objects (null)": 0.8, "R² held-out gap (null)": 0.25})
+    df = CL.additional_claims(table, grid(0.9, 0.6), "quick")
+    # occluded probing 0.88 does not clear a null of 0.80 by 0.2; the R² gap 0.2 does not exceed the null's 0.25
+    assert statuses(df)[:2] == [CL.NOT_SHOWN] * 2 and df["null"].iloc[0] == "0.80"
+    low = table.assign(**{"probing objects (null)": 0.05, "R² held-out gap (null)": -0.1})
+    assert statuses(CL.additional_claims(low, grid(0.9, 0.6), "quick"))[:2] == [CL.SHOWN] * 2

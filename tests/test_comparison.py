@@ -156,3 +156,24 @@ def test_authors_clevr_folder_loads_as_its_own_set(tmp_path):
     name = AUTHOR_FOLDERS["clevr_dir"][1]
     assert list(datasets) == [name] == [CMP.AUTHORS_CLEVR] and len(datasets[name]) == 6
     assert "6 scenes loaded" in notes[0]
+
+
+def test_section_5_2_rows_read_the_published_scale_records(tmp_path):
+    """Issue 22: "|O| >= 2,500 needs about 0.3" was 'not run here' beside scale records at
+    |O| = 2,500, and "near 1.0" had no number of ours."""
+    from bindcore.book.claims import claims_table
+    from tests.test_claims import generalization
+
+    small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
+    summary = generalization({(2, 10): small, (2, 50): small})
+    frame = claims_table(summary, "scale (published records)")
+    frame.attrs["summary"] = summary.to_dict("records")
+    pd.concat([frame, frame])  # the attrs survive a concat (a frame in them would not)
+    b = build([planted("captions 4x4", "all-MiniLM-L6-v2", "text", True)], tmp_path)
+    b.claims = {"§5.2 (scale)": frame}
+    t = CMP.comparison_table(b).set_index(["section", "data", "metric"])
+    row = t.loc[("§5.2", "|O| >= 2,500", "coverage needed (about)")]
+    assert row["group"] == CMP.SUBSTITUTE and row["ours"] == "|O| = 2,500: swap pairs >= 0.5 from coverage 0.5"
+    assert row["our data | encoder"] == "scale recipe (published records)"
+    near = t.loc[("§5.2", "controlled scenes", "held-out object recognition at high coverage (near)")]
+    assert near["ours"].startswith("|O| = 100: strict 0.95 (bag ceiling 0.55)")

@@ -395,3 +395,23 @@ def test_release_edit_cases():
     n = df[df["bank"] == "obj-avg"].set_index("case")["n"]
     assert n["shared (release)"] == (same_colour & ~same_shape).sum() < n["shared"]
     assert n["different"] + n["shared"] == n["all"]
+
+
+def test_attribution_components_are_cross_fitted():
+    """Issue 22: fitted on all scenes, the closed-form components leave a residual
+    orthogonal to every slot-additive direction of those scenes, so removal collapses by
+    construction; cross-fitted (the default), no scene loses components fitted on
+    itself, and on noise with labels the two differ."""
+    vpc = [5, 4]
+    rng = np.random.default_rng(2)
+    objects, ids = all_pairs(vpc)
+    Z = sum_of_objects(rng.normal(size=(20, 32)), ids) + 0.1 * rng.normal(size=(400, 32))
+    kw = dict(estimator="pos-lstsq", controls=False, probe_kw={"epochs": 100})
+    cross = G.component_attribution(Z, objects, vpc, **kw).set_index("variant")
+    alone = G.component_attribution(Z, objects, vpc, folds=None, **kw).set_index("variant")
+    # additive embeddings: removal is a finding and still collapses object decoding
+    assert cross.loc["minus objects", "object"] < 0.1
+    # the in-sample residual is smaller than the cross-fitted one (the fit sees the noise)
+    assert alone.loc["minus objects", "residual_norm_ratio"] < cross.loc["minus objects", "residual_norm_ratio"]
+    with pytest.raises(ValueError, match="folds"):
+        G.component_attribution(Z, objects, vpc, folds=1)

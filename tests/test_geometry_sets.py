@@ -182,3 +182,31 @@ def test_a_controlled_sub_grid_ranges_over_its_present_values():
     full = _grid_binding_data(V=4, n=4)  # a full grid is unchanged
     same = ES.controlled_set(full)
     assert same.values_per_concept == [4, 4] and np.array_equal(same.objects, full.objects)
+
+
+def test_gaussian_null_keeps_size_and_spectrum_and_drops_the_labels():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(200, 16)) * np.linspace(3, 0.1, 16)
+    N = ES.gaussian_like(Z, seed=1)
+    assert N.shape == Z.shape and N.dtype == Z.dtype
+    sv = lambda x: np.linalg.svd(x - x.mean(0), compute_uv=False)  # noqa: E731
+    np.testing.assert_allclose(sv(N), sv(Z), rtol=0.35)
+    np.testing.assert_allclose(N.mean(0), Z.mean(0), atol=0.5)
+    assert np.array_equal(N, ES.gaussian_like(Z, seed=1)) and not np.array_equal(N, ES.gaussian_like(Z, seed=2))
+
+
+def test_heldout_bag_ceiling_matches_the_metric():
+    import torch
+
+    from bindcore.analysis.metrics import bag_ceiling
+    from bindcore.analysis.probes import bag_ceiling_of, heldout_bag_ceiling
+    from bindcore.controlled.scenes import SceneSpace
+
+    space = SceneSpace(3, 4, 2)
+    rng = np.random.default_rng(0)
+    ids = torch.as_tensor(rng.integers(0, space.n_objects, size=(300, 2)))
+    values = space.object_values(ids).numpy()
+    np.testing.assert_allclose(bag_ceiling_of(values), bag_ceiling(space, ids).numpy())
+    data = _grid_binding_data(V=6, n=6)
+    c = heldout_bag_ceiling(data, 0.5)
+    assert 0.25 <= c <= 1.0

@@ -123,3 +123,45 @@ def test_natural_table_has_chance_levels(store):
     assert r["retrieval"] > 0.9 > 0.1 > r["retrieval chance"] > 0  # exact object vectors: far above chance
     assert r["edit retrieval"] > 0.9 and 0 < r["edit chance"] < 0.1
     assert r["R² objects (avg)"] > r["R² concepts (avg)"]
+    # the claim's null: the same retrieval on Gaussian embeddings of the same size and spectrum
+    assert 0 <= r["retrieval null"] < r["retrieval"] and 0 <= r["edit retrieval null"] < r["edit retrieval"]
+    from bindcore.book.claims import SHOWN, natural_claims
+
+    assert natural_claims(t, "smoke")["status"].tolist() == [SHOWN]
+
+
+def test_paper_numbers_name_substitute_data_and_stay_with_their_encoder():
+    from types import SimpleNamespace
+
+    def s(dataset: str, encoder: str) -> SimpleNamespace:
+        return SimpleNamespace(dataset=dataset, encoder=encoder, source="image", pretrained=True)
+
+    row = T._paper_decomposition(s("CLEVR-like 3-D", "CLIP ViT-B/32 (pretrained)"))
+    assert row["model"] == "CLIP ViT-B/32 on CLEVR (ours: CLEVR-like scenes ray-cast here, substitute data)"
+    assert T._paper_decomposition(s("CLEVR (authors' images)", "CLIP ViT-B/32"))["model"] == "CLIP ViT-B/32 on CLEVR"
+    # CLIP's numbers never stand beside DINOv2; DINOv2's stand beside DINOv2 on PUG:SPARE
+    assert T._paper_decomposition(s("CLEVR-like 3-D", "DINOv2 ViT-B/14")) is None
+    assert T._paper_decomposition(s("PUG:SPARE", "DINOv2 ViT-B/14"))["model"] == "DINOv2 on PUG:SPARE"
+    assert T._paper_editing(s("CLEVR-2D", "DINOv2 ViT-B/14")) == {}
+
+
+def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
+    """Issue 22: sums of object vectors pass "objects explain more than concepts" against
+    their Gaussian null; Gaussian noise with the same labels (the null of the null) passes
+    nothing, although in-sample its bag of objects fits more than its bag of concepts."""
+    from bindcore.analysis.embedding_sets import gaussian_null
+    from bindcore.book import claims as CL
+    from bindcore.book.chapter import geometry_nulls
+
+    real = _planted_set("text", True)
+    noise = gaussian_null(real, seed=7)
+    sets = [real, noise]
+    frames = [G.decomposition(s, PARAMS, store=store) for s in sets]
+    edits = [G.editing(s, PARAMS, store=store) for s in sets]
+    null_frames, null_edits = geometry_nulls(sets, PARAMS, store=store)
+    df = CL.geometry_claims(sets, frames, edits, "smoke", null_frames=null_frames, null_edit_frames=null_edits, k=1.0,
+                            case="all")
+    by = df.set_index(["subject", "claim"])["status"]
+    assert by[(f"planted | {real.encoder}", "objects explain more than concepts")] == CL.SHOWN
+    assert by[(f"planted | {real.encoder}", "object reconstructions retrieve their scene")] == CL.SHOWN
+    assert (df[df["subject"] == f"planted | {noise.encoder}"]["status"] == CL.NOT_SHOWN).all()

@@ -304,9 +304,11 @@ def test_pixel_chapter_executes_on_smoke(tmp_path, monkeypatch):
 
 
 def test_claims_follow_the_numbers():
+    """Appendix E's rules read swap pairs and the bag ceiling of the same scenes, and say
+    one of STATUSES (issue 22: no swap-pair threshold of 0.1, no "partly shown")."""
     import pandas as pd
 
-    from bindcore.book.claims import d7_contrast, pixel_claims
+    from bindcore.book.claims import CEILING, STATUSES, d7_contrast, pixel_claims
     from bindcore.book.tables import FAMILY_LABELS
 
     summary = pd.DataFrame([
@@ -317,33 +319,55 @@ def test_claims_follow_the_numbers():
          "swap pairs, twins of held-out objects": float("nan"), "bag floor": 0.3, "bag ceiling": 0.95,
          "held-out concepts": 0.9, "training task (training objects)": 1.0}])
     rows = []
-    for model, objs in (("pixels, clean, C=2 V=8 coverage=0.8", {4: 0.1, 16: 0.6, 256: 0.62}),
+    for model, objs in (("pixels, clean, C=2 V=8 coverage=0.8", {4: 0.1, 16: 0.8, 256: 0.82}),
                         ("pixels, overlap, C=2 V=8 coverage=0.8", {4: 0.0, 16: 0.01, 256: 0.02})):
         rows += [{"model": model, "family": FAMILY_LABELS["mlp"], "width": w, "fraction": 0.8, "heldout_object": v,
                   "heldout_concept": 1.0} for w, v in objs.items()]
         rows += [{"model": model, "family": FAMILY_LABELS[f], "width": None, "fraction": 0.8, "heldout_object": v,
                   "heldout_concept": 1.0}
-                 for f, v in (("additive", 0.2), ("global_product", 0.7 if "clean" in model else 0.1),
+                 for f, v in (("additive", 0.2), ("global_product", 0.8 if "clean" in model else 0.1),
                               ("sum_global_product", 0.5))]
-    approx = pd.DataFrame(rows)
+    approx = pd.DataFrame(rows).assign(**{CEILING: 0.6})
     claims = pixel_claims(summary, approx, "quick")
+    assert set(claims["verdict"]) <= set(STATUSES) and {"null", "margin"} <= set(claims.columns)
     verdict = {(r["claim"].split()[0], r["level"]): r["verdict"] for r in claims.to_dict("records")}
     assert verdict[("held-out", "clean")] == "shown"
     assert verdict[("held-out", "overlap")] == "not shown"  # no swap pair: a bag could do this
     assert verdict[("shallow,", "clean")] == "shown"  # width 16 reaches 90 % of the best
     assert verdict[("shallow,", "overlap")] == "not shown"  # approximators fail
     assert verdict[("the", "clean")] == "shown" and verdict[("the", "overlap")] == "not shown"
-    ceiling = pd.DataFrame([{"model": "pixels, clean, C=2 V=8 coverage=0.8", "fraction": 0.8, "heldout_object": 0.9},
+    ceiling = pd.DataFrame([{"model": "pixels, clean, C=2 V=8 coverage=0.8", "fraction": 0.8, "heldout_object": 1.2},
                             {"model": "pixels, overlap, C=2 V=8 coverage=0.8", "fraction": 0.8,
-                             "heldout_object": 0.05}])
+                             "heldout_object": 0.65}])
     claims = pixel_claims(summary, approx, "quick", ceiling)
     verdict = {(r["claim"].split()[0], r["level"]): r["verdict"] for r in claims.to_dict("records")}
-    assert verdict[("shallow,", "clean")] == "partly shown"  # 0.62 < 0.75 x 0.9: small, but not close
-    assert verdict[("the", "clean")] == "shown"  # 0.7 >= 0.75 x 0.9
-    assert verdict[("shallow,", "overlap")] == verdict[("the", "overlap")] == "cannot be tested"
+    assert verdict[("shallow,", "clean")] == "not shown"  # 0.82 < 0.75 x 1.2: small, but not close
+    assert verdict[("the", "clean")] == "not shown"
+    # the model's own 0.65 does not clear the bag ceiling 0.6 by 0.1: no binding to approximate
+    assert verdict[("shallow,", "overlap")] == verdict[("the", "overlap")] == "cannot be tested at this profile"
     pre = pd.DataFrame([{"encoder": "MiniLM", "family": FAMILY_LABELS["global_product"], "fraction": 0.9,
                          "heldout_object": 0.05, "heldout_concept": 0.9}])
     d7 = d7_contrast(pre, approx, "quick")
-    assert list(d7["global product: held-out objects"]) == [0.05, 0.7, 0.1]
+    assert list(d7["global product: held-out objects"]) == [0.05, 0.8, 0.1]
     assert list(d7["additive: held-out objects"])[1:] == [0.2, 0.2]
+    # "near zero for CLIP and DINOv2" is not set beside MiniLM
+    assert d7["evidence"].iloc[0] == "substitute" and d7["paper"].iloc[0].startswith("–")
 
+
+def test_pixel_claims_on_their_null():
+    """A bag of concepts: strict at the bag ceiling (0.62), no swap pair, approximators at
+    the ceiling: nothing is shown (the old rules passed swap pairs 0.1 and called an MLP
+    at the ceiling 'partly shown')."""
+    import pandas as pd
+
+    from bindcore.book.claims import CEILING, pixel_claims
+    from bindcore.book.tables import FAMILY_LABELS
+
+    summary = pd.DataFrame([{"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.62, "swap pairs": 0.1,
+                             "bag floor": 0.23, "bag ceiling": 0.62}])
+    model = "pixels, clean, C=2 V=8 coverage=0.8"
+    approx = pd.DataFrame([{"model": model, "family": FAMILY_LABELS[f], "width": w, "fraction": 0.8,
+                            "heldout_object": 0.62, "heldout_concept": 1.0}
+                           for f, w in (("mlp", 4), ("mlp", 256), ("additive", None), ("global_product", None))]
+                          ).assign(**{CEILING: 0.62})
+    assert set(pixel_claims(summary, approx, "quick")["verdict"]) == {"not shown"}

@@ -118,6 +118,34 @@ def controlled_set(data: BindingData) -> EmbeddingSet:
                         data.embeddings, objects, vpc, [f"concept {c}" for c in range(len(vpc))], names)
 
 
+NULL_SUFFIX = " (Gaussian null)"
+
+
+def gaussian_like(Z: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Gaussian embeddings of the same size, mean and spectrum as ``Z`` (``[n, d]``):
+    ``mean + G diag(s / sqrt(n - 1)) V^T`` with ``G`` standard normal and ``s``, ``V``
+    the singular values and right singular vectors of the centred ``Z``. Every label
+    structure is gone; the number of scenes, the width and how the variance spreads
+    over directions stay."""
+    z = np.asarray(Z, dtype=np.float64)
+    if z.ndim != 2 or len(z) < 2:
+        raise ValueError(f"Z must be [n >= 2, d], got {z.shape}")
+    mu = z.mean(0)
+    _, sv, vt = np.linalg.svd(z - mu, full_matrices=False)
+    g = np.random.default_rng(seed).standard_normal((len(z), len(sv)))
+    return (mu + (g * (sv / np.sqrt(len(z) - 1))) @ vt).astype(np.asarray(Z).dtype)
+
+
+def gaussian_null(s: EmbeddingSet, seed: int = 0) -> EmbeddingSet:
+    """The null of an embedding set for the claims of §4.1 and appendix D: the same
+    labels (objects), Gaussian embeddings of the same size and spectrum
+    (:func:`gaussian_like`, single-object scenes too)."""
+    singles = gaussian_like(s.Z_single, seed + 1) if s.Z_single is not None and len(s.Z_single) > 1 else s.Z_single
+    return EmbeddingSet(s.dataset, s.encoder + NULL_SUFFIX, s.source, s.pretrained, gaussian_like(s.Z, seed),
+                        s.objects, list(s.values_per_concept), list(s.concept_names), list(s.value_names),
+                        singles, s.objects_single)
+
+
 def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dict[bool, Any]:
     """{occlusion: dataset}: ``three_object_scenes`` three-object CLEVR-like scenes
     (:func:`~bindcore.data.clevr3d.make_clevr3d_three`, seed 0) at ``clevr3d_width``

@@ -536,10 +536,17 @@ def _norm_ratio(a: np.ndarray, ref_centred_ss: float, centre: bool) -> float:
 def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
                           estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
                           train_fraction: float = PROBE_TRAIN_FRACTION, seed: int = 0, permutations: int = 5,
-                          probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
+                          probe_kw: dict[str, Any] | None = None, folds: int | None = 2) -> pd.DataFrame:
     """Subtract concept or object components and re-probe (§4.2, D.1).
 
-    Components are estimated on all scenes. Each variant's embeddings (the original, the
+    Components are cross-fitted (``folds`` seeded folds of the scenes): the components
+    subtracted from a scene are estimated on the scenes of the other folds only, never
+    on the scene itself. Fitted in closed form on all scenes (``folds=None``, as the
+    release's components would be at convergence), the residual is orthogonal to every
+    slot-additive direction of those very scenes and linear decoding collapses by
+    construction; cross-fitted, a collapse says that the components learned on some
+    scenes carry what the probes read on others. A scene whose key no other fold shows
+    has no residual (``n_excluded``). Each variant's embeddings (the original, the
     residuals without concept / object components, and the permuted-ID controls) get
     fresh probes, fitted on a seeded ``train_fraction`` scene split and scored on the
     rest. A permuted control estimates the components under a relabelling
@@ -572,11 +579,25 @@ def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept
             variants.append((f"permuted {kind} (control)", kind,
                              [permute_labels(obj, vpc, kind, seed + i) for i in range(permutations)]))
 
+    if folds is not None and folds < 2:
+        raise ValueError(f"folds must be None (fit on all scenes) or >= 2, got {folds}")
+    fold_of = (np.random.default_rng(seed).permutation(len(z)) % folds) if folds is not None else None
+
+    def subtracted(kind: str, labels: np.ndarray) -> np.ndarray:
+        if fold_of is None:
+            return estimate_components(z, labels, vpc, kind, estimator, ridge).contribution(obj)
+        out = np.full_like(z, np.nan, dtype=np.float64)
+        for f in range(folds):
+            held, fit = fold_of == f, fold_of != f
+            comps = estimate_components(z[fit], labels[fit], vpc, kind, estimator, ridge)
+            out[held] = comps.contribution(obj[held])
+        return out
+
     def run(kind: str | None, labels: np.ndarray, permuted: bool) -> dict[str, float]:
         if kind is None:
             x, removed = z, np.zeros_like(z)
         else:
-            removed = estimate_components(z, labels, vpc, kind, estimator, ridge).contribution(obj)
+            removed = subtracted(kind, labels)
             x = z - removed
         ok = np.isfinite(x).all(1)
         tr, te = train[ok[train]], test[ok[test]]

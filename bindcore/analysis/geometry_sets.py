@@ -114,13 +114,18 @@ def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) ->
     return stored_frame(s, "decomposition", p, compute, store)
 
 
+ATTRIBUTION_FOLDS = 2  # §4.2: components cross-fitted, never on the scene they are subtracted from
+
+
 def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
-    """§4.2 / D.1 for one set: probes re-fitted after subtracting components, with the
+    """§4.2 / D.1 for one set: probes re-fitted after subtracting cross-fitted components
+    (:data:`ATTRIBUTION_FOLDS` folds: a scene's components come from the other folds), with the
     permuted-ID controls (``permutations`` derangements each, default 1)."""
     n = int(params.get("permutations", 1))
-    p = {**_probe_key(params), "permutations": n}
+    p = {**_probe_key(params), "permutations": n, "folds": ATTRIBUTION_FOLDS}
     return stored_frame(s, "attribution", p,
-                        lambda: component_attribution(*s.args(), permutations=n, probe_kw=_probe_kw(params)), store)
+                        lambda: component_attribution(*s.args(), permutations=n, probe_kw=_probe_kw(params),
+                                                      folds=ATTRIBUTION_FOLDS), store)
 
 
 def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:

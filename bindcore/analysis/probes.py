@@ -131,6 +131,30 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
     return ObjectLevelSplit(train_objects, np.flatnonzero(both), np.flatnonzero(none), np.flatnonzero(~both & ~none))
 
 
+def bag_ceiling_of(objects: np.ndarray) -> np.ndarray:
+    """Per two-object scene (``objects`` ``[N, 2, C]`` concept indices), the best strict
+    object recognition any scorer of the bag of concept values alone can reach: the bag
+    admits ``k = 2**(m - 1)`` bindings when the objects differ in ``m >= 1`` concepts
+    (one when they are the same object), all equally likely, and a bag scorer recognises
+    at most one: ``1 / k``. The same as :func:`bindcore.analysis.metrics.bag_ceiling`
+    over every object (a scorer that does not know which objects were held out)."""
+    obj = np.asarray(objects)
+    if obj.ndim != 3 or obj.shape[1] != 2:
+        raise ValueError(f"objects must be [N, 2, C] (two-object scenes), got {obj.shape}")
+    m = (obj[:, 0, :] != obj[:, 1, :]).sum(1)
+    return 1.0 / 2.0 ** np.maximum(m - 1, 0)
+
+
+def heldout_bag_ceiling(data: BindingData, fraction: float, seed: int = 0) -> float:
+    """The bag-of-concepts ceiling (:func:`bag_ceiling_of`, mean over scenes) of the
+    held-out scenes of :func:`object_level_split` (``fraction``, ``seed``): the level an
+    approximator's held-out object recognition must clear before it shows binding."""
+    split = object_level_split(data, fraction, seed)
+    if not len(split.heldout):
+        return float("nan")
+    return float(bag_ceiling_of(data.objects[split.heldout]).mean())
+
+
 def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLevelSplit:
     """The object-level split whose training objects are the given object ids (e.g. a
     controlled model's own training objects) among those that occur in ``data``."""

@@ -424,7 +424,7 @@ def data_and_weights_note(params: dict[str, Any], notebook: str, cells: str) -> 
 
 
 # ---------------------------------------------------------------------------------
-# §5.2 at the paper's sizes: the scale sweep's stored records
+# §5.2 up to the paper's smaller object space: the scale sweep's stored records
 # ---------------------------------------------------------------------------------
 def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
@@ -463,3 +463,27 @@ def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) ->
             f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
             + (", ..." if len(missing) > 8 else "") + ").")
     return text
+
+
+def geometry_nulls(sets: Iterable[Any], params: dict[str, Any], store: Any = None,
+                   seed: int = 0) -> tuple[list[Any], list[Any]]:
+    """The nulls the §4.1 / D.2 claims are judged against (:func:`bindcore.book.claims.geometry_claims`):
+    per set of a pretrained encoder, the decomposition and editing frames of its Gaussian
+    null (:func:`~bindcore.analysis.embedding_sets.gaussian_null`: the same labels,
+    Gaussian embeddings of the same size and spectrum); None for sets whose claims get
+    no verdict (controlled models, random-init controls). Stored like the sets' own."""
+    from bindcore.analysis.embedding_sets import gaussian_null
+    from bindcore.analysis.geometry_sets import decomposition, editing
+
+    from .claims import CONTROL, CONTROLLED, set_evidence
+
+    dec, edi = [], []
+    for s in sets:
+        if set_evidence(s) in (CONTROL, CONTROLLED):
+            dec.append(None)
+            edi.append(None)
+            continue
+        n = gaussian_null(s, seed)
+        dec.append(decomposition(n, params, store))
+        edi.append(editing(n, params, store))
+    return dec, edi

@@ -30,10 +30,13 @@ from bindcore.paper import (
     PAPER_APPROXIMATOR_WIDTHS,
     PAPER_COVERAGES,
     PAPER_EDITING_CASE,
+    PAPER_PRETRAINED_CONCEPTS,
     RELEASE,
     PaperItem,
     paper_items,
 )
+
+from .profiles import chapter_parameters
 
 LIKE = "like for like"
 SUBSTITUTE = "substitute, named"
@@ -347,7 +350,7 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
         mlp = sub[sub["family"] == "MLP"]
         wide = mlp[mlp["width"] == mlp["width"].max()]
         if "concept" in item.metric:
-            above = wide[wide["fraction"] > 0.3]
+            above = wide[wide["fraction"] > PAPER_PRETRAINED_CONCEPTS["above fraction"]]
             ours = above["heldout_concept"].min() if len(above) else np.nan
         elif "object" in item.metric:
             top = wide[wide["fraction"] == wide["fraction"].max()]
@@ -366,15 +369,35 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
             same = (min(covs), max(covs)) == PAPER_COVERAGES
             return _row(item, LIKE if same else SUBSTITUTE, f"{min(covs):g}–{max(covs):g}", f"profile '{b.profile}'",
                         "" if same else f"coverages {covs}")
+        summary, where = _generalization_summary(b)
+        scale_recipe = "the scale training recipe (the paper's Table 9 is not available)"
         if item.data.startswith("|O|"):
             need = int(item.data.split()[-1].replace(",", ""))
+            if summary is not None:
+                picked = summary[summary["objects"] >= need] if ">=" in item.data else \
+                    summary[summary["objects"] == need]
+                if len(picked):
+                    ours = "; ".join(
+                        f"|O| = {int(r['objects']):,}: swap pairs >= 0.5 from coverage {r['transition coverage']:g}"
+                        if np.isfinite(r["transition coverage"]) else
+                        f"|O| = {int(r['objects']):,}: no transition up to coverage {r['largest coverage']:g}"
+                        for _, r in picked.iterrows())
+                    return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
             have = [s for s in sizes if s >= need] if ">=" in item.data else [s for s in sizes if s == need]
             if not have:
-                c, v = (3, 50) if need > 2500 else (2, 50)
+                paper = chapter_parameters("binding_generalization", "paper")
+                c, v = next(((c, v) for v in sorted({v for _, v in paper["sizes"]}, reverse=True)
+                             for c in range(1, 8) if v ** c == need), max(paper["sizes"], key=lambda cv: cv[1] ** cv[0]))
                 return _row(item, NOT_RUN, note=f"no object space of |O| = {need:,} in this build (sizes {sizes})",
                             command=f"`bindcore sweep --profile paper --concepts {c} --values {v} --coverages "
-                                    + " ".join(f"{x / 10:g}" for x in range(1, 10)) + "` (GPU hours)")
+                                    + " ".join(f"{x:g}" for x in paper["coverages"]) + "` (GPU hours)")
             return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| = {have}", recipe)
+        if summary is not None and "high coverage" in item.metric:
+            ours = "; ".join(f"|O| = {int(r['objects']):,}: strict {r['objects at chosen coverage']:.2f} (bag ceiling "
+                             f"{r['bag ceiling at chosen coverage']:.2f}), swap pairs "
+                             f"{r['swap pairs at chosen coverage']:.2f} at coverage {r['chosen coverage']:g}"
+                             for _, r in summary.iterrows())
+            return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
         return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| in {sizes}", recipe)
     key = {"§5.3": "§5.3", "§5.4": "§5.4", "§5.4 figure 9": "figure 9"}[item.section]
     frame = b.claims.get(key)
@@ -383,6 +406,17 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
     counts = frame["status"].value_counts().to_dict()
     ours = ", ".join(f"{v} {k}" for k, v in counts.items())
     return _row(item, SUBSTITUTE, ours, "the controlled models of §5.2", f"the '{b.profile}' training recipe")
+
+
+def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
+    """The §5.2 summary the report's claims were judged on (the published scale records
+    first, else the chapter's sweep), and where it comes from."""
+    for key, where in (("§5.2 (scale)", "scale recipe (published records)"), ("§5.2", f"profile '{b.profile}'")):
+        frame = b.claims.get(key)
+        records = frame.attrs.get("summary") if frame is not None else None
+        if records:
+            return pd.DataFrame(records).sort_values("objects"), where
+    return None, ""
 
 
 def comparison_table(b: Build) -> pd.DataFrame:

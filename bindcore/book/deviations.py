@@ -78,7 +78,8 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
         ("§5.2 training recipe", "Table 9 hyperparameters (not available to us)",
          f"profile '{profile}': the recipe below; the `paper` profile is the released code's README recipe",
          "a CPU budget: a small model and a faster optimisation; tokens, encoders, pooling, similarity, the "
-         "soft-target loss and the strict rule are unchanged, held-out objects never enter training"),
+         "soft-target loss and the strict rule (every positive above every negative) are unchanged, held-out "
+         "objects never enter training; the candidates the rule is scored against differ (row '§5.2 metric')"),
         ("§5.2 scale recipe (published records)", "Table 9 hyperparameters (not available to us)",
          "the quick recipe with " + "; ".join(f"{k} {v[1]} (quick: {v[0]})"
                                                for k, v in recipe_differences("quick", "scale").items())

@@ -12,7 +12,9 @@ report 0.97 somewhere.)
 
 What is not a number here (:func:`strip_allowed`), the allow-list:
 
-* glue and other roles (``{glue:text}`...```, ``{cite:p}`...```), math (``$...$``), link
+* glue and other roles (``{glue:text}`...```, ``{cite:p}`...```), math (``$...$``)
+  except values typed in it (a decimal, or two or more digits after a relation:
+  ``$V = 50$``; :func:`math_numbers`), link
   targets and bare URLs, inline code that is not a bare number (commands, paths,
   parameter names);
 * references: section signs and appendix letters (``§5.2``, ``§5.2–5.4``, ``C.3``,
@@ -60,13 +62,31 @@ def _value(token: str) -> float:
     return float(token.replace(",", ""))
 
 
+# a value typed inside math: a decimal, or a number of two or more digits after a relation
+# (``$V = 50$``, ``$6.5 \times 10^6$``); single digits and exponents are notation
+# (``$C = 2$``, ``$V^2$``, ``$O_{max} + 1$``)
+_MATH_VALUE = re.compile(r"(?:=|\\approx|\\le|\\ge|<|>)\s*(\d[\d,]*(?:\.\d+)?)|(\d+\.\d+)")
+
+
+def math_numbers(text: str) -> list[str]:
+    """Values typed inside the math of ``text`` (see ``_MATH_VALUE``)."""
+    out = []
+    for m in _MATH.finditer(text):
+        for v in _MATH_VALUE.finditer(m.group(0)):
+            token = (v.group(1) or v.group(2)).rstrip(",")
+            if "." in token or len(token.replace(",", "")) >= 2:
+                out.append(token)
+    return out
+
+
 def numbers_in(text: str) -> list[tuple[str, float]]:
-    """Every number left in ``text`` after :func:`strip_allowed`: (as written, value)."""
+    """Every number left in ``text`` after :func:`strip_allowed`, then every value typed
+    inside its math (:func:`math_numbers`): (as written, value)."""
     out = []
     for m in _NUMBER.finditer(strip_allowed(text)):
         token = m.group(0).rstrip(",")
         out.append((token, _value(token)))
-    return out
+    return out + [(t, _value(t)) for t in math_numbers(text)]
 
 
 def markdown_cells(path: Path) -> list[tuple[int, str]]:

@@ -19,7 +19,9 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     ``params`` ({chapter: parameters}), ``sources`` (where each chapter's parameters
     came from), and the tables the report shows: ``decomposition``, ``attribution``,
     ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and the §5.2
-    sweep's records (``generalization_runs``)."""
+    sweep's records (``generalization_runs``), appendix E's results (``pixels``:
+    :func:`pixel_results`) and the outcome table (``outcomes``:
+    :func:`~bindcore.book.outcomes.outcome_table`)."""
     from bindcore.analysis import complexity as CX
     from bindcore.analysis.approximators import FAMILIES
     from bindcore.analysis.embedding_sets import natural_sets, pretrained_binding, three_object_sets
@@ -30,10 +32,12 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
         controlled_datasets,
         dinov2_encoder,
         geometry_encoders,
+        geometry_nulls,
         geometry_sets,
         pretrained_encoders,
     )
     from .comparison import Build
+    from .outcomes import outcome_table
     from .profiles import NOTEBOOK_TABLES
     from .tables import (
         attribution_table,
@@ -61,6 +65,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     dec = [decomposition(s, p4) for s in sets]
     att = [attribution(s, p42) for s in sets]
     edi = [editing(s, p4) for s in sets]
+    null_dec, null_edi = geometry_nulls(sets, p4)
 
     encoders, _ = pretrained_encoders()
     binding, _ = pretrained_binding(p51, encoders)
@@ -85,7 +90,7 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
 
     runs52 = generalization_runs(profile, params["05_2_binding_generalization"], workers, device)
     claims = {**generalization_claims(profile, params["05_2_binding_generalization"], runs52),
-        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile),
+        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile, null_frames=null_dec, null_edit_frames=null_edi),
         "§4.2": CL.attribution_claims(sets, att, profile),
         "§5.1": CL.pretrained_claims(t51, profile),
         "§5.3": CL.width_claims(widths, profile),
@@ -96,10 +101,33 @@ def gather(profile: str, workers: int | None = None, device: str | None = None) 
     }
     build = Build(profile, p4, sets, dec, att, edi, t51, p51, three, natural, grid, pd_,
                   params["05_2_binding_generalization"], claims, toc_notebooks())
+    pixels = pixel_results(profile, workers, device)
     return {"build": build, "claims": claims, "params": params, "sources": sources, "encoder_note": encoder_note,
+            "pixels": pixels, "outcomes": outcome_table(claims, profile, pixels["claims"]),
             "decomposition": decomposition_table(sets, dec), "attribution": attribution_table(sets, att),
             "editing": editing_table(sets, edi, k=1.0), "three": three, "natural": natural, "grid": grid,
             "pretrained": t51, "trees": trees, "fig9": fig9, "generalization_runs": runs52}
+
+
+def pixel_results(profile: str, workers: int | None = None, device: str | None = None) -> dict[str, Any]:
+    """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
+    ``source``), the runs, binding data, approximator table ``approx`` (with the bag
+    ceiling of its scenes), the models' own ceiling and the ``claims``
+    (:func:`~bindcore.book.claims.pixel_claims`)."""
+    from bindcore.analysis.complexity import true_embedding_ceiling
+
+    from .chapter import pixel_binding_data, pixel_runs
+    from .claims import pixel_claims
+    from .tables import level_summary, pixel_results_table, pixel_sweeps
+
+    pe, source = ran_with("e_pixel_encoders", "pixel_encoders", profile)
+    runs = pixel_runs(profile, pe, workers=workers, device=device)
+    data = pixel_binding_data(runs, pe)
+    approx = pd.concat(pixel_sweeps(data, pe, device=device), ignore_index=True)
+    ceiling = true_embedding_ceiling({d.name: d for d in data}, pe["fractions"], key="model")
+    claims = pixel_claims(level_summary(pixel_results_table(runs)), approx, profile, ceiling)
+    return {"params": pe, "source": source, "runs": runs, "data": data, "approx": approx, "ceiling": ceiling,
+            "claims": claims}
 
 
 def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
@@ -113,25 +141,38 @@ def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None =
 
 def generalization_claims(profile: str, p52: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """The §5.2 claims of the chapter's own sweep (``runs``: :func:`generalization_runs`)
-    and, when the chapter shows them, of the scale sweep's stored records."""
+    and, when the chapter shows them, of the scale sweep's stored records; each frame
+    carries the rows of its :func:`~bindcore.sweep.generalization_summary` in
+    ``attrs["summary"]`` (records: pandas compares the attrs of frames it concatenates)."""
     from bindcore.sweep import generalization_summary, results_table
 
     from . import claims as CL
     from .chapter import scale_records
 
-    out = {"§5.2": CL.claims_table(generalization_summary(results_table(runs)), profile)}
+    summary = generalization_summary(results_table(runs))
+    out = {"§5.2": CL.claims_table(summary, profile)}
+    out["§5.2"].attrs["summary"] = summary.to_dict("records")
     scale, _ = scale_records() if p52.get("show_scale") else ([], [])
     if scale:
-        out["§5.2 (scale)"] = CL.claims_table(generalization_summary(results_table(scale)), "scale (published records)")
+        scale_summary = generalization_summary(results_table(scale))
+        out["§5.2 (scale)"] = CL.claims_table(scale_summary, "scale (published records)")
+        out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
     return out
 
 
 def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per chapter: how many of its claims are shown, not shown, untestable."""
-    from .claims import STATUSES
+    """One row per chapter: how many of its claims are shown, not shown, untestable on
+    the encoders or models the paper's claims are about; rows on substitutes (another
+    pretrained encoder) counted apart, and rows on controlled models or random-init
+    controls (no verdict) apart again."""
+    from .claims import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
 
     rows = []
     for chapter, frame in claims.items():
-        counts = frame["status"].value_counts()
-        rows.append({"chapter": chapter, **{s: int(counts.get(s, 0)) for s in STATUSES}})
-    return pd.DataFrame(rows)
+        sub = status_counts(frame, evidence=SUBSTITUTE)
+        other = int(frame["evidence"].isin([CONTROLLED, CONTROL]).sum()) if "evidence" in frame else 0
+        rows.append({"chapter": chapter, **status_counts(frame, evidence=NATIVE),
+                     "substitute: shown": sub[SHOWN], "substitute: other": sum(sub.values()) - sub[SHOWN],
+                     "controlled model / control (no verdict)": other})
+    return pd.DataFrame(rows, columns=["chapter", *STATUSES, "substitute: shown", "substitute: other",
+                                       "controlled model / control (no verdict)"])

@@ -3,9 +3,11 @@ beside the one of ours it stands for (:mod:`bindcore.paper`), every row naming i
 and encoder.
 
 The paper's numbers stand only beside rows of the same kind: pretrained beside CLIP,
-random init beside the paper's random-init row, our CLEVR-like 3-D scenes beside the
-authors' CLEVR (:data:`PAPER_DATA`); nothing stands beside the controlled models, for
-which the paper gives no such number.
+random init beside the paper's random-init row, CLIP's numbers beside CLIP and
+DINOv2's beside DINOv2 only, and our CLEVR-like 3-D scenes beside the authors' CLEVR
+(:data:`PAPER_DATA`) with the row naming them as substitute data
+(:data:`SUBSTITUTE_DATA`); nothing stands beside the controlled models, for which the
+paper gives no such number.
 """
 
 from __future__ import annotations
@@ -33,7 +35,17 @@ from bindcore.paper import (
 from bindcore.sweep import results_table
 
 # our datasets standing for the paper's
-PAPER_DATA = {"CLEVR-like 3-D": "CLEVR", "CLEVR-2D": "CLEVR-2D"}
+PAPER_DATA = {"CLEVR (authors' images)": "CLEVR", "PUG:SPARE": "PUG:SPARE", "CLEVR-like 3-D": "CLEVR",
+              "CLEVR-2D": "CLEVR-2D"}
+# those of them made here rather than the authors' images: substitute data, named beside the paper's number
+SUBSTITUTE_DATA = {"CLEVR-like 3-D": "CLEVR-like scenes ray-cast here", "CLEVR-2D": "CLEVR-2D drawn here"}
+
+
+def _image_model(s: EmbeddingSet) -> str | None:
+    """The paper's image encoder a pretrained set stands beside (CLIP or DINOv2), else None."""
+    if not s.pretrained or s.source != "image":
+        return None
+    return "CLIP ViT-B/32" if s.encoder.startswith("CLIP") else "DINOv2" if s.encoder.startswith("DINOv2") else None
 
 
 # ---------------------------------------------------------------------------------
@@ -62,9 +74,10 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
         key, label = ("text", model), model
         if s.pretrained and not s.encoder.startswith("CLIP"):
             label = f"{model} (ours: {s.encoder}, a substitute)"
-    elif s.source == "image" and s.pretrained and s.dataset in PAPER_DATA:
-        key = (PAPER_DATA[s.dataset], "CLIP ViT-B/32")
-        label = f"CLIP ViT-B/32 on {key[0]}"
+    elif _image_model(s) and s.dataset in PAPER_DATA:
+        key = (PAPER_DATA[s.dataset], _image_model(s))
+        label = f"{key[1]} on {key[0]}" + (f" (ours: {SUBSTITUTE_DATA[s.dataset]}, substitute data)"
+                                          if s.dataset in SUBSTITUTE_DATA else "")
     else:
         return None
     if key not in PAPER_RECONSTRUCTION:
@@ -75,9 +88,9 @@ def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
 
 def _paper_editing(s: EmbeddingSet) -> dict[str, dict[str, float | None]]:
     """{metric: {bank: value}} of the paper's D.2 row for a pretrained image set, else {}."""
-    if s.source != "image" or not s.pretrained or s.dataset not in PAPER_DATA:
+    if not _image_model(s) or s.dataset not in PAPER_DATA:
         return {}
-    row = PAPER_EDITING.get((PAPER_DATA[s.dataset], "CLIP ViT-B/32"), {})
+    row = PAPER_EDITING.get((PAPER_DATA[s.dataset], _image_model(s)), {})
     return {metric: dict(zip(EDIT_BANKS, vals)) for metric, vals in row.items()}
 
 
@@ -188,7 +201,9 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
     bag-of-objects on held-out scenes (averaging and least-squares components),
     retrieval of the object reconstructions (all scenes, and held-out scenes) with its
     chance level, how many held-out scenes hold an object the rest never shows, and the
-    paper's D.3 numbers beside pretrained encoders only."""
+    paper's D.3 numbers beside pretrained encoders only; for pretrained encoders also the
+    object probing and the held-out R² gap of the set's Gaussian null (``(null)``
+    columns, :func:`~bindcore.analysis.embedding_sets.gaussian_null`)."""
     rows = []
     for s in sets:
         df = three_object_analysis(s, params, store)
@@ -212,8 +227,20 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
             "retrieval objects (held-out)": oa["retrieval_heldout"],
             "retrieval chance (held-out)": oa["retrieval_chance_heldout"],
             "held-out scenes": int(oa["n_heldout"]), "n_excluded": int(oa["n_excluded_heldout"]),
+            **(_three_null(s, params, store) if s.pretrained else {}),
         })
     return pd.DataFrame(rows)
+
+
+def _three_null(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> dict[str, float]:
+    """D.3's statistics on the set's Gaussian null (the same labels, Gaussian embeddings of
+    the same size and spectrum): what the D.3 claims must clear."""
+    from bindcore.analysis.embedding_sets import gaussian_null
+
+    df = three_object_analysis(gaussian_null(s), params, store)
+    ca, oa = _pick(df, "concepts", "avg"), _pick(df, "objects", "avg")
+    return {"probing objects (null)": df.attrs.get("probe_real", {}).get("object", np.nan),
+            "R² held-out gap (null)": oa["r2_heldout"] - ca["r2_heldout"]}
 
 
 def three_object_long(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: Any = None) -> pd.DataFrame:
@@ -255,7 +282,7 @@ def mds_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> p
 # §5.1, §5.3, §5.4 approximator sweeps
 # ---------------------------------------------------------------------------------
 FAMILY_LABELS = {
-    "mlp": "MLP", "additive": "additive (bag of concepts)", "global_product": "global product",
+    "mlp": "MLP", "additive": "additive (per slot)", "global_product": "global product",
     "sum_global_product": "additive + global product", "within_object_product": "within-object product",
     "sum_within_object_product": "additive + within-object product", "xgboost": "XGBoost",
     "random_forest": "random forest",
@@ -302,15 +329,24 @@ def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: s
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
                       widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
                       **kwargs: Any):
-    """One tidy table of a stored sweep per controlled model (``executor``/``workers``:
+    """One tidy table of a stored sweep per controlled model, with the bag-of-concepts
+    ceiling of each fraction's held-out scenes (``bag ceiling``; ``executor``/``workers``:
     :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
     go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
     protocol = protocol_for(params)
     jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
             for d in datasets]
+    from bindcore.analysis.probes import heldout_bag_ceiling
+
     sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
-    return pd.concat([approximator_table(records, model=d.name, objects=d.n_object_ids)
-                      for d, records in zip(datasets, sweeps)], ignore_index=True)
+    tables = []
+    for d, records in zip(datasets, sweeps):
+        t = approximator_table(records, model=d.name, objects=d.n_object_ids)
+        # the bag-of-concepts ceiling of the same held-out scenes (split seed 0, as the sweeps)
+        t["bag ceiling"] = t["fraction"].map({f: heldout_bag_ceiling(d, f) for f in set(t["fraction"])}) \
+            if len(t) else []
+        tables.append(t)
+    return pd.concat(tables, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------
@@ -425,19 +461,30 @@ def natural_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], store: A
     estimators; top-1 retrieval of the object reconstructions among all scenes) and the
     edits (obj-avg bank, strength ``k``, all edits: retrieval of the intended scene),
     each with its chance level."""
+    from bindcore.analysis.embedding_sets import gaussian_null
     from bindcore.analysis.geometry_sets import decomposition, editing
+
+    def edit_row(ed: pd.DataFrame) -> pd.Series:
+        return ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == "all")].iloc[0]
 
     rows = []
     for s in sets:
         dec, ed = decomposition(s, params, store), editing(s, params, store)
         c, o = _pick(dec, "concepts", "avg"), _pick(dec, "objects", "avg")
-        e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == "all")].iloc[0]
+        e = edit_row(ed)
+        null = {}
+        if s.pretrained:  # the claim's null: Gaussian embeddings of the same size and spectrum
+            n = gaussian_null(s)
+            null = {"retrieval null": _pick(decomposition(n, params, store), "objects", "avg")["retrieval"],
+                    "edit retrieval null": edit_row(editing(n, params, store))["retrieval"]}
         rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "scenes": len(s.Z),
                      "objects": int(np.prod(s.values_per_concept)),
                      "R² concepts (avg)": c["r2_eval"], "R² objects (avg)": o["r2_eval"],
                      "retrieval": o["retrieval"], "retrieval chance": o["retrieval_chance"],
                      "edit retrieval": e["retrieval"], "edit chance": e["retrieval_chance"], "edits": int(e["n"]),
-                     "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan)})
+                     "probing objects (real scenes)": dec.attrs.get("probe_real", {}).get("object", np.nan),
+                     "retrieval null": null.get("retrieval null", np.nan),
+                     "edit retrieval null": null.get("edit retrieval null", np.nan)})
     return pd.DataFrame(rows)
 
 

@@ -8,7 +8,8 @@ negatives (set ``heldout_as_negatives=True`` for the release's behaviour).
 ``quick`` keeps the science (same tokens, two independent transformer encoders,
 EOS pooling, cosine similarity, soft-target softmax loss over concept and object
 queries, strict metric, no held-out object in training) and changes the
-optimisation so that binding appears within minutes on a CPU: a small model, a
+optimisation so that a run trains within minutes on a CPU (whether it binds is read from
+its swap pairs): a small model, a
 higher learning rate with a short warmup, the logit-scale cap at 100, and a two-phase
 schedule in which the concept loss joins only once object queries alone have taught
 the model to recognise training objects in two-object scenes (``concept_loss_trigger``).

@@ -1,0 +1,170 @@
+"""What the reproduction report says first: per headline finding of the paper, whether it
+was reproduced, generated from the verdicts of the chapters' claim functions
+(:mod:`bindcore.book.claims`).
+
+A finding's outcome is one of :data:`OUTCOMES`:
+
+* *reproduced*: every claim row of the finding that could be judged on the encoder or
+  model the paper's finding is about (evidence :data:`~bindcore.book.claims.NATIVE`)
+  is shown, and there is at least one;
+* *not reproduced*: at least one such row is not shown;
+* *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
+  paper's kind could be judged; every row judged on a substitute (another pretrained
+  encoder) is shown / at least one is not (says nothing about the paper's encoder);
+* *not run here*: no row could be judged, with the reason (the rows' own) and the
+  command that runs the chapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .claims import NATIVE, NOT_SHOWN, SHOWN, SUBSTITUTE, UNTESTABLE
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+ON_SUBSTITUTE = "reproduced on a substitute"
+NOT_ON_SUBSTITUTE = "not reproduced on a substitute"
+NOT_RUN = "not run here"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ON_SUBSTITUTE, NOT_ON_SUBSTITUTE, NOT_RUN)
+COLUMNS = ["finding", "paper", "ours", "source", "outcome", "reason, command"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline finding: its name, the paper's statement, the claim frames it reads
+    (keys of the report's ``claims``, the first present wins) and the claims among them
+    (None: all), and the chapter that runs it."""
+
+    finding: str
+    paper: str
+    frames: tuple[str, ...]
+    claims: tuple[str, ...] | None
+    notebook: str
+    extra: tuple[str, ...] = ()  # further frames read beside the first present one
+
+
+def headlines() -> list[Headline]:
+    """The paper's headline findings, in the paper's order (statements from
+    :mod:`bindcore.paper`)."""
+    from bindcore.paper import (
+        PAPER_ATTRIBUTION,
+        PAPER_CLAIMS_5_2,
+        PAPER_CLAIMS_APPENDIX_E,
+        PAPER_FORM,
+        PAPER_OBJECTS_OVER_CONCEPTS,
+        PAPER_PRETRAINED_CONCEPTS,
+        PAPER_PRETRAINED_OBJECTS,
+        PAPER_WIDTH,
+    )
+
+    text = PAPER_ATTRIBUTION["text"]
+    return [
+        Headline("§4.1 additivity",
+                 f"scene embeddings are close to sums of object components: the bag of objects explains about "
+                 f"{PAPER_OBJECTS_OVER_CONCEPTS:.2f} more variance than the bag of concepts, and object "
+                 "reconstructions retrieve their scene",
+                 ("§4.1 / D.2",), ("objects explain more than concepts", "object reconstructions retrieve their scene"),
+                 "04_1_geometry"),
+        Headline("§4.2 components",
+                 f"removing concept components removes concepts (text: {text['original'][0]:.2f} -> "
+                 f"{text['minus concepts'][0]:.2f}) but keeps objects; removing object components removes both; "
+                 "permuted controls barely change decoding",
+                 ("§4.2",), None, "04_2_component_attribution"),
+        Headline("§5.1 CLIP's binding complexity",
+                 f"approximators of CLIP's binding map generalize concepts (>= "
+                 f"{PAPER_PRETRAINED_CONCEPTS['level']:.2f}) but not objects (about "
+                 f"{PAPER_PRETRAINED_OBJECTS['level']:.2f}), for every family",
+                 ("§5.1",), None, "05_1_pretrained_binding_complexity"),
+        Headline("§5.2 binding generalization and its scaling with |O|",
+                 "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_5_2),
+                 ("§5.2 (scale)", "§5.2"), None, "05_2_binding_generalization"),
+        Headline("§5.3 low complexity", PAPER_WIDTH, ("§5.3",), None, "05_3_binding_function_complexity"),
+        Headline("§5.4 multiplicative form", PAPER_FORM, ("§5.4",), None, "05_4_functional_form",
+                 extra=("figure 9",)),
+        Headline("appendix E: binding from pixels",
+                 "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_APPENDIX_E),
+                 ("appendix E",), None, "e_pixel_encoders"),
+    ]
+
+
+def pixel_frame(pixel: pd.DataFrame) -> pd.DataFrame:
+    """Appendix E's claims (:func:`~bindcore.book.claims.pixel_claims`, one row per claim
+    and visual level) in the columns of the other claim frames."""
+    from .claims import COLUMNS as CLAIM_COLUMNS
+
+    if pixel is None or not len(pixel):
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
+    out = pd.DataFrame({"claim": pixel["claim"], "subject": "level " + pixel["level"].astype(str),
+                        "evidence": NATIVE, "paper": pixel["paper"], "ours": pixel["ours"],
+                        "null": pixel.get("null", "–"), "margin": pixel.get("margin", "–"),
+                        "status": pixel["verdict"], "why": "", "profile": pixel["profile"]})
+    return out[CLAIM_COLUMNS]
+
+
+def _rows(h: Headline, claims: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, str]:
+    key = next((k for k in h.frames if k in claims and len(claims[k])), None)
+    keys = ([key] if key else []) + [k for k in h.extra if k in claims and len(claims[k])]
+    if not keys:
+        return pd.DataFrame(), ""
+    rows = pd.concat([claims[k] for k in keys], ignore_index=True)
+    if h.claims is not None:
+        rows = rows[rows["claim"].isin(h.claims)]
+    return rows, ", ".join(keys)
+
+
+def _ours(rows: pd.DataFrame, most: int = 4) -> str:
+    parts = [f"{r['claim']} ({r['subject']}): {r['ours']} -> {r['status']}" for _, r in rows.head(most).iterrows()]
+    more = len(rows) - most
+    return "; ".join(parts) + (f"; {more} more in the claims table" if more > 0 else "")
+
+
+def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> dict[str, Any]:
+    """The outcome of one headline finding from its claim rows (see the module docstring)."""
+    rows, keys = _rows(h, claims)
+    command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -p profile paper`"
+    if not len(rows):
+        return dict(zip(COLUMNS, (h.finding, h.paper, "–", f"profile '{profile}'", NOT_RUN,
+                                  f"no claim frame of this finding in this build; {command}")))
+    judged = rows[rows["status"].isin([SHOWN, NOT_SHOWN])]
+    native, sub = judged[judged["evidence"] == NATIVE], judged[judged["evidence"] == SUBSTITUTE]
+    sources = ", ".join(dict.fromkeys(rows["profile"].astype(str)))
+    source = f"{sources} ({keys})"
+    if len(native):
+        outcome = REPRODUCED if (native["status"] == SHOWN).all() else NOT_REPRODUCED
+        return dict(zip(COLUMNS, (h.finding, h.paper, _ours(native), source, outcome, "")))
+    if len(sub):
+        outcome = ON_SUBSTITUTE if (sub["status"] == SHOWN).all() else NOT_ON_SUBSTITUTE
+        names = ", ".join(dict.fromkeys(sub["subject"]))
+        return dict(zip(COLUMNS, (h.finding, h.paper, _ours(sub), f"{source}; substitute: {names}", outcome,
+                                  "the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
+                                  f"Colab): {command}")))
+    whys = "; ".join(dict.fromkeys(rows.loc[rows["status"] == UNTESTABLE, "why"].astype(str)))
+    return dict(zip(COLUMNS, (h.finding, h.paper, _ours(rows), source, NOT_RUN, f"{whys}; {command}")))
+
+
+def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per headline finding (:func:`headlines`): the paper's statement, our
+    numbers with their profile and source, the outcome (:data:`OUTCOMES`) and, where not
+    reproduced like for like, the reason and the command. ``claims``: the report's
+    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.book.claims.pixel_claims`."""
+    frames = dict(claims)
+    if pixel is not None:
+        frames["appendix E"] = pixel_frame(pixel)
+    return pd.DataFrame([outcome_row(h, frames, profile) for h in headlines()], columns=COLUMNS)
+
+
+def outcome_summary(table: pd.DataFrame, profile: str) -> str:
+    """The outcome table in one sentence."""
+    counts = {o: int((table["outcome"] == o).sum()) for o in OUTCOMES}
+
+    def named(o: str) -> str:
+        who = table.loc[table["outcome"] == o, "finding"].tolist()
+        return f"{counts[o]} {o}" + (f" ({', '.join(who)})" if who else "")
+
+    return (f"Of the paper's {len(table)} headline findings, {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
+            f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_RUN)} (profile '{profile}'; §5.2 from "
+            "the published scale records where the build has them).")

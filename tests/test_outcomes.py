@@ -1,0 +1,100 @@
+"""The report's outcome table: one row per headline finding, generated from verdicts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bindcore.book import claims as CL
+from bindcore.book import outcomes as OC
+from bindcore.book.tables import FAMILY_LABELS
+from tests.test_claims import (
+    NOISE,
+    attribution,
+    decomposition,
+    edits,
+    embedding_set,
+    forms,
+    generalization,
+    pretrained,
+    widths,
+)
+
+MLP = FAMILY_LABELS["mlp"]
+SMALL = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
+LARGE = {0.1: (0.1, 0.0, 0.92), 0.3: (0.8, 0.7, 0.95), 0.5: (0.97, 0.95, 1.0), 0.7: (0.99, 0.98, 1.0)}
+BAG = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+
+
+def claims_of(encoder: str = "CLIP ViT-B/32 text") -> dict[str, pd.DataFrame]:
+    s = embedding_set(encoder=encoder)
+    holds = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
+                         "permuted concepts (control)": (0.98, 0.9), "permuted objects (control)": (1.0, 0.85)})
+    return {
+        "§5.2": CL.claims_table(generalization({(2, 10): BAG, (2, 50): BAG}), "quick"),
+        "§5.2 (scale)": CL.claims_table(generalization({(2, 10): SMALL, (2, 50): LARGE}), "scale (published records)"),
+        "§4.1 / D.2": CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
+                                         null_frames=[NOISE], null_edit_frames=[edits(0.3)]),
+        "§4.2": CL.attribution_claims([s], [holds], "quick"),
+        "§5.1": CL.pretrained_claims(pretrained(0.95, 0.1, encoder=encoder), "quick"),
+        "§5.3": CL.width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick"),
+        "§5.4": CL.form_claims(forms({MLP: (0.9, 0.9)}), "quick"),
+    }
+
+
+def test_one_row_per_headline_finding_generated_from_the_verdicts():
+    table = OC.outcome_table(claims_of(), "quick")
+    assert list(table.columns) == OC.COLUMNS and len(table) == len(OC.headlines()) == 7
+    out = dict(zip(table["finding"], table["outcome"]))
+    assert set(out.values()) <= set(OC.OUTCOMES)
+    assert out["§4.1 additivity"] == OC.REPRODUCED and out["§4.2 components"] == OC.REPRODUCED
+    # §5.2 reads the published scale records, not the quick sweep (a bag everywhere)
+    row = table.set_index("finding").loc["§5.2 binding generalization and its scaling with |O|"]
+    assert row["outcome"] == OC.REPRODUCED and "scale (published records)" in row["source"]
+    assert out["§5.3 low complexity"] == OC.NOT_REPRODUCED
+    # §5.4 with no family results, appendix E without a frame: not run, with a command
+    assert out["§5.4 multiplicative form"] == OC.NOT_RUN and out["appendix E: binding from pixels"] == OC.NOT_RUN
+    assert "papermill notebooks/e_pixel_encoders.ipynb" in table.set_index("finding").loc[
+        "appendix E: binding from pixels", "reason, command"]
+    line = OC.outcome_summary(table, "quick")
+    assert line.startswith("Of the paper's 7 headline findings, 4 reproduced (§4.1 additivity, §4.2 components, "
+                           "§5.1 CLIP's binding complexity, §5.2")
+    assert "; 1 not reproduced (§5.3 low complexity); " in line and "2 not run here" in line
+
+
+def test_substitutes_and_controls_are_not_the_paper_s_encoder():
+    table = OC.outcome_table(claims_of(encoder="MiniLM"), "quick").set_index("finding")
+    assert table.loc["§4.1 additivity", "outcome"] == OC.ON_SUBSTITUTE
+    assert "substitute: captions 4x4 | MiniLM" in table.loc["§4.1 additivity", "source"]
+    failed = claims_of(encoder="MiniLM")
+    failed["§4.1 / D.2"] = CL.geometry_claims([embedding_set(encoder="MiniLM")], [NOISE], [edits(0.3)], "quick",
+                                              null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    row = OC.outcome_table(failed, "quick").set_index("finding").loc["§4.1 additivity"]
+    assert row["outcome"] == OC.NOT_ON_SUBSTITUTE
+    controlled = claims_of(encoder="controlled dual encoder (scene tower)")
+    s = embedding_set(encoder="controlled dual encoder (scene tower)", source="controlled")
+    controlled["§4.1 / D.2"] = CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
+                                                  null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    row = OC.outcome_table(controlled, "quick").set_index("finding").loc["§4.1 additivity"]
+    assert row["outcome"] == OC.NOT_RUN and "controlled model" in row["reason, command"]
+
+
+def test_appendix_e_from_the_pixel_claims():
+    from bindcore.paper import PAPER_CLAIMS_APPENDIX_E
+
+    pixel = pd.DataFrame([{"claim": c, "paper": p, "level": "clean", "ours": "x", "null": "–", "margin": "–",
+                           "verdict": CL.SHOWN, "profile": "quick"} for c, p in PAPER_CLAIMS_APPENDIX_E])
+    table = OC.outcome_table(claims_of(), "quick", pixel=pixel).set_index("finding")
+    assert table.loc["appendix E: binding from pixels", "outcome"] == OC.REPRODUCED
+    failed = pixel.assign(verdict=[CL.SHOWN, CL.NOT_SHOWN, CL.SHOWN])
+    table = OC.outcome_table(claims_of(), "quick", pixel=failed).set_index("finding")
+    assert table.loc["appendix E: binding from pixels", "outcome"] == OC.NOT_REPRODUCED
+
+
+def test_the_claims_overview_counts_substitutes_and_controls_apart():
+    from bindcore.book.report import claims_overview
+
+    over = claims_overview(claims_of(encoder="MiniLM")).set_index("chapter")
+    row = over.loc["§4.1 / D.2"]
+    assert row[CL.SHOWN] == 0 and row["substitute: shown"] == 3
+    assert over.loc["§5.1", "controlled model / control (no verdict)"] == 2  # the random-init control's rows
+    assert over.loc["§5.2 (scale)", CL.SHOWN] == 7
