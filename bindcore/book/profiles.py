@@ -90,7 +90,7 @@ CHAPTER_RULES: dict[tuple[str, str], Rule] = {
     ("geometry", "clevr3d_width"): Rule(int, low=0, note="pixels, >= 8; 0: no 3-D renders"),
 }
 
-# each chapter notebook's profile table (the name its start_chapter passes)
+# each chapter notebook's chapter (the name its start_chapter passes; the report reads it)
 NOTEBOOK_TABLES: dict[str, str] = {
     "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
     "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
@@ -99,11 +99,10 @@ NOTEBOOK_TABLES: dict[str, str] = {
     "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
 }
 
-# the notebook whose profile files hold a table's parameters (04_2 and 05_4 take theirs from the same
-# table: 04_2 has no editing, so its files leave out ks and max_edits)
-CHAPTER_NOTEBOOKS: dict[str, str] = {}
-for _nb, _chapter in NOTEBOOK_TABLES.items():
-    CHAPTER_NOTEBOOKS.setdefault(_chapter, _nb)
+# the notebook whose profile files :func:`chapter_parameters` reads for a chapter: the first of
+# NOTEBOOK_TABLES (05_4 has 05_3's parameters; 04_2 has 04_1's but ks and max_edits, as it does no
+# editing; tests/test_profiles.py checks that notebooks of one chapter agree)
+CHAPTER_NOTEBOOKS: dict[str, str] = {chapter: nb for nb, chapter in reversed(NOTEBOOK_TABLES.items())}
 
 DRY_RUN_FOLDER = "dry-run"  # notebooks/profiles/dry-run/: the paper-path dry run's cuts
 PARAMETERS_CELL = 'tags=["parameters"]'  # how the parameters cell of a py:percent notebook is marked
@@ -174,12 +173,6 @@ def dry_run_parameters(root: Path | None = None) -> dict[str, dict[str, Any]]:
     train for 2 steps, as 05_2's dry run trains them (shared in the store)."""
     folder = profile_file("x", DRY_RUN_FOLDER, root).parent
     return {p.stem: read_profile_file(p.stem, DRY_RUN_FOLDER, root) for p in sorted(folder.glob("*.yaml"))}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DRY_RUN":  # read when asked for, not at import
-        return dry_run_parameters()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _chapter_notebook(chapter: str) -> str:
