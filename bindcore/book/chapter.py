@@ -142,7 +142,7 @@ def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any],
             params = None
         if params and params.get("profile") == profile:
             return params, f"{notebook}: the parameters it ran with in this build"
-    return chapter_parameters(chapter, profile), f"{notebook}: the '{profile}' profile's defaults (not run in this build)"
+    return chapter_parameters(chapter, profile), f"{notebook}: the '{profile}' profile's parameters file (not run in this build)"
 
 
 def prepare_page() -> None:
