@@ -166,10 +166,11 @@ def register_sync(subparsers) -> None:
         help="sync notebooks/*.ipynb with their .py sources (jupytext --sync, outputs stripped)",
         description="The jupytext py:percent files are the source of truth; this runs jupytext --sync "
         "on each pair (inputs from the most recently modified file) and strips outputs and "
-        "execution counts from the .ipynb.",
+        "execution counts from the .ipynb, and copies each parameters cell's values to "
+        "notebooks/profiles/quick/<name>.yaml.",
     )
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 if any .ipynb is out of sync")
+                   help="write nothing; exit 1 if any .ipynb or quick profile file is out of sync")
     p.set_defaults(func=_run_sync)
 
 
