@@ -129,7 +129,8 @@ def register_book(subparsers) -> None:
                    help="fail the HTML build on any Sphinx warning (-W --keep-going)")
     p.add_argument("--dry-run", action="store_true",
                    help="execute every chapter with its loop counts, steps and data sizes cut to seconds "
-                        "(bindcore.book.profiles.DRY_RUN; with --profile paper: the paper path on a CPU) "
+                        "(notebooks/profiles/dry-run/, on top of the profile's files; with --profile paper: the paper path "
+                        "on a CPU) "
                         "into <build-dir>/dry-run; no HTML")
     p.set_defaults(func=_run_book)
 
@@ -145,10 +146,10 @@ def _run_book(args: argparse.Namespace) -> int:
         return _fail(args, exc)
     try:
         if args.dry_run:
-            from bindcore.book.profiles import DRY_RUN
+            from bindcore.book.profiles import dry_run_parameters
 
             book.execute_book(args.profile, Path(build_dir) / "dry-run", force=args.force, only=args.only,
-                              parameters=DRY_RUN)
+                              parameters=dry_run_parameters())
         elif args.no_html:
             book.execute_book(args.profile, build_dir, force=args.force, only=args.only)
         else:
@@ -165,10 +166,11 @@ def register_sync(subparsers) -> None:
         help="sync notebooks/*.ipynb with their .py sources (jupytext --sync, outputs stripped)",
         description="The jupytext py:percent files are the source of truth; this runs jupytext --sync "
         "on each pair (inputs from the most recently modified file) and strips outputs and "
-        "execution counts from the .ipynb.",
+        "execution counts from the .ipynb, and copies each parameters cell's values to "
+        "notebooks/profiles/quick/<name>.yaml.",
     )
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 if any .ipynb is out of sync")
+                   help="write nothing; exit 1 if any .ipynb or quick profile file is out of sync")
     p.set_defaults(func=_run_sync)
 
 

@@ -42,7 +42,8 @@ n_concepts = 2  # C
 n_values = 10  # V
 max_objects = 2  # O_max
 coverage = 0.8  # fraction of objects available for training (§5.2)
-n_sample_scenes = None  # scenes sampled for the bag-of-concepts estimate (default from profile)
+n_sample_scenes = 20000  # scenes sampled for the bag-of-concepts estimate
+values_for_baseline = [2, 3, 4, 6, 8, 10, 15, 20, 30, 50]  # V of the bag-of-concepts baseline curve
 seed = 0
 
 # %% tags=["hide-input"]

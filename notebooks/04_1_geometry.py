@@ -52,17 +52,17 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-text_space = None  # [adjectives, nouns] of the caption space
-clevr2d_size = None  # CLEVR-2D image size in pixels
-clevr3d_width = None  # width of the CLEVR-like 3-D renders (0: leave them out)
+text_space = [10, 10]  # [adjectives, nouns] of the caption space
+clevr2d_size = 224  # CLEVR-2D image size in pixels
+clevr3d_width = 320  # width of the CLEVR-like 3-D renders (0: leave them out)
 image_scenes = None  # use the first N of the 576 two-object images (None: all)
-probe_epochs = None  # full-batch epochs of every linear probe
-probe_lr = None  # Adam learning rate of the linear probes (full batch)
-ks = None  # editing strengths k
-max_edits = None  # edits drawn per embedding set
-controlled = None  # include the controlled models of §5.2
-controlled_objects = None  # objects per controlled model whose ordered pairs are embedded
-permutations = None  # derangements per permuted-ID control (§4.2)
+probe_epochs = 500  # full-batch epochs of every linear probe
+probe_lr = 0.1  # Adam learning rate of the linear probes (full batch)
+ks = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0]  # editing strengths k
+max_edits = 1000  # edits drawn per embedding set
+controlled = True  # include the controlled models of §5.2
+controlled_objects = 100  # objects per controlled model whose ordered pairs are embedded
+permutations = 5  # derangements per permuted-ID control (§4.2)
 clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them
 pug_dir = None  # the authors' PUG:SPARE images, if a reader has them
 dinov2 = None  # a DINOv2 model for the image sets, e.g. "facebook/dinov2-base" (None: not run)

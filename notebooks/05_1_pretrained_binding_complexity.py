@@ -47,16 +47,16 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-text_space = None  # [adjectives, nouns] of the caption space
-fractions = None  # data fractions (objects whose scenes the approximators may fit)
-widths = None  # MLP hidden widths
-probe_epochs = None  # full-batch epochs of the linear probes
-probe_lr = None  # Adam learning rate of the linear probes (full batch)
-steps = None  # approximator training steps
-batch_size = None  # approximator minibatch
-lrs = None  # approximator learning rates (chosen on validation scenes)
-tree_grid = None  # "small" or "full" hyper-parameter grid for XGBoost / random forest
-tree_components = None  # principal components the trees regress, compared at the largest fraction (None: all)
+text_space = [10, 10]  # [adjectives, nouns] of the caption space
+fractions = [0.1, 0.3, 0.5, 0.7, 0.9]  # data fractions (objects whose scenes the approximators may fit)
+widths = [64, 512]  # MLP hidden widths
+probe_epochs = 1000  # full-batch epochs of the linear probes
+probe_lr = 0.1  # Adam learning rate of the linear probes (full batch)
+steps = 1000  # approximator training steps
+batch_size = 512  # approximator minibatch
+lrs = [0.01]  # approximator learning rates (chosen on validation scenes)
+tree_grid = "small"  # "small" or "full" hyper-parameter grid for XGBoost / random forest
+tree_components = [8, 32, None]  # principal components the trees regress, compared at the largest fraction (None: all)
 clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them
 pug_dir = None  # the authors' PUG:SPARE images, if a reader has them
 dinov2 = None  # a DINOv2 model for the image datasets, e.g. "facebook/dinov2-base" (None: not run)

@@ -58,13 +58,13 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-sizes = None  # list of [C, V] object spaces, e.g. [[2, 10], [2, 20]]
-coverages = None  # fractions of the object space used for training
+sizes = [[2, 8], [2, 10]]  # list of [C, V] object spaces, e.g. [[2, 10], [2, 20]]
+coverages = [0.2, 0.4, 0.6, 0.8]  # fractions of the object space used for training
 steps = None  # training steps per run (default: the profile's recipe)
 eval_scenes = None  # held-out scenes per evaluation of each run (default: the recipe's)
-seeds = None  # training seeds
-ablations = None  # also run the one-phase and release-negatives variants
-show_scale = None  # show the scale sweep's stored records (published/)
+seeds = [0]  # training seeds
+ablations = True  # also run the one-phase and release-negatives variants
+show_scale = True  # show the scale sweep's stored records (published/)
 workers = None  # parallel CPU runs (default: number of cores; 1 on a GPU)
 executor = None  # where the runs execute: "local" (default), "ray" or "ray:<address>" (a Ray cluster)
 device = None  # "cuda" or "cpu" (default: cuda when present)

@@ -44,12 +44,12 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-fractions = None  # fractions of objects whose scenes the approximators may fit
-widths = None  # MLP hidden widths
-steps = None  # approximator training steps
-batch_size = None  # approximator minibatch (None: full batch)
-lrs = None  # learning rates (chosen per model on validation scenes of training objects)
-max_objects = None  # objects per controlled model whose ordered pairs form the data
+fractions = [0.3, 0.5, 0.8]  # fractions of objects whose scenes the approximators may fit
+widths = [4, 8, 16, 32, 64, 256, 1024]  # MLP hidden widths
+steps = 1500  # approximator training steps
+batch_size = 512  # approximator minibatch (None: full batch)
+lrs = [0.01, 0.001]  # learning rates (chosen per model on validation scenes of training objects)
+max_objects = 400  # objects per controlled model whose ordered pairs form the data
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 controlled_eval_scenes = None  # held-out scenes per evaluation of those models (default: the recipe's)
 workers = None

@@ -46,12 +46,12 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-fractions = None
-widths = None  # MLP widths; the product families use the embedding dimension as their width
-steps = None
-batch_size = None
-lrs = None
-max_objects = None
+fractions = [0.3, 0.5, 0.8]
+widths = [4, 8, 16, 32, 64, 256, 1024]  # MLP widths; the product families use the embedding dimension as their width
+steps = 1500
+batch_size = 512
+lrs = [0.01, 0.001]
+max_objects = 400
 controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
 controlled_eval_scenes = None  # held-out scenes per evaluation of those models (default: the recipe's)
 workers = None

@@ -41,8 +41,8 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-clevr3d_width = None  # width of the 3-D renders in pixels (height is 3/4 of it)
-three_object_scenes = None  # number of three-object 3-D scenes to make
+clevr3d_width = 320  # width of the 3-D renders in pixels (height is 3/4 of it)
+three_object_scenes = 16  # number of three-object 3-D scenes to make
 retrieval_scenes = None  # CLEVR-2D scenes in the caption-retrieval check (None: all 576)
 release_folder = None  # folder with the release's label files (clevr/, clevr2d/, pug_spare/), if any
 pug_folder = None  # the authors' PUG:SPARE image folder with its labels.csv, if you have it

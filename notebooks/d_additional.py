@@ -59,19 +59,19 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 
 # %% tags=["parameters"]
 profile = "quick"
-three_object_scenes = None  # three-object scenes per set (with and without occlusion)
-clevr3d_width = None  # width of the 3-D renders in pixels (height is 3/4 of it)
-probe_epochs = None  # full-batch epochs of the linear probes
-probe_lr = None  # Adam learning rate of the linear probes (full batch)
-mds_components = None  # MDS dimensions (the pictures show the first two)
+three_object_scenes = 300  # three-object scenes per set (with and without occlusion)
+clevr3d_width = 320  # width of the 3-D renders in pixels (height is 3/4 of it)
+probe_epochs = 500  # full-batch epochs of the linear probes
+probe_lr = 0.1  # Adam learning rate of the linear probes (full batch)
+mds_components = 2  # MDS dimensions (the pictures show the first two)
 clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them (D.5)
 pug_dir = None  # the authors' PUG:SPARE images, if a reader has them (D.5)
 dinov2 = None  # a DINOv2 model for the image sets, e.g. "facebook/dinov2-base" (None: not run)
-natural_types = None  # D.4 substitute: object types
-natural_patterns = None  # D.4 substitute: surface patterns
-natural_width = None  # D.4 substitute: image width in pixels
-ks = None  # D.4 editing strengths
-max_edits = None  # D.4 edits drawn per set
+natural_types = 5  # D.4 substitute: object types
+natural_patterns = 5  # D.4 substitute: surface patterns
+natural_width = 224  # D.4 substitute: image width in pixels
+ks = [1.0]  # D.4 editing strengths
+max_edits = 1000  # D.4 edits drawn per set
 workers = None  # processes for training missing §5.2 runs (D.5 controlled models)
 device = None
 

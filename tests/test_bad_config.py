@@ -154,9 +154,9 @@ def test_a_misspelt_boolean_runs_exactly_as_the_well_typed_value(tmp_path, capsy
 # chapter parameters and sweep grids
 # ---------------------------------------------------------------------------------
 def test_chapter_parameters_are_parsed_by_type_or_refused_naming_them():
-    from bindcore.book.profiles import _CHAPTERS, RULES, chapter_parameters, check_parameter
+    from bindcore.book.profiles import RULES, chapter_parameters, check_parameter, profile_tables
 
-    for chapter, profiles in _CHAPTERS.items():  # every profile default follows its rule
+    for chapter, profiles in profile_tables().items():  # every profile default follows its rule
         for params in profiles.values():
             for name, value in params.items():
                 assert name in RULES and check_parameter(chapter, name, value) == value

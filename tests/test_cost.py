@@ -3,7 +3,7 @@ long they take here before it trains any; nothing is printed for stored runs."""
 
 from __future__ import annotations
 
-from bindcore.book.profiles import _CHAPTERS, chapter_parameters, paper_differences
+from bindcore.book.profiles import chapter_parameters, paper_differences, profile_tables
 from bindcore.controlled.recipes import recipe
 from bindcore.runtime import format_duration
 from bindcore.store import ResultStore
@@ -38,7 +38,7 @@ def test_a_cheaper_profile_names_what_it_reduces():
     assert colab == ["coverages: [0.1, 0.2, 0.3, 0.5, 0.7, 0.9] (paper: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])"]
     assert "steps: 7 (paper: None)" in paper_differences(
         "binding_generalization", chapter_parameters("binding_generalization", "paper", steps=7))
-    for chapter in _CHAPTERS:
+    for chapter in profile_tables():
         assert paper_differences(chapter, chapter_parameters(chapter, "paper")) == []
         assert paper_differences(chapter, chapter_parameters(chapter, "smoke"))  # smoke reduces every chapter
 

@@ -1,5 +1,5 @@
 """The paper-path dry run: every chapter executed by papermill on `profile=paper` with its
-loop counts, step counts and data sizes cut to seconds (bindcore.book.profiles.DRY_RUN),
+loop counts, step counts and data sizes cut to seconds (notebooks/profiles/dry-run/),
 so that every branch the paper profile takes runs on a CPU. Not the numbers: the code."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import nbformat
 import pytest
 
 from bindcore.book import build as book
-from bindcore.book.profiles import DRY_RUN, NOTEBOOK_TABLES, check_parameter
+from bindcore.book.profiles import NOTEBOOK_TABLES, check_parameter, dry_run_parameters
 from bindcore.book.toc import toc_notebooks
+
+DRY_RUN = dry_run_parameters()
 
 
 def test_dry_run_covers_every_chapter_with_valid_parameters():

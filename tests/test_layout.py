@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bindcore.book.chapter import start_chapter
-from bindcore.book.profiles import _CHAPTERS, chapter_parameters, parameter_names
+from bindcore.book.profiles import chapter_parameters, parameter_names, profile_tables
 from bindcore.runtime import PROFILES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bindcore"
@@ -102,7 +102,7 @@ def test_science_holds_no_claim_or_paper_statement(path):
 
 
 def test_every_chapter_has_the_same_parameters_in_every_profile():
-    for chapter, table in _CHAPTERS.items():
+    for chapter, table in profile_tables().items():
         assert set(table) == set(PROFILES), chapter
         for profile in PROFILES:
             assert list(table[profile]) == parameter_names(chapter), (chapter, profile)
@@ -111,12 +111,12 @@ def test_every_chapter_has_the_same_parameters_in_every_profile():
 def test_start_chapter_collects_the_parameters_cell(monkeypatch, tmp_path):
     recorded = tmp_path / "parameters.json"
     monkeypatch.setenv("BINDCORE_PARAMETERS_FILE", str(recorded))
-    namespace = {"profile": "smoke", "fractions": [0.3], "steps": None, "workers": 2,
+    namespace = {"profile": "smoke", "fractions": [0.3], "steps": 7, "workers": 2,
                  "tree_grid": lambda: None,  # a function of the same name is no parameter
                  "In": [], "np": object()}
     P = start_chapter("controlled_complexity", namespace)
     defaults = chapter_parameters("controlled_complexity", "smoke")
-    assert P == {**defaults, "fractions": [0.3]}
+    assert P == {**defaults, "fractions": [0.3], "steps": 7}
     import json
 
     assert json.loads(recorded.read_text()) == P  # what the book build puts in the executed notebook

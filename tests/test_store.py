@@ -196,9 +196,9 @@ def test_published_records_found_in_a_checkout_and_in_an_installed_package(tmp_p
 
 
 def test_package_list_names_every_package():
-    """pyproject lists bindcore's packages (published/ is mapped into it): a new subpackage
+    """pyproject lists bindcore's packages (published/ and notebooks/profiles/ are mapped into it): a new subpackage
     must be listed there or a pip install would leave it out."""
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     listed = set(tomllib.loads((PACKAGE_DIR.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(PACKAGE_DIR.parent).parts) for p in PACKAGE_DIR.rglob("__init__.py")}
-    assert listed == found | {"bindcore.published"}
+    assert listed == found | {"bindcore.published", "bindcore.profiles"}

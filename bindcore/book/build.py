@@ -3,8 +3,11 @@
 The jupytext ``py:percent`` files under ``notebooks/`` are the source of truth. A build
 
 1. executes every notebook listed in ``_toc.yml`` (:mod:`bindcore.book.toc`) with
-   papermill (``profile`` injected as a parameter) into
-   ``<build_dir>/executed/<profile>/<name>.ipynb``, skipping a notebook whose source,
+   papermill into
+   ``<build_dir>/executed/<profile>/<name>.ipynb``, with the profile's parameters file
+   (:func:`profile_parameters`: on ``quick`` only ``profile``, the parameters cell holds
+   the rest; on another profile ``notebooks/profiles/<profile>/<name>.yaml``, as
+   ``papermill -f`` reads it), skipping a notebook whose source,
    parameters and ``bindcore`` code are unchanged since its last successful execution
    (the cache key is stored in the executed notebook's metadata, with the parameters
    the chapter ran with, :func:`bindcore.book.chapter.start_chapter`); a page that
@@ -196,6 +199,25 @@ def _run_records(out_dir: Path, but: str) -> dict[str, Any]:
     return records
 
 
+def profile_parameters(name: str, profile: str, root: Path) -> dict[str, Any]:
+    """The papermill parameters of notebook ``name`` on ``profile``: ``profile`` alone on
+    ``quick`` (the notebook's parameters cell holds its values), else what
+    ``notebooks/profiles/<profile>/<name>.yaml`` holds (``papermill -f`` reads the same);
+    ``profile`` alone, with a note, for a notebook that has no such file."""
+    from .profiles import profile_file, read_profile_file
+
+    if profile == "quick":
+        return {"profile": profile}
+    if not profile_file(name, profile, root).is_file():
+        print(f"[book] note: {name} has no notebooks/profiles/{profile}/{name}.yaml; it runs with its "
+              f"parameters cell and profile={profile}", flush=True)
+        return {"profile": profile}
+    params = read_profile_file(name, profile, root)
+    if params.get("profile") != profile:
+        raise ValueError(f"notebooks/profiles/{profile}/{name}.yaml says profile {params.get('profile')!r}")
+    return params
+
+
 def _execute(
     name: str,
     profile: str,
@@ -212,7 +234,7 @@ def _execute(
     if not py_path.is_file():
         raise FileNotFoundError(f"notebook source {py_path} does not exist")
     source = py_path.read_text(encoding="utf-8")
-    params: dict[str, Any] = {"profile": profile, **(parameters or {})}
+    params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
     out_dir.mkdir(parents=True, exist_ok=True)
     chapters = _run_records(out_dir, but=name) if READS_CHAPTERS in source else None
     key = cache_key(source, params, library if library is not None else library_hash(root / "bindcore"), chapters)
@@ -239,7 +261,7 @@ def _execute(
             "cache_key": key,
             "profile": profile,
             "parameters": params,
-            # the parameters the chapter ran with (profile defaults with the given ones on top)
+            # the parameters the chapter ran with (its variables as the parameters cell and papermill set them)
             "run_parameters": json.loads(recorded.read_text()) if recorded.is_file() else None,
             "source": f"notebooks/{name}.py",
             "seconds": round(seconds, 3),
@@ -286,8 +308,8 @@ def execute_book(
     parameters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[NotebookRun]:
     """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings;
-    ``parameters``: {notebook: papermill parameters beside ``profile``} (e.g.
-    :data:`bindcore.book.profiles.DRY_RUN`)."""
+    ``parameters``: {notebook: papermill parameters on top of the profile's file} (e.g.
+    the dry run's, :func:`bindcore.book.profiles.dry_run_parameters`)."""
     check_profile(profile)
     root = _resolve_root(root)
     names = toc_notebooks(root)

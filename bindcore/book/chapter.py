@@ -4,12 +4,13 @@ stored results, and the encoders and trained models it uses.
 Every chapter's code starts, after its ``parameters`` cell, with
 ``P = start_chapter("<chapter>", globals())``: the figure style, library logging kept
 out of the page (a chapter speaks in its own one-line notes), tables without pandas'
-0..n-1 index, and ``P``, the parameters of this run: the chapter's profile defaults
-(:mod:`bindcore.book.profiles`) with every parameter the parameters cell (or papermill)
-set on top. A new parameter is added to the profile table and to the parameters cell;
-nothing else. When the book build executes a chapter, the parameters it ran with are
-recorded in the executed notebook's metadata, where the reproduction report reads them
-(:func:`ran_with`).
+0..n-1 index, and ``P``, the parameters of this run: the values of the notebook's
+variables as the parameters cell set them (the ``quick`` profile's) or papermill did
+(``-f notebooks/profiles/<profile>/<notebook>.yaml``, ``-p``, ``-y``), each checked
+against its rule (:mod:`bindcore.book.profiles`). A new parameter is added to the
+parameters cell and to the chapter's profile files; nothing else. When the book build
+executes a chapter, the parameters it ran with are recorded in the executed notebook's
+metadata, where the reproduction report reads them (:func:`ran_with`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bindcore.runtime import check_profile
 from bindcore.settings import unknown_name
 from bindcore.store import Kind, code_version
 
-from .profiles import chapter_parameters, paper_differences, parameter_names
+from .profiles import chapter_parameters, check_parameter, paper_differences, parameter_names
 
 # set by the book build (bindcore.book.build) in the environment of the kernel it starts
 PARAMETERS_FILE_ENV = "BINDCORE_PARAMETERS_FILE"  # where a chapter records the parameters it ran with
@@ -40,12 +41,13 @@ METADATA_KEY = "bindcore"  # of an executed notebook's metadata
 def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str, Any]:
     """Set up the page and return the parameters of this run (see the module docstring).
 
-    ``namespace``: the notebook's ``globals()``; every parameter of ``chapter``'s profile
-    table found there counts; None leaves the profile's default, any other value is
-    parsed as the parameter's declared type or refused with an error naming it
-    (:mod:`bindcore.book.profiles`). A name papermill set that is neither (``-p stepz 5``)
-    is refused, naming the known ones (:func:`unknown_parameters`). ``chapter=None``: a
-    page without a profile table (only ``profile``)."""
+    ``namespace``: the notebook's ``globals()``; every parameter of ``chapter`` found
+    there is taken as it is (None included, where its rule allows None) and parsed as the
+    parameter's declared type or refused with an error naming it
+    (:mod:`bindcore.book.profiles`); one the notebook does not define (04_2 has no
+    editing strengths) is the profile file's. A name papermill set that is neither
+    (``-p stepz 5``) is refused, naming the known ones (:func:`unknown_parameters`).
+    ``chapter=None``: a page without chapter parameters (only ``profile``)."""
     prepare_page()
     unknown = unknown_parameters(chapter, namespace)
     if unknown:
@@ -57,8 +59,15 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     if chapter is None:
         params: dict[str, Any] = {"profile": profile}
     else:
-        given = {k: namespace[k] for k in parameter_names(chapter) if k in namespace}
-        params = chapter_parameters(chapter, profile, **given)
+        names = parameter_names(chapter)
+        own = chapter_parameters(chapter, profile)  # the profile's file
+        params = {k: check_parameter(chapter, k, namespace[k]) if k in namespace else own[k] for k in names}
+        params["profile"] = profile
+        if profile != "quick":  # e.g. `-p profile paper` without the paper file: the cell's values
+            off = [f"{k}: {params[k]!r} ({profile}: {own[k]!r})" for k in names if params[k] != own[k]]
+            if off:
+                print(f"this run's parameters that differ from the {profile!r} profile's file "
+                      f"(notebooks/profiles/{profile}/, papermill -f): " + "; ".join(off))
         changed = paper_differences(chapter, params)
         if changed:
             print(f"this run's parameters that differ from the paper profile's ({profile!r} or set here): "
@@ -101,7 +110,7 @@ def _parameters_cell_names(namespace: Mapping[str, Any]) -> set[str]:
 def unknown_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> list[str]:
     """The names papermill set (its injected ``# Parameters`` cell, read from IPython's
     cell history ``In``) that are not parameters of ``chapter``: not in its profile
-    table and not in its ``parameters`` cell. Sorted; empty outside papermill."""
+    files and not in its ``parameters`` cell. Sorted; empty outside papermill."""
     injected = [c for c in _cells(namespace) if c.lstrip().startswith(INJECTED_CELL)]
     if not injected:
         return []
@@ -122,8 +131,8 @@ def record_run_parameters(params: Mapping[str, Any]) -> None:
 
 def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any], str]:
     """(the parameters ``notebooks/<notebook>`` ran with in this book build, read from its
-    executed copy, and where they come from); the chapter's profile defaults when this
-    build has no executed copy of it on ``profile`` (e.g. a page run on its own)."""
+    executed copy, and where they come from); the chapter's profile file when this build
+    has no executed copy of it on ``profile`` (e.g. a page run on its own)."""
     folder = os.environ.get(EXECUTED_DIR_ENV)
     if folder:
         try:
@@ -133,7 +142,7 @@ def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any],
             params = None
         if params and params.get("profile") == profile:
             return params, f"{notebook}: the parameters it ran with in this build"
-    return chapter_parameters(chapter, profile), f"{notebook}: the '{profile}' profile's defaults (not run in this build)"
+    return chapter_parameters(chapter, profile), f"{notebook}: the '{profile}' profile's parameters file (not run in this build)"
 
 
 def prepare_page() -> None:

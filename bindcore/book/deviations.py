@@ -255,6 +255,6 @@ def release_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], tr
 
 
 def build_parameters(profile: str) -> dict[str, dict[str, Any]]:
-    """The profile defaults of every chapter a deviations table reads (for tests)."""
+    """The parameters (profile files) of every chapter a deviations table reads on ``profile`` (for tests)."""
     return {c: chapter_parameters(c, profile) for c in ("geometry", "pretrained_complexity", "controlled_complexity",
                                                         "binding_generalization", "additional")}

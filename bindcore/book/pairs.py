@@ -50,9 +50,13 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
     after the .py's Colab badge and install cell are made from ``_config.yml``'s
     repository address (:func:`bindcore.book.colab.stamp_notebooks`).
 
-    Returns the files that changed: the .ipynb and any .py whose address was rewritten
-    (with ``check=True``: those out of sync or with another address; nothing is
-    written). An .ipynb without a .py is reported, never deleted."""
+    Also copies each parameters cell's values (the quick profile) to
+    ``notebooks/profiles/quick/<name>.yaml`` for every notebook with profile files
+    (:func:`bindcore.book.profiles.write_quick_files`).
+
+    Returns the files that changed: the .ipynb, the quick profile files and any .py
+    whose address was rewritten (with ``check=True``: those out of sync or with another
+    address; nothing is written). An .ipynb without a .py is reported, never deleted."""
     from jupytext.cli import jupytext
 
     from .colab import stamp_notebooks
@@ -71,6 +75,10 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
         _strip_outputs(ipynb)
         if ipynb.read_bytes() != before:
             changed.append(ipynb)
+    from .profiles import profile_file, write_quick_files
+
+    with_files = [p.stem for p in sorted(notebooks.glob("*.py")) if profile_file(p.stem, "smoke", root).is_file()]
+    changed += write_quick_files(root, with_files, check=check)
     for ipynb in sorted(notebooks.glob("*.ipynb")):
         if not ipynb.with_suffix(".py").is_file():
             logger.warning("%s has no paired .py source (the .py is the source of truth)", ipynb)

@@ -1,25 +1,39 @@
-"""Per-chapter parameters of each profile (:data:`bindcore.runtime.PROFILES`).
+"""The parameters of each chapter on each profile (:data:`bindcore.runtime.PROFILES`).
 
-A notebook's parameters cell starts with ``profile = "quick"`` and sets every other
-parameter to ``None``; :func:`chapter_parameters` fills what was left ``None`` from the
-profile, so that papermill can override parameters one by one
-(``papermill ... -p profile paper -p steps 20000``). Chapters call it through
-:func:`bindcore.book.chapter.start_chapter`, which collects the parameters from the
-notebook itself.
+A chapter notebook's first code cell is a papermill ``parameters`` cell holding the
+``quick`` profile's values literally, after ``profile = "quick"``: what a reader sees is
+what runs by default. Every other profile is a papermill parameters file,
+``notebooks/profiles/<profile>/<notebook>.yaml`` (``profile: <name>`` and every
+parameter of the chapter), which ``bindcore book --profile`` passes and a reader passes
+with ``papermill ... -f``; single parameters go on top with ``-p`` / ``-y``. The
+paper-path dry run's cuts are files too, ``notebooks/profiles/dry-run/<notebook>.yaml``,
+read on top of the paper profile's (:func:`dry_run_parameters`). ``notebooks/profiles/
+quick/`` holds the parameters cells' values, copied by ``bindcore sync``
+(:func:`write_quick_files`; the tests check the copy), so that the lookups below read
+one kind of file; a pip install ships the folder as ``bindcore/profiles`` (package data,
+e.g. on Colab, where no checkout is beside it).
 
-Every parameter has a declared type and range (:data:`RULES`, a
+The parameters of a profile are those of its file; :func:`chapter_parameters` reads them
+for the code that needs another chapter's (the §5.2 models other chapters use, the
+report's parameters of a chapter not run in this build, the GPU cost estimate). Every
+parameter has a declared type and range (:data:`RULES`, a
 :class:`bindcore.settings.Rule` per name; :data:`CHAPTER_RULES` where a chapter reads a
-name differently): a value given is parsed as that type (``-p controlled false`` is
-False, ``-p probe_epochs 1e3`` is 1000) or refused with a ``ValueError`` naming the
-parameter and its rule, before the chapter does any work.
+name differently): a value is parsed as that type (``-p controlled false`` is False,
+``-p probe_epochs 1e3`` is 1000) or refused with a ``ValueError`` naming the parameter
+and its rule, before the chapter does any work
+(:func:`bindcore.book.chapter.start_chapter`).
 """
 
 from __future__ import annotations
 
+import ast
+import copy
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from bindcore.data.pixels import LEVELS
-from bindcore.runtime import check_profile
+from bindcore.runtime import PROFILES, check_profile
 from bindcore.settings import Rule, unknown_name
 
 _FRACTION = Rule(float, low=0, high=1, open_low=True, open_high=True)
@@ -76,136 +90,7 @@ CHAPTER_RULES: dict[tuple[str, str], Rule] = {
     ("geometry", "clevr3d_width"): Rule(int, low=0, note="pixels, >= 8; 0: no 3-D renders"),
 }
 
-_CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
-    "formalisation": {
-        "smoke": dict(n_sample_scenes=2000, values_for_baseline=[2, 4, 8]),
-        "quick": dict(n_sample_scenes=20000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
-        "colab": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
-        "paper": dict(n_sample_scenes=100000, values_for_baseline=[2, 3, 4, 6, 8, 10, 15, 20, 30, 50]),
-    },
-    "datasets": {
-        # clevr3d_width: width of the 3-D renders (height 3/4 of it); retrieval_scenes:
-        # CLEVR-2D images embedded for the caption-retrieval check (None = all 576)
-        "smoke": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
-        "quick": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
-        "colab": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
-        "paper": dict(clevr3d_width=320, three_object_scenes=16, retrieval_scenes=None),
-    },
-    "pretrained_complexity": {
-        # text_space: [adjectives, nouns]; steps/batch_size/lrs: the approximators' protocol;
-        # tree_components: principal components the trees regress (None: all), at the
-        # largest fraction; clevr_dir, pug_dir: the authors' image folders; dinov2: a
-        # DINOv2 model (None: not run)
-        "smoke": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16], probe_epochs=100, probe_lr=0.1,
-                      steps=30,
-                      batch_size=None, lrs=[1e-2], tree_grid="small", tree_components=[2, None],
-                      clevr_dir=None, pug_dir=None, dinov2=None),
-        "quick": dict(text_space=[10, 10], fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[64, 512],
-                      probe_epochs=1000, probe_lr=0.1, steps=1000, batch_size=512, lrs=[1e-2], tree_grid="small",
-                      tree_components=[8, 32, None], clevr_dir=None, pug_dir=None, dinov2=None),
-        "colab": dict(text_space=[10, 10], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-                      widths=[64, 256, 1024], probe_epochs=1000, probe_lr=0.1, steps=5000, batch_size=4096,
-                      lrs=[1e-2, 1e-3], tree_grid="small", tree_components=[8, 32, None], clevr_dir=None,
-                      pug_dir=None, dinov2="facebook/dinov2-base"),
-        "paper": dict(text_space=[20, 20], fractions=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-                      widths=[64, 256, 1024, 4096], probe_epochs=10000, probe_lr=1e-2, steps=10000, batch_size=4096,
-                      lrs=[1e-2, 1e-3, 1e-4], tree_grid="full", tree_components=[8, 32, None], clevr_dir=None,
-                      pug_dir=None, dinov2="facebook/dinov2-base"),
-    },
-    "controlled_complexity": {
-        # the controlled runs of §5.2 at its largest coverage; approximators on all ordered
-        # pairs of (up to max_objects) objects
-        "smoke": dict(fractions=[0.5], widths=[4, 16], steps=30, batch_size=None, lrs=[1e-2], max_objects=16,
-                      controlled_steps=None, controlled_eval_scenes=None),
-        "quick": dict(fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256, 1024], steps=1500, batch_size=512,
-                      lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None, controlled_eval_scenes=None),
-        "colab": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024], steps=5000,
-                      batch_size=4096, lrs=[1e-2, 1e-3], max_objects=400, controlled_steps=None,
-                      controlled_eval_scenes=None),
-        "paper": dict(fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
-                      steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, controlled_steps=None,
-                      controlled_eval_scenes=None),
-    },
-    "geometry": {
-        # text_space: [adjectives, nouns] of the captions; clevr3d_width: 3-D renders (0: none);
-        # image_scenes: first N two-object images (None: all 576); controlled_objects: objects
-        # per controlled model whose ordered pairs are embedded; ks: editing strengths;
-        # permutations: derangements per permuted-ID control of §4.2; clevr_dir, pug_dir:
-        # the authors' image folders (None: not given); dinov2: a DINOv2 model (None: not run)
-        "smoke": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=100,
-                      probe_lr=0.1,
-                      ks=[0.0, 0.5, 1.0, 1.5], max_edits=100, controlled=True, controlled_objects=16, permutations=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None, controlled_steps=None, controlled_eval_scenes=None),
-        "quick": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None, probe_epochs=500,
-                      probe_lr=0.1,
-                      ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], max_edits=1000, controlled=True,
-                      controlled_objects=100, permutations=5, clevr_dir=None, pug_dir=None, dinov2=None,
-                      controlled_steps=None, controlled_eval_scenes=None),
-        "colab": dict(text_space=[10, 10], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
-                      probe_epochs=1000, probe_lr=0.1, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
-                      max_edits=2000, controlled=True, controlled_objects=400, permutations=5, clevr_dir=None,
-                      pug_dir=None, dinov2="facebook/dinov2-base", controlled_steps=None, controlled_eval_scenes=None),
-        "paper": dict(text_space=[20, 20], clevr2d_size=224, clevr3d_width=320, image_scenes=None,
-                      probe_epochs=10000, probe_lr=1e-2, ks=[0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
-                      max_edits=2000,
-                      controlled=True, controlled_objects=400, permutations=5, clevr_dir=None, pug_dir=None,
-                      dinov2="facebook/dinov2-base", controlled_steps=None, controlled_eval_scenes=None),
-    },
-    "additional": {
-        # D.3 three-object CLEVR-like scenes (each set: without and with occlusion), D.4's
-        # substitute (natural_types x natural_patterns patterned objects, natural_width
-        # pixels wide; edits at strengths ks) and D.5 MDS
-        "smoke": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=100, probe_lr=0.1, mds_components=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=3, natural_patterns=3,
-                      natural_width=64, ks=[1.0], max_edits=100),
-        "quick": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=500, probe_lr=0.1, mds_components=2,
-                      clevr_dir=None, pug_dir=None, dinov2=None, natural_types=5, natural_patterns=5,
-                      natural_width=224, ks=[1.0], max_edits=1000),
-        "colab": dict(three_object_scenes=300, clevr3d_width=320, probe_epochs=1000, probe_lr=0.1,
-                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
-                      natural_patterns=5, natural_width=224, ks=[1.0], max_edits=2000),
-        "paper": dict(three_object_scenes=1000, clevr3d_width=320, probe_epochs=10000, probe_lr=1e-2,
-                      mds_components=3, clevr_dir=None, pug_dir=None, dinov2="facebook/dinov2-base", natural_types=5,
-                      natural_patterns=5, natural_width=320, ks=[1.0], max_edits=2000),
-    },
-    "pixel_encoders": {
-        # appendix E: levels x coverages of pixel dual encoders (steps None: the pixel recipe's);
-        # approximators (§5.3 / §5.4 methods; approx_steps, batch_size, lrs) on the largest-coverage
-        # model of each level: all ordered pairs of up to max_objects objects, each embedding the
-        # mean of `renders` renderings
-        "smoke": dict(levels=["clean", "speckle", "overlap"], coverages=[0.5, 0.75], steps=None, eval_scenes=None,
-                      train_batch=None, seeds=[0],
-                      fractions=[0.5], widths=[4, 16], approx_steps=30, batch_size=None, lrs=[1e-2],
-                      max_objects=16, renders=1),
-        "quick": dict(levels=["clean", "speckle", "overlap"], coverages=[0.3, 0.55, 0.8], steps=None,
-                      eval_scenes=None, train_batch=None, seeds=[0],
-                      fractions=[0.3, 0.5, 0.8], widths=[4, 8, 16, 32, 64, 256], approx_steps=1500, batch_size=512,
-                      lrs=[1e-2], max_objects=64, renders=2),
-        "colab": dict(levels=["clean", "speckle", "overlap"], coverages=[0.2, 0.4, 0.6, 0.8], steps=None,
-                      eval_scenes=None, train_batch=None, seeds=[0], fractions=[0.3, 0.5, 0.8],
-                      widths=[4, 8, 16, 32, 64, 256, 1024],
-                      approx_steps=5000, batch_size=512, lrs=[1e-2, 1e-3], max_objects=64, renders=4),
-        "paper": dict(levels=["clean", "speckle", "overlap"],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None,
-                      train_batch=None, seeds=[0],
-                      fractions=[0.1, 0.3, 0.5, 0.7, 0.9], widths=[4, 8, 16, 32, 64, 256, 1024, 4096],
-                      approx_steps=10000, batch_size=4096, lrs=[1e-2, 1e-3, 1e-4], max_objects=400, renders=4),
-    },
-    "binding_generalization": {
-        # sizes: [C, V] pairs; coverages: fractions of objects in training
-        "smoke": dict(sizes=[[2, 4]], coverages=[0.5, 0.75], steps=None, eval_scenes=None, seeds=[0], ablations=True,
-                      show_scale=True),
-        "quick": dict(sizes=[[2, 8], [2, 10]], coverages=[0.2, 0.4, 0.6, 0.8], steps=None, eval_scenes=None, seeds=[0],
-                      ablations=True, show_scale=True),
-        "colab": dict(sizes=[[2, 10], [2, 20], [2, 50]], coverages=[0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
-                      steps=None, eval_scenes=None, seeds=[0], ablations=True, show_scale=True),
-        "paper": dict(sizes=[[2, 10], [2, 20], [2, 50]],
-                      coverages=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], steps=None, eval_scenes=None, seeds=[0],
-                      ablations=True, show_scale=True),
-    },
-}
-
-# each chapter notebook's profile table (the name its start_chapter passes)
+# each chapter notebook's chapter (the name its start_chapter passes; the report reads it)
 NOTEBOOK_TABLES: dict[str, str] = {
     "03_formalisation": "formalisation", "c1_datasets": "datasets", "04_1_geometry": "geometry",
     "04_2_component_attribution": "geometry", "05_1_pretrained_binding_complexity": "pretrained_complexity",
@@ -214,55 +99,113 @@ NOTEBOOK_TABLES: dict[str, str] = {
     "05_4_functional_form": "controlled_complexity", "d_additional": "additional", "e_pixel_encoders": "pixel_encoders",
 }
 
-# The paper-path dry run (tests/test_dry_run.py, `bindcore book --profile paper --dry-run`):
-# every chapter on `profile=paper`, so that each branch the paper profile takes (its model
-# sizes and recipes, protocols, sweeps, tables, figures, the report) runs, with every loop
-# count, step count and data size cut to seconds on a CPU. Per notebook, the papermill
-# parameters (`-p` / `-y`) that do it; the one place they are kept. Data sizes are about the
-# smoke profile's (the controlled models: a 4 x 4 sub-grid of the paper's object spaces), and
-# the paper's models train for 2 steps with small batches and evaluations. Not the numbers:
-# the code.
-# the §5.2 models the other chapters use: as the dry run of 05_2 trains them (shared in the store)
-_DRY_CONTROLLED = dict(controlled_steps=2, controlled_eval_scenes=64)
-DRY_RUN: dict[str, dict[str, Any]] = {
-    "03_formalisation": dict(n_sample_scenes=2000),
-    "c1_datasets": dict(clevr3d_width=96, three_object_scenes=4, retrieval_scenes=24),
-    "04_1_geometry": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48, probe_epochs=50,
-                          ks=[0.0, 1.0], max_edits=50, controlled_objects=16, permutations=2, **_DRY_CONTROLLED),
-    "04_2_component_attribution": dict(text_space=[4, 4], clevr2d_size=64, clevr3d_width=96, image_scenes=48,
-                                       probe_epochs=50, controlled_objects=16, permutations=2, **_DRY_CONTROLLED),
-    "05_1_pretrained_binding_complexity": dict(text_space=[4, 4], fractions=[0.4, 0.8], widths=[16, 64],
-                                               probe_epochs=50, steps=2, lrs=[1e-2, 1e-3], tree_components=[2, None]),
-    "05_2_binding_generalization": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=64),
-    "05_3_binding_function_complexity": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16,
-                                             **_DRY_CONTROLLED),
-    "05_4_functional_form": dict(fractions=[0.5, 0.9], widths=[4, 16], steps=2, max_objects=16, **_DRY_CONTROLLED),
-    "d_additional": dict(three_object_scenes=24, clevr3d_width=96, probe_epochs=50, natural_types=3,
-                         natural_patterns=3, natural_width=64, max_edits=50),
-    "e_pixel_encoders": dict(coverages=[0.5, 0.9], steps=2, eval_scenes=32, train_batch=16, fractions=[0.5, 0.9],
-                             widths=[4, 16],
-                             approx_steps=2, max_objects=16, renders=1),
-    "reproduction_report": {},
-}
+# the notebook whose profile files :func:`chapter_parameters` reads for a chapter: the first of
+# NOTEBOOK_TABLES (05_4 has 05_3's parameters; 04_2 has 04_1's but ks and max_edits, as it does no
+# editing; tests/test_profiles.py checks that notebooks of one chapter agree)
+CHAPTER_NOTEBOOKS: dict[str, str] = {chapter: nb for nb, chapter in reversed(NOTEBOOK_TABLES.items())}
+
+DRY_RUN_FOLDER = "dry-run"  # notebooks/profiles/dry-run/: the paper-path dry run's cuts
+PARAMETERS_CELL = 'tags=["parameters"]'  # how the parameters cell of a py:percent notebook is marked
+
+
+def profiles_root(package_dir: Path | None = None) -> Path:
+    """The folder of profile files: ``notebooks/profiles`` of the checkout bindcore runs
+    from, else the copy a pip install puts inside the package (``bindcore/profiles``)."""
+    package_dir = package_dir or Path(__file__).resolve().parents[1]
+    checkout = package_dir.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "notebooks" / "profiles").is_dir():
+        return checkout / "notebooks" / "profiles"
+    return package_dir / "profiles"
+
+
+def profile_file(notebook: str, profile: str, root: Path | None = None) -> Path:
+    """``notebooks/profiles/<profile>/<notebook>.yaml`` (``profile``: one of
+    :data:`~bindcore.runtime.PROFILES`, or :data:`DRY_RUN_FOLDER`)."""
+    if profile != DRY_RUN_FOLDER:
+        check_profile(profile)
+    return (root / "notebooks" / "profiles" if root is not None else profiles_root()) / profile / f"{notebook}.yaml"
+
+
+@cache
+def _read_yaml(path: Path, mtime_ns: int) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a papermill parameters file holds a mapping of names to values")
+    return data
+
+
+def read_profile_file(notebook: str, profile: str, root: Path | None = None) -> dict[str, Any]:
+    """The papermill parameters of ``notebook`` on ``profile`` (a copy; ``profile``
+    included), as its file holds them."""
+    path = profile_file(notebook, profile, root)
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise FileNotFoundError(f"no parameters file {path} (notebooks with one: {known})")
+    return copy.deepcopy(_read_yaml(path, path.stat().st_mtime_ns))
+
+
+def notebook_parameters(notebook: str, profile: str, root: Path | None = None) -> dict[str, Any]:
+    """The parameters of ``notebook`` on ``profile`` (``profile`` last), each checked
+    against its rule; a file that names another profile than its folder is refused."""
+    params = read_profile_file(notebook, profile, root)
+    named = params.pop("profile", None)
+    if named != profile:
+        raise ValueError(f"{profile_file(notebook, profile, root)}: says profile {named!r}, not {profile!r}")
+    chapter = NOTEBOOK_TABLES.get(notebook)
+    if chapter is None and params:
+        raise ValueError(f"notebook {notebook!r} has no chapter parameters, its {profile} file names {sorted(params)}")
+    out = {k: check_parameter(chapter, k, v) for k, v in params.items()}
+    out["profile"] = profile
+    return out
+
+
+def dry_run_parameters(root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """{notebook: the dry run's papermill parameters} (``notebooks/profiles/dry-run/``):
+    every loop count, step count and data size of a chapter cut to seconds on a CPU, read
+    on top of the paper profile's parameters by ``bindcore book --profile paper
+    --dry-run`` (``tests/test_dry_run.py``), so that each branch the paper profile takes
+    (its model sizes and recipes, protocols, sweeps, tables, figures, the report) runs.
+    Data sizes are about the smoke profile's; the §5.2 models the other chapters use
+    train for 2 steps, as 05_2's dry run trains them (shared in the store)."""
+    folder = profile_file("x", DRY_RUN_FOLDER, root).parent
+    return {p.stem: read_profile_file(p.stem, DRY_RUN_FOLDER, root) for p in sorted(folder.glob("*.yaml"))}
+
+
+def _chapter_notebook(chapter: str) -> str:
+    if chapter not in CHAPTER_NOTEBOOKS:
+        raise unknown_name(chapter, CHAPTER_NOTEBOOKS, "chapter")
+    return CHAPTER_NOTEBOOKS[chapter]
 
 
 def parameter_names(chapter: str) -> list[str]:
-    """The parameters of ``chapter`` (besides ``profile``), in the profile table's order."""
-    if chapter not in _CHAPTERS:
-        raise unknown_name(chapter, _CHAPTERS, "chapter")
-    return list(_CHAPTERS[chapter]["quick"])
+    """The parameters of ``chapter`` (besides ``profile``), in its profile files' order."""
+    return [k for k in notebook_parameters(_chapter_notebook(chapter), "quick") if k != "profile"]
+
+
+def profile_tables() -> dict[str, dict[str, dict[str, Any]]]:
+    """{chapter: {profile: its parameters without ``profile``}}: every profile file of
+    every chapter, read and checked."""
+    return {chapter: {p: {k: v for k, v in notebook_parameters(nb, p).items() if k != "profile"} for p in PROFILES}
+            for chapter, nb in CHAPTER_NOTEBOOKS.items()}
 
 
 def paper_differences(chapter: str, params: dict[str, Any]) -> list[str]:
     """Each parameter of a run of ``chapter`` (``params``) that differs from the paper
     profile's, as "name: this run's (paper: the paper profile's)": what a cheaper
     profile or an override reduces or changes."""
-    paper = _CHAPTERS[chapter]["paper"]
-    return [f"{k}: {params[k]!r} (paper: {v!r})" for k, v in paper.items() if k in params and params[k] != v]
+    paper = chapter_parameters(chapter, "paper")
+    return [f"{k}: {params[k]!r} (paper: {v!r})" for k, v in paper.items()
+            if k != "profile" and k in params and params[k] != v]
 
 
 def parameter_rule(chapter: str, name: str) -> Rule:
     """The declared type and range of ``chapter``'s parameter ``name``."""
+    if name not in RULES:
+        raise unknown_name(name, RULES, "parameter")
     return CHAPTER_RULES.get((chapter, name), RULES[name])
 
 
@@ -276,15 +219,69 @@ def check_parameter(chapter: str, name: str, value: Any) -> Any:
 
 
 def chapter_parameters(chapter: str, profile: str, **given: Any) -> dict[str, Any]:
-    """The profile's defaults for ``chapter`` with every non-None ``given`` value on top,
-    each checked against its rule (:data:`RULES`)."""
-    check_profile(profile)
-    params = dict(_CHAPTERS[chapter][profile]) if chapter in _CHAPTERS else None
-    if params is None:
-        raise unknown_name(chapter, _CHAPTERS, "chapter")
+    """The parameters of ``chapter`` on ``profile`` (its profile file) with every
+    non-None ``given`` value on top, each checked against its rule (:data:`RULES`)."""
+    params = notebook_parameters(_chapter_notebook(chapter), profile)
     for name in given:
-        if name not in params:
-            raise unknown_name(name, params, "parameter", f" of chapter {chapter!r}")
+        if name not in params or name == "profile":
+            raise unknown_name(name, [k for k in params if k != "profile"], "parameter", f" of chapter {chapter!r}")
     params.update({k: check_parameter(chapter, k, v) for k, v in given.items() if v is not None})
-    params["profile"] = profile
+    params["profile"] = params.pop("profile")  # last, as a run records it
     return params
+
+
+# ---------------------------------------------------------------------------------
+# the quick profile: the parameters cells
+# ---------------------------------------------------------------------------------
+def parameters_cell(source: str) -> dict[str, Any]:
+    """{name: value} of the ``parameters`` cell of a jupytext py:percent notebook
+    (``source``), every top-level assignment read as a Python literal; a ``ValueError``
+    when there is no such cell or a value is not a literal."""
+    lines = source.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("# %%") and PARAMETERS_CELL in line), None)
+    if start is None:
+        raise ValueError("no cell tagged parameters")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# %%")), len(lines))
+    out: dict[str, Any] = {}
+    for node in ast.parse("\n".join(lines[start + 1:end])).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            raise ValueError(f"line {start + 1 + node.lineno}: a parameters cell holds plain assignments")
+        try:
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+        except ValueError:
+            raise ValueError(f"line {start + 1 + node.lineno}: {node.targets[0].id} is not a literal value") from None
+    return out
+
+
+def quick_file_text(notebook: str, root: Path) -> str:
+    """``notebooks/profiles/quick/<notebook>.yaml`` as :func:`write_quick_files` writes it:
+    the values of the notebook's parameters cell for the names its smoke file has."""
+    import yaml
+
+    cell = parameters_cell((root / "notebooks" / f"{notebook}.py").read_text(encoding="utf-8"))
+    names = list(read_profile_file(notebook, "smoke", root))
+    missing = [k for k in names if k not in cell]
+    if missing:
+        raise ValueError(f"notebooks/{notebook}.py: its parameters cell lacks {missing} (its profile files have them)")
+    data = {"profile": "quick", **{k: cell[k] for k in names if k != "profile"}}
+    return (f"# The quick profile of notebooks/{notebook}.py: its parameters cell, copied by `bindcore sync`\n"
+            "# (edit the cell, not this file).\n"
+            + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110))
+
+
+def write_quick_files(root: Path, notebooks: list[str], check: bool = False) -> list[Path]:
+    """Write ``notebooks/profiles/quick/<notebook>.yaml`` from each notebook's parameters
+    cell (``bindcore sync``); the files that changed (with ``check=True``: those out of
+    date, nothing written)."""
+    from bindcore.io import atomic_write_bytes
+
+    changed = []
+    for nb in notebooks:
+        path = profile_file(nb, "quick", root)
+        text = quick_file_text(nb, root)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            changed.append(path)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(path, text.encode("utf-8"))
+    return changed

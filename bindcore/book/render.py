@@ -94,7 +94,7 @@ def reader_page(nb: Any) -> bytes:
             injected = cells.pop(at + 1)
             body = injected.source.replace("# Parameters\n", "", 1).strip()
             cell.source = (f"{cell.source.rstrip()}\n\n# {PARAMETERS_PROMPT} (given to papermill; they replace the "
-                           f"defaults above)\n{body}")
+                           f"values above)\n{body}")
             cell.outputs = list(cell.get("outputs", [])) + list(injected.get("outputs", []))
         tags = list(cell.metadata.get("tags", []))
         cell.metadata["tags"] = tags + [t for t in ("hide-cell",) if t not in tags]
