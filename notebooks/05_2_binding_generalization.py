@@ -462,4 +462,4 @@ if P["ablations"]:
 # run here). The `paper` profile reruns this build's
 # sweep with the released recipe at the paper's coverages and larger object spaces; run
 # it on a GPU with
-# `papermill notebooks/05_2_binding_generalization.ipynb out.ipynb -p profile paper`.
+# `papermill notebooks/05_2_binding_generalization.ipynb out.ipynb -f notebooks/profiles/paper/05_2_binding_generalization.yaml`.

@@ -304,8 +304,8 @@ cost.round(2)
 # in the recipe table) trained for CPU-minutes, one seed per point. It shows the
 # qualitative pattern, not the paper's numbers. The `paper` profile has the paper's
 # $V$ and an eight-layer scene tower with the released code's optimisation (below); it
-# is meant for a GPU (`papermill notebooks/e_pixel_encoders.ipynb out.ipynb -p profile
-# paper`) and has not been run for this book.
+# is meant for a GPU (`papermill notebooks/e_pixel_encoders.ipynb out.ipynb -f
+# notebooks/profiles/paper/e_pixel_encoders.yaml`) and has not been run for this book.
 
 # %% tags=["hide-input"]
 paper = pixel_recipe("paper")

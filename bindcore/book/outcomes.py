@@ -125,7 +125,7 @@ def _ours(rows: pd.DataFrame, most: int = 4) -> str:
 def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> dict[str, Any]:
     """The outcome of one headline finding from its claim rows (see the module docstring)."""
     rows, keys = _rows(h, claims)
-    command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -p profile paper`"
+    command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -f notebooks/profiles/paper/{h.notebook}.yaml`"
     if not len(rows):
         return dict(zip(COLUMNS, (h.finding, h.paper, "–", f"profile '{profile}'", NOT_RUN,
                                   f"no claim frame of this finding in this build; {command}")))
