@@ -490,6 +490,34 @@ def test_a_signal_ends_a_run_cleanly(tmp_path, sig, code):
     assert train_cli(tmp_path) == 0  # and the run can be done
 
 
+def test_ctrl_c_during_training_leaves_a_last_checkpoint_at_the_step_it_stopped(tmp_path):
+    """Item 13: a signal during a step is held until the step ends; the loop saves a
+    checkpoint there, then raises; resuming from it gives the uninterrupted run."""
+    import signal
+
+    import torch
+
+    from bindcore.controlled.training import run_training
+
+    cfg = tiny(steps=6, checkpoint_every=0)  # no periodic checkpoint: only the last one can exist
+    ckpt = tmp_path / "checkpoint.pt"
+
+    def interrupt(step, metrics):
+        if step == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_training(cfg, device="cpu", checkpoint=ckpt, progress=False, on_eval=interrupt)
+    assert torch.load(ckpt, weights_only=True)["step"] == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    resumed = run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
+    whole = run_training(cfg, device="cpu", progress=False)
+    assert resumed.metrics == whole.metrics
+    for (k, a), b in zip(resumed.model.state_dict().items(), whole.model.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
 # ---------------------------------------------------------------------------------
 # 12. paths that cannot be used and a full disk: one line each
 # ---------------------------------------------------------------------------------

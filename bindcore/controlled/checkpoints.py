@@ -6,9 +6,12 @@ calls it to resume exactly where a killed run stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -68,3 +71,35 @@ def resume(fresh: Callable[[], tuple[torch.nn.Module, torch.optim.Optimizer]], d
         return model, opt, step, history, clock
     model, opt = fresh()
     return model, opt, 0, [], None
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_between_steps() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) and SIGTERM back while a training step runs: in the main
+    thread, within the block, such a signal only lands in the yielded list; the loop
+    checks it between steps, saves a last checkpoint, then calls :func:`deliver`, which
+    restores the handlers and sends the signal again (``KeyboardInterrupt``, or the
+    command's own SIGTERM handling). Elsewhere than the main thread (where Python cannot
+    install handlers) the list stays empty and signals act as usual."""
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for s in STOP_SIGNALS:
+        signal.signal(s, lambda signum, frame: pending.append(signum))
+    try:
+        yield pending
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def deliver(pending: list[int]) -> None:
+    """Send the first held signal again, to the handlers :func:`signals_between_steps`
+    put back (call it after leaving the block)."""
+    if pending:
+        signal.raise_signal(pending[0])

@@ -26,7 +26,7 @@ from bindcore.runtime import progress_bar, resolve_device
 from bindcore.settings import check_type, coerce, unknown_name
 from bindcore.store import Kind
 
-from .checkpoints import Clock, resume, save_checkpoint
+from .checkpoints import Clock, deliver, resume, save_checkpoint, signals_between_steps
 from .evaluation import (
     MAX_EVALUATION_BYTES,
     EvalSet,
@@ -590,26 +590,31 @@ def run_training(
     log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
     bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
                        desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
-    done, concept_from = 0, concept_loss_onset(cfg, history)
-    for step in bar:
-        loss, parts = optimizer_step(cfg, model, opt, train_objects, negatives, step, dev, amp,
-                                     concept_weight(cfg, step, concept_from))
-        sched.step()
-        done, n = done + 1, step + 1
-        if n == cfg.steps:
-            break
-        if cfg.eval_every and n % cfg.eval_every == 0:
-            seen = _evaluation(cfg, model, es, n, history, parts, on_eval)
-            concept_from = concept_loss_onset(cfg, history)
-            bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
-                            loss=f"{float(loss.detach()):.3f}")
-        stopping = stop_after is not None and done >= stop_after
-        if checkpoint is not None and (stopping or (cfg.checkpoint_every and n % cfg.checkpoint_every == 0)):
-            save_checkpoint(checkpoint, model, opt, n, history, clock)
-        if stopping:
-            bar.close()
-            spent = clock.so_far()
-            return TrainOutput(model, {}, {}, history, spent["seconds"], done, concept_from, spent["cpu_seconds"])
+    done, concept_from, stopped = 0, concept_loss_onset(cfg, history), []
+    with signals_between_steps() as pending:
+        for step in bar:
+            loss, parts = optimizer_step(cfg, model, opt, train_objects, negatives, step, dev, amp,
+                                         concept_weight(cfg, step, concept_from))
+            sched.step()
+            done, n = done + 1, step + 1
+            if n == cfg.steps and not pending:
+                break
+            if cfg.eval_every and n % cfg.eval_every == 0 and not pending:
+                seen = _evaluation(cfg, model, es, n, history, parts, on_eval)
+                concept_from = concept_loss_onset(cfg, history)
+                bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
+                                loss=f"{float(loss.detach()):.3f}")
+            stopping = bool(pending) or (stop_after is not None and done >= stop_after)
+            if checkpoint is not None and (stopping or (cfg.checkpoint_every and n % cfg.checkpoint_every == 0)):
+                save_checkpoint(checkpoint, model, opt, n, history, clock)
+            if stopping:
+                stopped = list(pending)
+                break
+    if stopped or (stop_after is not None and done >= stop_after and done + start < cfg.steps):
+        bar.close()
+        deliver(stopped)  # Ctrl-C or SIGTERM during a step: raised here, after its last checkpoint
+        spent = clock.so_far()
+        return TrainOutput(model, {}, {}, history, spent["seconds"], done, concept_from, spent["cpu_seconds"])
     bar.close()
     final = _evaluation(cfg, model, es, cfg.steps, history, {}, on_eval)
     spent = clock.so_far()
