@@ -245,7 +245,18 @@ def test_data_make_killed_during_its_install_loses_nothing(old_dataset, point):
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == []  # no staging folder left
 
 
-def test_ctrl_c_during_the_install_takes_effect_when_the_new_dataset_is_complete(old_dataset, monkeypatch):
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal, for the test (a test run started
+    as a background job inherits an ignored SIGINT)."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_during_the_install_takes_effect_when_the_new_dataset_is_complete(old_dataset, monkeypatch, ctrl_c):
     import signal
 
     out, before = old_dataset
@@ -461,6 +472,7 @@ def test_make_clevr2d_has_an_upper_size_bound():
 # ---------------------------------------------------------------------------------
 SIGNALLED = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even when run as a background job
 import torch
 from bindcore.cli import main
 save, sig = torch.save, getattr(signal, sys.argv[2])
@@ -490,7 +502,7 @@ def test_a_signal_ends_a_run_cleanly(tmp_path, sig, code):
     assert train_cli(tmp_path) == 0  # and the run can be done
 
 
-def test_ctrl_c_during_training_leaves_a_last_checkpoint_at_the_step_it_stopped(tmp_path):
+def test_ctrl_c_during_training_leaves_a_last_checkpoint_at_the_step_it_stopped(tmp_path, ctrl_c):
     """Item 13: a signal during a step is held until the step ends; the loop saves a
     checkpoint there, then raises; resuming from it gives the uninterrupted run."""
     import signal
@@ -692,3 +704,19 @@ def test_overwrite_refuses_to_delete_files_bindcore_did_not_write(tmp_path, caps
 def test_force_needs_overwrite(tmp_path, capsys):
     assert main(["data", "make", "text", "--out", str(tmp_path / "o"), "--force"]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_an_ignored_ctrl_c_stays_ignored_during_training():
+    import signal
+
+    from bindcore.controlled.checkpoints import signals_between_steps
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with signals_between_steps() as pending:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # held back
+            os.kill(os.getpid(), signal.SIGINT)
+        assert pending == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -83,13 +83,15 @@ def signals_between_steps() -> Iterator[list[int]]:
     checks it between steps, saves a last checkpoint, then calls :func:`deliver`, which
     restores the handlers and sends the signal again (``KeyboardInterrupt``, or the
     command's own SIGTERM handling). Elsewhere than the main thread (where Python cannot
-    install handlers) the list stays empty and signals act as usual."""
+    install handlers) the list stays empty and signals act as usual; a signal the process
+    ignores stays ignored."""
     pending: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield pending
         return
-    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    for s in STOP_SIGNALS:
+    # a signal this process ignores (a background job ignores Ctrl-C) stays ignored
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
+    for s in before:
         signal.signal(s, lambda signum, frame: pending.append(signum))
     try:
         yield pending
