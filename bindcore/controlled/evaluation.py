@@ -192,17 +192,7 @@ def release_rates(batches: list[ReleaseBatch], score) -> dict[str, float]:
     per batch, the strict rule on each scene with a positive among the candidates; the
     mean over batches of each batch's mean, pooled (``pooled``) and per object count
     (``object_n``; a batch without such scenes is left out of that mean)."""
-    per: dict[str, list[float]] = {}
-    for b in batches:
-        labels = object_labels(b.scenes, b.candidates)
-        active = labels.any(1)
-        ok = strict_correct(score(b.scenes, b.candidates), labels)
-        counts = (b.scenes >= 0).sum(1)
-        groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
-        for name, mask in groups.items():
-            if bool(mask.any()):
-                per.setdefault(name, []).append(ok[mask].float().mean().item())
-    return {k: sum(v) / len(v) for k, v in per.items()}
+    return _batch_means(batches, lambda b, labels: strict_correct(score(b.scenes, b.candidates), labels).float())
 
 
 def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str, float]:
@@ -210,23 +200,35 @@ def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str,
     :func:`bindcore.analysis.metrics.bag_ceiling`) when its candidates hold an object of
     another binding of the same bag (a bag scorer ranks both bindings alike, so it can be
     right on at most one), else 1; averaged as :func:`release_rates` averages."""
-    per: dict[str, list[float]] = {}
-    for b in batches:
-        labels = object_labels(b.scenes, b.candidates)
-        active = labels.any(1)
-        counts = (b.scenes >= 0).sum(1)
-        ceiling = torch.ones(len(b.scenes), device=b.scenes.device)
-        two = (counts == 2).nonzero().squeeze(1)
+
+    def ceiling(b: ReleaseBatch, labels: torch.Tensor) -> torch.Tensor:
+        out = torch.ones(len(b.scenes), device=b.scenes.device)
+        two = ((b.scenes >= 0).sum(1) == 2).nonzero().squeeze(1)
         if len(two):
             v = space.object_values(b.scenes[two, :2])  # [T, 2, C]
             cv = space.object_values(b.candidates)  # [K, C]
             in_bag = ((cv[None] == v[:, 0, None]) | (cv[None] == v[:, 1, None])).all(-1)  # [T, K]
             other_binding = (in_bag & ~labels[two]).any(1)
-            ceiling[two] = torch.where(other_binding, bag_ceiling(space, b.scenes[two, :2]), 1.0)
+            out[two] = torch.where(other_binding, bag_ceiling(space, b.scenes[two, :2]), 1.0)
+        return out
+
+    return _batch_means(batches, ceiling)
+
+
+def _batch_means(batches: list[ReleaseBatch], per_scene) -> dict[str, float]:
+    """The release protocol's averaging of a per-scene value (``per_scene(batch, labels)
+    -> [B]``): each batch's mean over its scenes with a positive among the candidates,
+    pooled and per object count, then the mean over batches."""
+    per: dict[str, list[float]] = {}
+    for b in batches:
+        labels = object_labels(b.scenes, b.candidates)
+        active = labels.any(1)
+        counts = (b.scenes >= 0).sum(1)
+        values = per_scene(b, labels)
         groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
         for name, mask in groups.items():
             if bool(mask.any()):
-                per.setdefault(name, []).append(ceiling[mask].mean().item())
+                per.setdefault(name, []).append(values[mask].mean().item())
     return {k: sum(v) / len(v) for k, v in per.items()}
 
 

@@ -22,6 +22,7 @@ from .checkpoints import previous_checkpoint
 from .models import DualEncoder, count_parameters
 from .training import (
     TrainConfig,
+    TrainOutput,
     autocast_dtype,
     build_model,
     concept_weight,
@@ -86,31 +87,37 @@ def train(
         out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
         if keep_weights:
             atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-        split = cfg.split
-        record = {
-            "kind": "train",
-            "hash": config_hash(cfg.to_dict()),
-            "config": cfg.to_dict(),
-            "metrics": out.metrics,
-            "bag_of_concepts": out.baseline,
-            "history": out.history,
-            "seconds": out.seconds,
-            "cpu_seconds": out.cpu_seconds,
-            "threads": torch.get_num_threads(),
-            "steps_run": out.steps_run,
-            "concept_loss_from": out.concept_loss_from,
-            "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
-            "device": str(dev),
-            "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
-            "parameters_per_encoder": count_parameters(out.model.scene),
-            "n_train_objects": len(split.train),
-            "n_val_objects": len(split.val),
-            "n_test_objects": len(split.test),
-        }
+        record = train_record(cfg, out, dev)
         store.finish(entry, record)
         ckpt.unlink(missing_ok=True)
         previous_checkpoint(ckpt).unlink(missing_ok=True)
     return entry.record()
+
+
+def train_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device) -> dict[str, Any]:
+    """The stored record of a finished run: its config and hash, metrics (with the bag of
+    concepts and the history), time, device and sizes."""
+    split = cfg.split
+    return {
+        "kind": "train",
+        "hash": config_hash(cfg.to_dict()),
+        "config": cfg.to_dict(),
+        "metrics": out.metrics,
+        "bag_of_concepts": out.baseline,
+        "history": out.history,
+        "seconds": out.seconds,
+        "cpu_seconds": out.cpu_seconds,
+        "threads": torch.get_num_threads(),
+        "steps_run": out.steps_run,
+        "concept_loss_from": out.concept_loss_from,
+        "steps_per_second": steps_per_second(out.seconds, cfg.steps),  # every step, resumes included
+        "device": str(dev),
+        "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
+        "parameters_per_encoder": count_parameters(out.model.scene),
+        "n_train_objects": len(split.train),
+        "n_val_objects": len(split.val),
+        "n_test_objects": len(split.test),
+    }
 
 
 def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder:

@@ -46,7 +46,7 @@ from bindcore.store import ResultStore
 from .checkpoints import Clock, previous_checkpoint, save_checkpoint
 from .evaluation import bag_of_concepts_baseline, evaluate, make_eval_set
 from .models import DualEncoder
-from .runs import steps_per_second
+from .runs import train_record
 from .scenes import SceneSpace, object_labels, sample_scenes
 from .training import (
     STORE_KIND,
@@ -528,31 +528,11 @@ def run_stacked(
 # ---------------------------------------------------------------------------------
 # stored runs
 # ---------------------------------------------------------------------------------
-def train_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device, stack: list[TrainConfig]) -> dict[str, Any]:
-    """The record :func:`~bindcore.controlled.training.train` writes for a run, and
-    ``stacked_with``: the config hashes of its stack (its own included)."""
-    split = cfg.split
-    return {
-        "kind": "train",
-        "hash": config_hash(cfg.to_dict()),
-        "config": cfg.to_dict(),
-        "metrics": out.metrics,
-        "bag_of_concepts": out.baseline,
-        "history": out.history,
-        "seconds": out.seconds,
-        "cpu_seconds": out.cpu_seconds,
-        "threads": torch.get_num_threads(),
-        "steps_run": out.steps_run,
-        "concept_loss_from": out.concept_loss_from,
-        "steps_per_second": steps_per_second(out.seconds, cfg.steps),
-        "device": str(dev),
-        "precision": "bf16" if autocast_dtype(cfg, dev) is not None else "fp32",
-        "parameters_per_encoder": count_parameters(out.model.scene),
-        "n_train_objects": len(split.train),
-        "n_val_objects": len(split.val),
-        "n_test_objects": len(split.test),
-        "stacked_with": [config_hash(c.to_dict()) for c in stack],
-    }
+def stacked_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device, stack: list[TrainConfig]) -> dict[str, Any]:
+    """The record :func:`~bindcore.controlled.runs.train` writes for a run
+    (:func:`~bindcore.controlled.runs.train_record`), and ``stacked_with``: the config
+    hashes of its stack (its own included)."""
+    return {**train_record(cfg, out, dev), "stacked_with": [config_hash(c.to_dict()) for c in stack]}
 
 
 def train_stacked(
@@ -596,7 +576,7 @@ def train_stacked(
                 for h, cfg, entry, ckpt, out in zip(todo, stack, entries, ckpts, outs):
                     if keep_weights:
                         atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-                    store.finish(entry, train_record(cfg, out, dev, stack))
+                    store.finish(entry, stacked_record(cfg, out, dev, stack))
                     ckpt.unlink(missing_ok=True)
                     previous_checkpoint(ckpt).unlink(missing_ok=True)
                     records[h] = entry.record()
