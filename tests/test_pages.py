@@ -136,9 +136,11 @@ def test_a_rendered_chapter_shows_its_included_source(tmp_path, monkeypatch):
     root = tmp_path / "book"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")  # a checkout: its notebooks/profiles are read
     shutil.copytree(ROOT / "book", root / "book")
     shutil.copytree(ROOT / "bindcore", root / "bindcore", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "notebooks" / f"{name}.py", root / "notebooks" / f"{name}.py")
+    shutil.copytree(ROOT / "notebooks" / "profiles", root / "notebooks" / "profiles")  # the profiles' parameter files
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                    f"  - file: notebooks/{name}\n")
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
