@@ -88,7 +88,7 @@ from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
-from bindcore.controlled.runs import load_model
+from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.training import TrainConfig, object_query_additivity
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
@@ -221,6 +221,34 @@ recipe_table(profile)
 # ```
 
 # %% [markdown]
+# ## One run, in full
+#
+# The experiment is one call per configuration: `train` samples scenes of training
+# objects, takes the optimiser steps of the loss above, evaluates every so often on
+# training, validation and test objects, and stores the result under a hash of its
+# config (asking again reads it back). Here is one run of this build's sweep, the
+# largest coverage of its largest object space, trained before the sweep (which then
+# reads it from the store), with its curve: the training task (two-object scenes of
+# training objects among the training objects), strict recognition of validation
+# objects, and their swap pairs.
+
+# %%
+configs = generalization_configs(base, P)
+one_cfg = max(configs, key=lambda c: (c.space.n_objects, c.coverage))
+one = train(one_cfg, device=device)
+curve = pd.DataFrame(one["history"])
+fig, ax = plt.subplots(figsize=(8, 3.8))
+for key, label in (("task_object_2", "training task"), ("val_object_2", "validation objects, strict"),
+                   ("val_swap_pair", "validation swap pairs")):
+    if key in curve:
+        ax.plot(curve["step"], curve[key], "o-", ms=3, label=label)
+ax.set_xlabel("training step")
+ax.set_ylim(-0.03, 1.03)
+ax.set_title(f"|O| = {one_cfg.space.n_objects:,}, coverage {one_cfg.coverage:g}, seed {one_cfg.seed}")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
 # ## This build's sweep
 #
 # One run per object-space size, coverage and seed. Runs are stored under a hash of
@@ -230,7 +258,6 @@ recipe_table(profile)
 # processes.
 
 # %%
-configs = generalization_configs(base, P)
 records = run_sweep(configs, workers=workers, device=device, executor=executor)
 note_stored(records)
 table = results_table(records)
