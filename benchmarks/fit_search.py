@@ -66,12 +66,9 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
 
 def append(row: dict[str, Any], log: Path = LOG) -> None:
     """Add ``row`` to the log (replacing an earlier row of the same name), atomically."""
-    from bindcore.io import atomic_write_json
-    from bindcore.store import machine_info
+    from bindcore.controlled.search import log_attempt
 
-    rows = json.loads(log.read_text())["attempts"] if log.exists() else []
-    rows = [r for r in rows if r["name"] != row["name"]] + [{**row, "machine": machine_info()["hostname"]}]
-    atomic_write_json(log, {"about": __doc__.split("\n\n")[0], "attempts": rows})
+    log_attempt(log, row, __doc__.split("\n\n")[0])
 
 
 def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[dict[str, Any]], cfg: Any

@@ -54,12 +54,9 @@ def _row(name: str, base: str, changes: dict[str, Any], cfg: Any, metrics: dict[
 
 def append(row: dict[str, Any], log: Path = LOG) -> None:
     """Add ``row`` to the log (replacing an earlier row of the same name), atomically."""
-    from bindcore.io import atomic_write_json
-    from bindcore.store import machine_info
+    from bindcore.controlled.search import log_attempt
 
-    rows = json.loads(log.read_text())["attempts"] if log.exists() else []
-    rows = [r for r in rows if r["name"] != row["name"]] + [{**row, "machine": machine_info()["hostname"]}]
-    atomic_write_json(log, {"about": __doc__.split("\n\n")[0], "attempts": rows})
+    log_attempt(log, row, __doc__.split("\n\n")[0])
 
 
 def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, results: Path) -> dict[str, Any]:

@@ -496,17 +496,13 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
     ``published/recipe-search.json``), failed ones included, with the fields each changed
     from its base recipe and the code version that made each; an empty frame when there
     is no log."""
-    import json
-    from pathlib import Path
 
-    from bindcore.store import PUBLISHED_ROOT, code_version
+    from bindcore.controlled.search import read_attempts
+    from bindcore.store import code_version
 
-    if path is None and PUBLISHED_ROOT is None:
+    rows = read_attempts(path, "recipe-search.json")
+    if not rows:
         return pd.DataFrame()
-    path = Path(path) if path is not None else PUBLISHED_ROOT / "recipe-search.json"
-    if not path.exists():
-        return pd.DataFrame()
-    rows = json.loads(path.read_text())["attempts"]
     out = pd.DataFrame([{
         "attempt": r["name"].split("_")[0],
         "changes": f"{r['base']} + " + ", ".join(f"{k}={v}" for k, v in r["changes"].items()
@@ -532,18 +528,11 @@ def fit_search_table(path: Any = None) -> pd.DataFrame:
     seed the step at which the training task reached the target (blank: not by the last
     step), its last reading and CPU-minutes; the metric it was judged on. An empty
     frame when there is no log."""
-    import json
-    from pathlib import Path
 
-    from bindcore.store import PUBLISHED_ROOT
+    from bindcore.controlled.search import read_attempts
 
-    if path is None and PUBLISHED_ROOT is None:
-        return pd.DataFrame()
-    path = Path(path) if path is not None else PUBLISHED_ROOT / "fit-search.json"
-    if not path.exists():
-        return pd.DataFrame()
     rows = []
-    for r in json.loads(path.read_text())["attempts"]:
+    for r in read_attempts(path, "fit-search.json"):
         runs = r["runs"]
         rows.append({
             "attempt": r["name"],

@@ -10,7 +10,9 @@ record, never by a choice). A recipe search sees a run only through
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -43,3 +45,28 @@ class SearchView(Mapping):
 def search_view(metrics: Mapping[str, Any]) -> SearchView:
     """``metrics`` as a recipe search may read them: training and validation keys only."""
     return SearchView(metrics)
+
+
+def log_attempt(log: str | Path, row: dict[str, Any], about: str) -> None:
+    """Add one attempt to a search log (``{"about": ..., "attempts": [...]}``, JSON),
+    replacing an earlier attempt of the same name, stamped with this machine's name;
+    written atomically."""
+    from bindcore.io import atomic_write_json
+    from bindcore.store import machine_info
+
+    log = Path(log)
+    rows = [r for r in read_attempts(log) if r["name"] != row["name"]]
+    atomic_write_json(log, {"about": about, "attempts": rows + [{**row, "machine": machine_info()["hostname"]}]})
+
+
+def read_attempts(log: str | Path | None, name: str | None = None) -> list[dict[str, Any]]:
+    """The attempts of a search log: ``log``, else ``published/<name>`` (the store's
+    published root); none when there is no such file."""
+    if log is None:
+        from bindcore.store import PUBLISHED_ROOT
+
+        if PUBLISHED_ROOT is None or name is None:
+            return []
+        log = PUBLISHED_ROOT / name
+    log = Path(log)
+    return json.loads(log.read_text())["attempts"] if log.exists() else []
