@@ -424,6 +424,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     import time
 
     from bindcore.executors import SweepError
+    from bindcore.runtime import set_threads
     from bindcore.store import ResultStore
     from bindcore.sweep import run_sweep
 
@@ -436,6 +437,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
             store = retire_stale(store, configs)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
+    set_threads(args.threads)  # the runs trained in this process (--workers 1); worker processes use one each
     t0 = time.perf_counter()
     try:
         recs = run_sweep(configs, store=store, device=args.device, progress=not args.quiet, executor=executor)

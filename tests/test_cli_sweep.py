@@ -157,3 +157,19 @@ def test_sweep_command_publishes_config_and_result_without_weights(tmp_path, mon
     assert len(published) == 1 and f"published {published[0]}" in out
     assert sorted(p.name for p in published[0].iterdir()) == ["config.json", "result.json"]
     assert json.loads((published[0] / "result.json").read_text())["config"]["coverage"] == 0.5
+
+
+def test_sweep_trains_in_process_with_the_threads_asked_for(tmp_path, capsys):
+    """``--threads`` reaches the runs a sweep trains in this process (``--workers 1``):
+    the record says how many threads made it (float sums, hence results, depend on it)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # what an idle two-core machine gives by default
+    try:
+        assert main(["sweep", *TINY, "--set", "coverage=0.5", "--workers", "1", "--threads", "1",
+                     "--results", str(tmp_path), "--quiet"]) == 0
+    finally:
+        torch.set_num_threads(before)
+    (entry,) = ResultStore(tmp_path, published=None).entries(STORE_KIND)
+    assert entry.record()["threads"] == 1
