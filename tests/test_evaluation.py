@@ -227,3 +227,28 @@ def test_the_fit_search_logs_every_seed_with_the_metric_it_was_chosen_on(tmp_pat
     assert row["chosen on"].startswith("task_object_2") and row["status"] == "finished"
     assert [r["seed"] for r in row["runs"]] == [0, 1] and all(r["curve"] for r in row["runs"])
     assert not any(is_test_key(k) for r in row["runs"] for point in r["curve"] for k in point)
+
+
+def _log_rows(log: str, worker: int, n: int) -> None:
+    from bindcore.controlled.search import log_attempt
+
+    for i in range(n):
+        log_attempt(log, {"name": f"w{worker}-{i}"}, "a test log")
+
+
+def test_two_searches_logging_to_one_file_at_once_keep_every_row(tmp_path):
+    """The fit search and the recipe search may run side by side on one log: no row is
+    lost to the other's read-modify-write."""
+    import multiprocessing as mp
+
+    from bindcore.controlled.search import read_attempts
+
+    log = str(tmp_path / "search.json")
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_log_rows, args=(log, w, 25)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert all(p.exitcode == 0 for p in procs)
+    assert sorted(r["name"] for r in read_attempts(log)) == sorted(f"w{w}-{i}" for w in range(4) for i in range(25))

@@ -50,13 +50,18 @@ def search_view(metrics: Mapping[str, Any]) -> SearchView:
 def log_attempt(log: str | Path, row: dict[str, Any], about: str) -> None:
     """Add one attempt to a search log (``{"about": ..., "attempts": [...]}``, JSON),
     replacing an earlier attempt of the same name, stamped with this machine's name;
-    written atomically."""
+    written atomically, and under an exclusive lock of ``<log>.lock`` so that two
+    searches logging to one file at once both keep their rows."""
+    import fcntl
+
     from bindcore.io import atomic_write_json
     from bindcore.store import machine_info
 
     log = Path(log)
-    rows = [r for r in read_attempts(log) if r["name"] != row["name"]]
-    atomic_write_json(log, {"about": about, "attempts": rows + [{**row, "machine": machine_info()["hostname"]}]})
+    with open(log.with_name(log.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = [r for r in read_attempts(log) if r["name"] != row["name"]]
+        atomic_write_json(log, {"about": about, "attempts": rows + [{**row, "machine": machine_info()["hostname"]}]})
 
 
 def read_attempts(log: str | Path | None, name: str | None = None) -> list[dict[str, Any]]:
