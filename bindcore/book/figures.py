@@ -367,3 +367,38 @@ def plot_binding_curves(ax: Any, records: Sequence[dict[str, Any]], metric: str 
     ax.set_xlabel("training step")
     ax.set_ylim(-0.03, 1.03)
     ax.legend(fontsize=7, ncol=2)
+
+
+def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
+    """The training-task curves of a fit-search log (``published/fit-search.json``), one
+    panel per attempt: ``task_object_2`` against the step, a thin line per seed and the
+    median over the seeds at each step they share in black, the attempt's target dashed.
+    Returns the figure (None without attempts)."""
+    if not attempts:
+        return None
+    nrows = math.ceil(len(attempts) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.4 * nrows), sharey=True, squeeze=False)
+    for ax, a in zip(axes.flat, attempts):
+        curves = {}
+        for i, run in enumerate(a["runs"]):
+            steps = [c["step"] for c in run["curve"]]
+            values = [c["task_object_2"] for c in run["curve"]]
+            curves[run["seed"]] = dict(zip(steps, values))
+            ax.plot(steps, values, "-", lw=1, color=PALETTE[i % len(PALETTE)], label=f"seed {run['seed']}")
+        shared = sorted(set.intersection(*(set(c) for c in curves.values()))) if curves else []
+        if len(curves) > 1 and shared:
+            ax.plot(shared, [float(np.median([c[s] for c in curves.values()])) for s in shared], "-", lw=2.2,
+                    color="black", label="median")
+        ax.axhline(a["target"], color="grey", ls="--", lw=1)
+        ax.set_title(a["name"], fontsize=8)
+        ax.set_ylim(-0.03, 1.03)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(attempts):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("training task (task_object_2)", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("step", fontsize=8)
+    axes.flat[0].legend(fontsize=6, loc="upper left")
+    fig.tight_layout()
+    return fig

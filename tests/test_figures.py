@@ -1,0 +1,30 @@
+"""bindcore.book.figures: what a figure draws, read back from its axes."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+
+from bindcore.book.figures import plot_fit_search  # noqa: E402
+
+
+def _attempt(name, curves, target=0.9):
+    return {"name": name, "target": target,
+            "runs": [{"seed": s, "curve": [{"step": 500 * (i + 1), "task_object_2": v} for i, v in enumerate(c)]}
+                     for s, c in curves.items()]}
+
+
+def test_fit_search_figure_draws_every_seed_and_their_median_per_attempt():
+    a = _attempt("A", {0: [0.1, 0.5, 0.9], 1: [0.2, 0.4, 0.6], 2: [0.0, 0.3]})  # seed 2 stopped early
+    b = _attempt("B", {0: [0.3, 0.7]})
+    fig = plot_fit_search([a, b], ncols=3)
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes[:2]] == ["A", "B"] and not axes[2].axison
+    lines = {ln.get_label(): ln for ln in axes[0].get_lines()}
+    assert {"seed 0", "seed 1", "seed 2", "median"} <= set(lines)
+    median = lines["median"]
+    assert list(median.get_xdata()) == [500, 1000]  # the steps every seed reached
+    assert np.allclose(median.get_ydata(), [0.1, 0.4])
+    assert "median" not in {ln.get_label() for ln in axes[1].get_lines()}  # one seed: no median
+    assert plot_fit_search([]) is None
