@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 book: venv
-	$(BIN)/bindcore book --profile $(PROFILE)
+	$(BIN)/bindcore book --profile $(PROFILE)$(if $(RECOMPUTE), --recompute,)
 
 test: lint
 	$(BIN)/python -m pytest

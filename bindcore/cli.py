@@ -125,6 +125,9 @@ def register_book(subparsers) -> None:
     p.add_argument("--only", action="append", metavar="NAME", default=None,
                    help="execute only this notebook (name without suffix); repeatable")
     p.add_argument("--no-html", action="store_true", help="execute the notebooks, skip the HTML build")
+    p.add_argument("--recompute", action="store_true",
+                   help="compute every number from scratch: every notebook executed again, no published record "
+                   "read, results in a fresh store (<build-dir>/recomputed-results)")
     p.add_argument("--strict", action="store_true",
                    help="fail the HTML build on any Sphinx warning (-W --keep-going)")
     p.add_argument("--dry-run", action="store_true",
@@ -149,11 +152,12 @@ def _run_book(args: argparse.Namespace) -> int:
             from bindcore.book.profiles import dry_run_parameters
 
             book.execute_book(args.profile, Path(build_dir) / "dry-run", force=args.force, only=args.only,
-                              parameters=dry_run_parameters())
+                              parameters=dry_run_parameters(), recompute=args.recompute)
         elif args.no_html:
-            book.execute_book(args.profile, build_dir, force=args.force, only=args.only)
+            book.execute_book(args.profile, build_dir, force=args.force, only=args.only, recompute=args.recompute)
         else:
-            book.build_book(args.profile, build_dir, force=args.force, only=args.only, strict=args.strict)
+            book.build_book(args.profile, build_dir, force=args.force, only=args.only, strict=args.strict,
+                            recompute=args.recompute)
     except (book.NotebookExecutionError, book.BookBuildError, ValueError, FileNotFoundError) as exc:
         print(f"bindcore book: error: {exc}", file=sys.stderr)
         return 1

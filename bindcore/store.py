@@ -89,11 +89,17 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 
 
+NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
+
+
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
     """The committed records (the store's second, read-only root): ``published/`` of the
     checkout bindcore runs from, else the copy a pip install puts inside the package
     (``bindcore/published``, package data; e.g. on Colab, with no checkout beside it);
-    None when neither exists."""
+    None when neither exists, or when ``$BINDCORE_NO_PUBLISHED`` is 1 (``bindcore book
+    --recompute``: every number computed again)."""
+    if os.environ.get(NO_PUBLISHED_ENV) == "1":
+        return None
     checkout = package_dir.parent
     for path in ((checkout / "published") if (checkout / "pyproject.toml").is_file() else None,
                  package_dir / "published"):

@@ -111,7 +111,7 @@ class FakePapermill:
     def __call__(self, input_path, output_path, parameters, cwd):
         nb = nbformat.read(input_path, as_version=4)
         env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE",
-                                              "BINDCORE_BOOK_BUILD")}
+                                              "BINDCORE_BOOK_BUILD", "BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS")}
         self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env})
         nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
         code = [c for c in nb.cells if c.cell_type == "code"]
@@ -363,3 +363,32 @@ def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_pat
     for profile, limit in (("smoke", 900), ("quick", 3 * 3600), ("colab", None), ("paper", None)):
         book._run_papermill(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"profile": profile}, tmp_path)
         assert seen["execution_timeout"] == limit
+
+
+def test_recompute_executes_every_chapter_again_without_published_records_in_an_empty_store(
+        fake_repo, fake_papermill, tmp_path, monkeypatch):
+    monkeypatch.delenv("BINDCORE_NO_PUBLISHED", raising=False)
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "my-results"))
+    build = tmp_path / "build"
+    book.execute_book("smoke", build, root=fake_repo)
+    assert [c["env"]["BINDCORE_NO_PUBLISHED"] for c in fake_papermill.calls] == [None, None]
+    left_over = build / "recomputed-results" / "train-2" / "old"
+    left_over.mkdir(parents=True)
+    runs = book.execute_book("smoke", build, root=fake_repo, recompute=True)
+    assert [r.cached for r in runs] == [False, False]  # cached chapters run again
+    for call in fake_papermill.calls[2:]:
+        assert call["env"]["BINDCORE_NO_PUBLISHED"] == "1"
+        assert call["env"]["BINDCORE_RESULTS"] == str(build / "recomputed-results")
+    assert not left_over.exists()  # nothing computed before is reused
+    assert os.environ["BINDCORE_RESULTS"] == str(tmp_path / "my-results")  # restored afterwards
+    assert "BINDCORE_NO_PUBLISHED" not in os.environ
+
+
+def test_no_published_records_under_bindcore_no_published():
+    import subprocess
+    import sys
+
+    code = "from bindcore.store import PUBLISHED_ROOT, ResultStore; print(PUBLISHED_ROOT, ResultStore().published)"
+    env = {**os.environ, "BINDCORE_NO_PUBLISHED": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "None"]

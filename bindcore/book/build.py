@@ -27,13 +27,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
+from bindcore.store import NO_PUBLISHED_ENV
 
 from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
 from .pairs import sync_pairs
@@ -306,10 +307,13 @@ def execute_book(
     *,
     root: Path | str | None = None,
     parameters: Mapping[str, Mapping[str, Any]] | None = None,
+    recompute: bool = False,
 ) -> list[NotebookRun]:
     """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings;
     ``parameters``: {notebook: papermill parameters on top of the profile's file} (e.g.
-    the dry run's, :func:`bindcore.book.profiles.dry_run_parameters`)."""
+    the dry run's, :func:`bindcore.book.profiles.dry_run_parameters`); ``recompute``:
+    every notebook executed again, with no published record read and an empty result
+    store (:func:`recomputing`), so that every number is computed from scratch."""
     check_profile(profile)
     root = _resolve_root(root)
     names = toc_notebooks(root)
@@ -324,12 +328,36 @@ def execute_book(
     out_dir = build_dir / "executed" / profile
     library = library_hash(root / "bindcore")
     runs = []
-    for name in selected:
-        run = _execute(name, profile, out_dir, (parameters or {}).get(name), force, root, library)
-        status = "cached" if run.cached else f"executed in {run.seconds:.1f} s"
-        print(f"[book] {name}: {status}", flush=True)
-        runs.append(run)
+    with recomputing(build_dir) if recompute else nullcontext():
+        for name in selected:
+            run = _execute(name, profile, out_dir, (parameters or {}).get(name), force or recompute, root, library)
+            status = "cached" if run.cached else f"executed in {run.seconds:.1f} s"
+            print(f"[book] {name}: {status}", flush=True)
+            runs.append(run)
     return runs
+
+
+RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute build, in its build folder
+
+
+@contextmanager
+def recomputing(build_dir: Path) -> Iterator[Path]:
+    """For the chapters executed inside: no published record (``$BINDCORE_NO_PUBLISHED``)
+    and a result store emptied first (``<build_dir>/recomputed-results`` as
+    ``$BINDCORE_RESULTS``), so that nothing computed before is reused. Yields the store."""
+    store = Path(build_dir) / RECOMPUTED_RESULTS
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    saved = {k: os.environ.get(k) for k in (NO_PUBLISHED_ENV, "BINDCORE_RESULTS")}
+    os.environ.update({NO_PUBLISHED_ENV: "1", "BINDCORE_RESULTS": str(store)})
+    try:
+        yield store
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _absolute(path: Path | str) -> Path:
@@ -378,11 +406,13 @@ def build_book(
     *,
     strict: bool = False,
     root: Path | str | None = None,
+    recompute: bool = False,
 ) -> Path:
-    """Execute the notebooks, render the book, return ``<build_dir>/html/index.html``."""
+    """Execute the notebooks (``recompute``: see :func:`execute_book`), render the book,
+    return ``<build_dir>/html/index.html``."""
     root = _resolve_root(root)
     start = time.perf_counter()
-    runs = execute_book(profile, build_dir, force=force, only=only, root=root)
+    runs = execute_book(profile, build_dir, force=force, only=only, root=root, recompute=recompute)
     html_start = time.perf_counter()
     index = build_html(profile, build_dir, force=force, strict=strict, root=root)
     html_seconds = time.perf_counter() - html_start
