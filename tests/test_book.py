@@ -111,8 +111,10 @@ class FakePapermill:
     def __call__(self, input_path, output_path, parameters, cwd):
         nb = nbformat.read(input_path, as_version=4)
         env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE",
-                                              "BINDCORE_BOOK_BUILD", "BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS")}
-        self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env})
+                                              "BINDCORE_BOOK_BUILD")}
+        store = {k: os.environ.get(k) for k in ("BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS")}
+        self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env,
+                           "store": store})
         nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
         code = [c for c in nb.cells if c.cell_type == "code"]
         Path(output_path).write_text("half-written")  # papermill saves after every cell
@@ -371,14 +373,14 @@ def test_recompute_executes_every_chapter_again_without_published_records_in_an_
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "my-results"))
     build = tmp_path / "build"
     book.execute_book("smoke", build, root=fake_repo)
-    assert [c["env"]["BINDCORE_NO_PUBLISHED"] for c in fake_papermill.calls] == [None, None]
+    assert [c["store"]["BINDCORE_NO_PUBLISHED"] for c in fake_papermill.calls] == [None, None]
     left_over = build / "recomputed-results" / "train-2" / "old"
     left_over.mkdir(parents=True)
     runs = book.execute_book("smoke", build, root=fake_repo, recompute=True)
     assert [r.cached for r in runs] == [False, False]  # cached chapters run again
     for call in fake_papermill.calls[2:]:
-        assert call["env"]["BINDCORE_NO_PUBLISHED"] == "1"
-        assert call["env"]["BINDCORE_RESULTS"] == str(build / "recomputed-results")
+        assert call["store"]["BINDCORE_NO_PUBLISHED"] == "1"
+        assert call["store"]["BINDCORE_RESULTS"] == str(build / "recomputed-results")
     assert not left_over.exists()  # nothing computed before is reused
     assert os.environ["BINDCORE_RESULTS"] == str(tmp_path / "my-results")  # restored afterwards
     assert "BINDCORE_NO_PUBLISHED" not in os.environ
