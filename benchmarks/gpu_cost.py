@@ -80,9 +80,7 @@ import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
 from bindcore.analysis.probes import sub_grid_side  # noqa: E402
-from bindcore.book.chapter import chapter_recipe, generalizing_configs  # noqa: E402
 from bindcore.book.profiles import chapter_parameters  # noqa: E402
-from bindcore.book.tables import PRETRAINED_FAMILIES, pixel_approximator_params  # noqa: E402
 from bindcore.controlled.pixels import level_configs  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
@@ -92,6 +90,9 @@ from bindcore.controlled.training import (  # noqa: E402
     make_optimizer,
     optimizer_step,
 )
+from bindcore.experiments.complexity import PRETRAINED_FAMILIES  # noqa: E402
+from bindcore.experiments.generalization import chapter_recipe, generalizing_configs  # noqa: E402
+from bindcore.experiments.pixels import pixel_approximator_params  # noqa: E402
 from bindcore.io import atomic_write_json  # noqa: E402
 from bindcore.runtime import PROFILES  # noqa: E402
 from bindcore.sweep import ablation_configs, generalization_configs, step_key  # noqa: E402
@@ -303,7 +304,7 @@ def chapter_work(chapter: str, profile: str, costs: Costs, token_runs: list) -> 
         p = chapter_parameters("geometry", profile)
         if not p.get("controlled", True):
             return Work([], [], note="controlled=False")
-        configs = generalizing_configs(profile, p)
+        configs = generalizing_configs(profile, p, chapter_parameters("binding_generalization", profile))
         return Work(configs, [], binding_data_flops(costs, configs, p["controlled_objects"]), "§5.2 models")
     if chapter == "05_1_pretrained_binding_complexity":
         p = chapter_parameters("pretrained_complexity", profile)
@@ -315,7 +316,7 @@ def chapter_work(chapter: str, profile: str, costs: Costs, token_runs: list) -> 
     if chapter in ("05_3_binding_function_complexity", "05_4_functional_form"):
         p = chapter_parameters("controlled_complexity", profile)
         protocol = protocol_for(p)
-        configs = generalizing_configs(profile, p)
+        configs = generalizing_configs(profile, p, chapter_parameters("binding_generalization", profile))
         cpu = binding_data_flops(costs, configs, p["max_objects"])
         if chapter.startswith("05_3"):
             return Work(configs, controlled_sweeps(configs, p["max_objects"], p["fractions"], ["mlp"], p["widths"],

@@ -22,7 +22,7 @@ is never reused silently:
 * a cheap kind (an analysis, embeddings) computes it again;
 * an expensive kind (training runs), and any published record, is reused with
   ``stale=True`` on its :class:`Entry`; the chapter that shows it says so and names
-  the code version that produced it (:func:`bindcore.book.chapter.note_stored`).
+  the code version that produced it (:func:`bindcore.experiments.generalization.note_stored`).
 
 The folder names of the kinds (``train-2``, ``geometry-1``, ...) are fixed: they are
 not bumped when code changes, the fingerprint tells.
@@ -124,6 +124,18 @@ def default_root() -> Path:
     if (REPO_ROOT / "pyproject.toml").exists():
         return REPO_ROOT / "results"
     return Path.cwd() / "results"
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as a page shows it, never the build machine's absolute path: relative to
+    the project (``results/train-2/<hash>``), else to ``$BINDCORE_RESULTS`` (written so),
+    else to the working folder, else the store's last two levels (``<kind>/<hash>``)."""
+    path = Path(path).absolute()
+    env = os.environ.get("BINDCORE_RESULTS")
+    for base, prefix in ((REPO_ROOT, ""), (Path(env) if env else None, "$BINDCORE_RESULTS/"), (Path.cwd(), "")):
+        if base is not None and path.is_relative_to(base.absolute()):
+            return prefix + path.relative_to(base.absolute()).as_posix()
+    return "/".join(path.parts[-2:])
 
 
 # ---------------------------------------------------------------------------------

@@ -85,15 +85,19 @@ from IPython.display import Markdown
 
 from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import data_and_weights_note, geometry_sets, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import attribution_claims
 from bindcore.book.figures import PALETTE
+from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import attribution_table, sets_frame
+from bindcore.experiments.geometry import geometry_sets
+from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.paper import PAPER_ATTRIBUTION
 
 P = start_chapter("geometry", globals())
-sets, note = geometry_sets(profile, P, workers=workers, device=device)
+P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+sets, note = geometry_sets(profile, P, P52, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
 print(note)
 _, _, data_note = data_and_weights_note(P, "04_2_component_attribution", "the subtraction cells")

@@ -71,11 +71,12 @@ from bindcore.analysis import complexity as CX
 from bindcore.analysis.approximators import PCATreeRegressor
 from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import data_and_weights_note, geometry_encoders, pretrained_encoders, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import pretrained_claims
 from bindcore.book.figures import plot_by_fraction
 from bindcore.book.prose import glue
-from bindcore.book.tables import pretrained_sweeps
+from bindcore.experiments.complexity import pretrained_sweeps
+from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
 
 P = start_chapter("pretrained_complexity", globals())

@@ -76,13 +76,7 @@ import torch
 from IPython.display import Markdown
 
 import bindcore
-from bindcore.book.chapter import (
-    chapter_recipe,
-    describe_scale_records,
-    note_stored,
-    scale_records,
-    start_chapter,
-)
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import claim_outcomes, claims_table, generalization_claim_rules
 from bindcore.book.figures import plot_binding_curves, plot_scale
 from bindcore.book.prose import glue
@@ -90,6 +84,12 @@ from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.training import TrainConfig, object_query_additivity
+from bindcore.experiments.generalization import (
+    chapter_recipe,
+    describe_scale_records,
+    note_stored,
+    scale_records,
+)
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.sweep import (

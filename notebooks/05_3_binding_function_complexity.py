@@ -61,13 +61,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
-from bindcore.book.chapter import controlled_datasets, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import width_claims
 from bindcore.book.figures import plot_by_width
-from bindcore.book.tables import controlled_sweeps
+from bindcore.book.profiles import chapter_parameters
+from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
 
 P = start_chapter("controlled_complexity", globals())
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
+P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+runs, datasets = controlled_datasets(profile, P, P52, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
       f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")
 

@@ -63,16 +63,20 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bindcore.analysis.approximators import FAMILIES
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for
-from bindcore.book.chapter import controlled_datasets, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import figure9_claims, form_claims
 from bindcore.book.figures import plot_by_fraction, plot_figure9
+from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import FAMILY_LABELS, controlled_sweeps, figure9_correlations, figure9_table
+from bindcore.book.tables import figure9_correlations
+from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
 from bindcore.paper import PAPER_OBJECT_SPACES
 
 P = start_chapter("controlled_complexity", globals())
-runs, datasets = controlled_datasets(profile, P, workers=workers, device=device, executor=executor)
+P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+runs, datasets = controlled_datasets(profile, P, P52, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 
 # %% tags=["remove-cell"]

@@ -92,18 +92,15 @@ from bindcore.analysis.embedding_sets import (
 )
 from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import (
-    data_and_weights_note,
-    geometry_encoders,
-    geometry_sets,
-    ran_with,
-    start_chapter,
-)
+from bindcore.book.chapter import ran_with, start_chapter
 from bindcore.book.claims import additional_claims, natural_claims
 from bindcore.book.figures import PALETTE, plot_mds, sample_grid
+from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import mds_table, natural_table, three_object_long, three_object_table
+from bindcore.book.tables import mds_table
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
+from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
+from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
 
 P = start_chapter("additional", globals())
@@ -291,7 +288,8 @@ natural_claims(natural, profile)
 t0 = time.perf_counter()
 p41, _ = ran_with("04_1_geometry", "geometry", profile)  # §4.1's sets, as it made them in this build
 gparams = {**p41, **{k: P[k] for k in ("clevr_dir", "pug_dir", "dinov2")}}
-gsets, _ = geometry_sets(profile, gparams, workers=workers, device=device)
+P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+gsets, _ = geometry_sets(profile, gparams, P52, workers=workers, device=device)
 mds_frames = [mds_analysis(s, P) for s in gsets]
 grid = mds_table(gsets, mds_frames)
 print(f"{len(gsets)} embedding sets, MDS in {time.perf_counter() - t0:.1f} s (embeddings from the store when present)")

@@ -74,21 +74,23 @@ import pandas as pd
 
 import bindcore
 from bindcore.analysis.approximators import FAMILIES
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
-from bindcore.book.chapter import pixel_base, pixel_binding_data, pixel_runs, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import pixel_claim_rules, pixel_claims
 from bindcore.book.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import (
-    FAMILY_LABELS,
-    level_summary,
-    pixel_approximator_params,
-    pixel_results_table,
-    pixel_sweeps,
-)
+from bindcore.book.tables import level_summary, pixel_results_table
 from bindcore.controlled.recipes import pixel_recipe, recipe_table
 from bindcore.data.pixels import LEVEL_LABELS, palette_separation
+from bindcore.experiments.pixels import (
+    pixel_approximator_params,
+    pixel_base,
+    pixel_binding_data,
+    pixel_runs,
+    pixel_sweeps,
+)
 from bindcore.paper import PAPER_PIXELS
 from bindcore.runtime import resolve_device
 

@@ -57,13 +57,16 @@ from bindcore.analysis.metrics import (
     bag_of_concepts_accuracy,
     expected_bag_of_concepts_two_objects,
 )
-from bindcore.book.chapter import chapter_recipe, note_stored, ran_with, start_chapter
+from bindcore.book.chapter import ran_with, start_chapter
 from bindcore.book.claims import claim_outcomes
 from bindcore.book.comparison import GROUPS, comparison_table, summary_line
 from bindcore.book.outcomes import outcome_summary
-from bindcore.book.report import claims_overview, gather
+from bindcore.book.profiles import chapter_parameters
+from bindcore.book.report import claims_overview, gather, report_parameters
 from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
+from bindcore.experiments.generalization import chapter_recipe, note_stored
+from bindcore.experiments.report import gather_results
 from bindcore.paper import paper_items
 from bindcore.sweep import (
     ablation_configs,
@@ -72,7 +75,10 @@ from bindcore.sweep import (
 )
 
 start_chapter(None, globals())
-R = gather(profile, workers=workers, device=device)
+chapter_params, sources = report_parameters(profile)  # what each chapter ran with in this build
+P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models the chapters reuse
+results = gather_results(profile, chapter_params, P52, workers=workers, device=device)
+R = gather(profile, chapter_params, sources, results)
 comparison = comparison_table(R["build"])
 
 # %% [markdown]
@@ -150,8 +156,6 @@ with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
 # alone can do):
 
 # %% tags=["hide-input", "full-width"]
-from bindcore.book.profiles import chapter_parameters
-
 rows = []
 for c, v in chapter_parameters("binding_generalization", "paper")["sizes"]:
     sp = SceneSpace(c, v, 2)

@@ -324,7 +324,7 @@ def test_sweep_fractions_stacks_families_and_fits_trees(small_data):
 # ---------------------------------------------------------------------------------
 def test_stored_sweep_is_keyed_by_content(small_data, tmp_path):
     from bindcore.analysis.complexity import stored_sweep
-    from bindcore.book.tables import approximator_table
+    from bindcore.experiments.complexity import approximator_table
     from bindcore.store import ResultStore
 
     store = ResultStore(tmp_path, published=None)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.book import claims as CL
-from bindcore.book.tables import FAMILY_LABELS
 
 MLP, ADD, GP, SGP, WOP = (FAMILY_LABELS[f] for f in ("mlp", "additive", "global_product", "sum_global_product",
                                                      "within_object_product"))

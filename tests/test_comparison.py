@@ -134,7 +134,7 @@ def test_release_deviations_read_measured_effects():
 def test_authors_data_and_dinov2_absent_are_said_fast(tmp_path, monkeypatch):
     import time
 
-    from bindcore.book.chapter import authors_data, data_and_weights_note, dinov2_encoder
+    from bindcore.experiments.inputs import authors_data, data_and_weights_note, dinov2_encoder
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
@@ -148,8 +148,8 @@ def test_authors_data_and_dinov2_absent_are_said_fast(tmp_path, monkeypatch):
 
 
 def test_authors_clevr_folder_loads_as_its_own_set(tmp_path):
-    from bindcore.book.chapter import AUTHOR_FOLDERS, authors_data
     from bindcore.data import make_clevr2d
+    from bindcore.experiments.inputs import AUTHOR_FOLDERS, authors_data
 
     make_clevr2d(size=32).subset(range(6)).write(tmp_path / "clevr")
     datasets, notes = authors_data({"clevr_dir": str(tmp_path / "clevr"), "pug_dir": None})

@@ -17,6 +17,7 @@ from bindcore.analysis import geometry as G
 from bindcore.analysis import geometry_sets as GS
 from bindcore.book import claims as CL
 from bindcore.book import tables as T
+from bindcore.experiments import geometry as EG
 from bindcore.store import ResultStore
 
 torch.set_num_threads(2)
@@ -53,7 +54,7 @@ def store(tmp_path):
 
 def test_three_object_table_columns_and_object_beats_concepts(store):
     sets = [make_set(False, seed=0), make_set(True, seed=1)]
-    table = T.three_object_table(sets, PARAMS, store=store)
+    table = EG.three_object_table(sets, PARAMS, store=store)
     assert len(table) == 2
     for col in ("dataset", "occlusion", "encoder", "weights", "probing concepts", "probing objects",
                 "R² held-out concepts (avg)", "R² held-out objects (avg)", "R² held-out concepts (lstsq)",
@@ -76,7 +77,7 @@ def test_three_object_table_columns_and_object_beats_concepts(store):
 
 def test_paper_numbers_sit_beside_pretrained_rows_only(store):
     sets = [make_set(False, pretrained=True), make_set(True, pretrained=True), make_set(True, pretrained=False)]
-    table = T.three_object_table(sets, PARAMS, store=store)
+    table = EG.three_object_table(sets, PARAMS, store=store)
     assert table["paper (CLIP): retrieval"].tolist() == [0.76, 0.65, "–"]
     assert table["paper (CLIP): probing"].tolist() == ["–", "0.91–0.93", "–"]
     claims = CL.additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]), "smoke")
@@ -93,7 +94,7 @@ def test_rare_objects_are_counted_and_excluded(store):
     df = GS.three_object_analysis(s, PARAMS, store)
     assert df.attrs["occurrences"] == occ
     assert (df["n_excluded_heldout"] >= 0).all() and (df["n_excluded_heldout"] <= df["n_heldout"]).all()
-    row = T.three_object_table([s], PARAMS, store)
+    row = EG.three_object_table([s], PARAMS, store)
     assert row["objects never seen"].iloc[0] == occ["never_seen"]
 
 

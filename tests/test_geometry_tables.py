@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from bindcore.analysis import geometry_sets as G
-from bindcore.book import chapter
 from bindcore.book import tables as T
+from bindcore.experiments import geometry as EG
+from bindcore.experiments import inputs
 from bindcore.store import ResultStore
 
 VPC = [4, 3]
@@ -85,17 +86,17 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     clip = FakeClip()
     monkeypatch.setattr(encoders, "default_encoders",
                         lambda **kw: encoders.DefaultEncoders(image=clip, text=clip, pretrained_clip=True, note="CLIP"))
-    chosen, note = chapter.geometry_encoders()
+    chosen, note = inputs.geometry_encoders()
     assert [(e.name, p) for e, p in chosen["image"]][0] == (clip.name, True)
     assert [p for _, p in chosen["text"]] == [True, False] and [p for _, p in chosen["image"]] == [True, False]
     assert isinstance(chosen["image"][1][0], encoders.RandomInitClipEncoder)
-    named, _ = chapter.pretrained_encoders()
+    named, _ = inputs.pretrained_encoders()
     assert list(named.values())[0] is clip and "pretrained" in list(named)[0]
 
     offline = encoders.DefaultEncoders(image=encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0),
                                        text=object(), pretrained_clip=False, note="offline")
     monkeypatch.setattr(encoders, "default_encoders", lambda **kw: offline)
-    chosen, note = chapter.geometry_encoders()
+    chosen, note = inputs.geometry_encoders()
     assert [p for _, p in chosen["image"]] == [False] and [p for _, p in chosen["text"]] == [True, False]
     assert note == "offline"
 
@@ -117,7 +118,7 @@ def test_nearest_after_edit_finds_the_counterfactual():
 
 def test_natural_table_has_chance_levels(store):
     s = _planted_set("image", True, 4)
-    t = T.natural_table([s], PARAMS, store=store)
+    t = EG.natural_table([s], PARAMS, store=store)
     r = t.iloc[0]
     assert r["scenes"] == len(s.Z) and r["objects"] == 12 and r["edits"] > 0
     assert r["retrieval"] > 0.9 > 0.1 > r["retrieval chance"] > 0  # exact object vectors: far above chance
@@ -151,7 +152,7 @@ def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
     nothing, although in-sample its bag of objects fits more than its bag of concepts."""
     from bindcore.analysis.embedding_sets import gaussian_null
     from bindcore.book import claims as CL
-    from bindcore.book.chapter import geometry_nulls
+    from bindcore.experiments.geometry import geometry_nulls
 
     real = _planted_set("text", True)
     noise = gaussian_null(real, seed=7)

@@ -1,6 +1,8 @@
-"""The shape of the library (bindcore/__init__ and shared/DESIGN.md): the science never
-imports the book; the paper's numbers and claims live in bindcore/paper.py and
-bindcore/book/ only; chapters collect their parameters from their own namespace."""
+"""The shape of the library (bindcore/__init__ and shared/DESIGN.md): the science and the
+experiments never import the book; the book neither trains nor fits; the paper's numbers
+and claims live in bindcore/paper.py, bindcore/book/ and bindcore/experiments/ (the
+paper's experiments, with the paper's numbers beside theirs) only; chapters collect their
+parameters from their own namespace."""
 
 from __future__ import annotations
 
@@ -26,8 +28,34 @@ def _is_book(rel: str) -> bool:
     return rel.startswith("book/")
 
 
-SCIENCE = [p for p in sorted(PACKAGE.rglob("*.py"))
-           if not _is_book(_rel(p)) and _rel(p) not in ENTRY_POINTS | {"paper.py"}]
+def _is_experiments(rel: str) -> bool:
+    return rel.startswith("experiments/")
+
+
+# everything below the book: the science, the paper's numbers and the experiments
+NOT_BOOK = [p for p in sorted(PACKAGE.rglob("*.py")) if not _is_book(_rel(p)) and _rel(p) not in ENTRY_POINTS]
+SCIENCE = [p for p in NOT_BOOK if not _is_experiments(_rel(p)) and _rel(p) != "paper.py"]
+BOOK = [p for p in sorted(PACKAGE.rglob("*.py")) if _is_book(_rel(p))]
+
+# what trains a model, runs a sweep or fits a probe or an approximator: the experiments'
+# (bindcore/experiments/) to call, never the book's
+TRAINS_OR_FITS = (
+    "bindcore.experiments",
+    "bindcore.sweep.run_sweep",
+    "bindcore.controlled.training",
+    "bindcore.controlled.runs",
+    "bindcore.controlled.stacked",
+    "bindcore.analysis.complexity.stored_sweeps",
+    "bindcore.analysis.complexity.own_split_fit",
+    "bindcore.analysis.complexity.tree_components",
+    "bindcore.analysis.geometry_sets.decomposition",
+    "bindcore.analysis.geometry_sets.editing",
+    "bindcore.analysis.geometry_sets.attribution",
+    "bindcore.analysis.geometry_sets.three_object_analysis",
+    "bindcore.analysis.geometry_sets.mds_analysis",
+    "bindcore.analysis.embedding_sets.pretrained_binding",
+    "bindcore.analysis.probes.controlled_binding_data",
+)
 
 
 def _module(path: Path) -> str:
@@ -71,12 +99,21 @@ def test_there_is_science_and_a_book():
     names = {_rel(p) for p in SCIENCE}
     assert {"controlled/training.py", "analysis/metrics.py", "encoders/base.py", "data/core.py", "store.py"} <= names
     assert (PACKAGE / "book" / "build.py").is_file() and (PACKAGE / "paper.py").is_file()
+    assert {"experiments/geometry.py", "experiments/report.py"} <= {_rel(p) for p in NOT_BOOK} - names
 
 
-@pytest.mark.parametrize("path", SCIENCE, ids=_rel)
+@pytest.mark.parametrize("path", NOT_BOOK, ids=_rel)
 def test_science_never_imports_the_book(path):
     book = sorted(m for m in _imports(path) if m == "bindcore.book" or m.startswith("bindcore.book."))
     assert not book, f"bindcore/{_rel(path)} imports {book}: science modules import nothing from bindcore.book"
+
+
+@pytest.mark.parametrize("path", BOOK, ids=_rel)
+def test_the_book_neither_trains_nor_fits(path):
+    """The book formats and judges what the experiments return; it imports nothing that
+    trains, sweeps or fits (:data:`TRAINS_OR_FITS`)."""
+    found = sorted(m for m in _imports(path) if any(m == t or m.startswith(t + ".") for t in TRAINS_OR_FITS))
+    assert not found, f"bindcore/{_rel(path)} imports {found}: the book neither trains nor fits"
 
 
 def test_paper_numbers_are_defined_once_in_paper_py():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.book import claims as CL
 from bindcore.book import outcomes as OC
-from bindcore.book.tables import FAMILY_LABELS
 from tests.test_claims import (
     NOISE,
     attribution,

@@ -112,7 +112,8 @@ def test_no_cell_ends_in_a_call_whose_value_is_not_for_the_reader(name):
 
 
 def test_a_stale_record_note_names_a_path_relative_to_the_project(monkeypatch, tmp_path, capsys):
-    from bindcore.book.chapter import note_stored, shown_path
+    from bindcore.experiments.generalization import note_stored
+    from bindcore.store import shown_path
 
     assert shown_path(ROOT / "results" / "train-2" / "abc") == "results/train-2/abc"
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "store"))

@@ -308,8 +308,8 @@ def test_claims_follow_the_numbers():
     one of STATUSES (issue 22: no swap-pair threshold of 0.1, no "partly shown")."""
     import pandas as pd
 
+    from bindcore.analysis.approximators.labels import FAMILY_LABELS
     from bindcore.book.claims import CEILING, STATUSES, d7_contrast, pixel_claims
-    from bindcore.book.tables import FAMILY_LABELS
 
     summary = pd.DataFrame([
         {"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.8, "swap pairs": 0.5,
@@ -360,8 +360,8 @@ def test_pixel_claims_on_their_null():
     at the ceiling 'partly shown')."""
     import pandas as pd
 
+    from bindcore.analysis.approximators.labels import FAMILY_LABELS
     from bindcore.book.claims import CEILING, pixel_claims
-    from bindcore.book.tables import FAMILY_LABELS
 
     summary = pd.DataFrame([{"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.62, "swap pairs": 0.1,
                              "bag floor": 0.23, "bag ceiling": 0.62}])

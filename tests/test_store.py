@@ -109,10 +109,10 @@ def test_one_hash_and_atomic_writes(tmp_path):
 
 
 def test_a_training_run_made_by_other_code_is_reused_and_the_chapter_names_its_code(tmp_path, capsys):
-    from bindcore.book.chapter import note_stored
     from bindcore.controlled.recipes import recipe
     from bindcore.controlled.runs import train
     from bindcore.controlled.training import STORE_KIND
+    from bindcore.experiments.generalization import note_stored
 
     store = ResultStore(tmp_path, published=None)
     cfg = recipe("smoke", steps=4, eval_every=2, eval_scenes=16)

@@ -11,7 +11,7 @@ the embedding sets of §4 and appendix D and the binding data of §5.1.
   frozen (:func:`pretrained_binding`).
 
 Which encoders run (pretrained CLIP where reachable, the random-init control, MiniLM)
-is the chapters' choice (:mod:`bindcore.book.chapter`); embeddings are stored
+is the chapters' choice (:mod:`bindcore.experiments.inputs`); embeddings are stored
 (:func:`bindcore.encoders.embed_dataset`).
 """
 
@@ -199,6 +199,29 @@ def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]], d
 def is_occluded(s: EmbeddingSet) -> bool:
     """Whether a set of :func:`three_object_sets` holds the occluded scenes."""
     return s.dataset == THREE_OBJECT_DATASETS[True]
+
+
+# ---------------------------------------------------------------------------------
+# what a set is, and a row of its analyses
+# ---------------------------------------------------------------------------------
+def weights_label(s: EmbeddingSet) -> str:
+    """What a set's weights are, in words."""
+    if s.source == "controlled":
+        return "trained here (§5.2)"
+    return "pretrained" if s.pretrained else "random init (control)"
+
+
+def is_pretrained_encoder(s: EmbeddingSet) -> bool:
+    """Whether a set is embedded by a pretrained encoder: neither a random-init control
+    nor a controlled model of §5.2 (which ``s.pretrained`` counts as trained)."""
+    return s.source != "controlled" and bool(s.pretrained)
+
+
+def frame_row(frame: pd.DataFrame, kind: str, estimator: str) -> pd.Series:
+    """The row of a set's decomposition frame (:func:`~bindcore.analysis.geometry_sets.decomposition`,
+    :func:`~bindcore.analysis.geometry_sets.three_object_analysis`) for one ``kind``
+    (``concepts`` or ``objects``) and ``estimator``; an ``IndexError`` where it has none."""
+    return frame[(frame["kind"] == kind) & (frame["estimator"] == estimator)].iloc[0]
 
 
 def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:

@@ -1,4 +1,7 @@
-"""The book around the science: it may import everything, nothing imports it but the
+"""The book around the science: it formats and judges, and never trains or fits. It may
+import the science and :mod:`bindcore.paper`, but neither :mod:`bindcore.experiments`
+(the chapters and the report call those, and hand the book their results) nor the code
+that trains, sweeps or fits (``tests/test_layout.py``); nothing imports it but the
 command line.
 
 * :mod:`~bindcore.book.build`: execute the notebooks with papermill (cached), then
@@ -7,7 +10,7 @@ command line.
   :mod:`~bindcore.book.pairs`: the jupytext pairs; :mod:`~bindcore.book.paths`;
 * :mod:`~bindcore.book.profiles`: each chapter's parameters per profile;
 * :mod:`~bindcore.book.chapter`: what a chapter does around its science (its parameters
-  and page, notes on stored results, the encoders and trained models it uses);
+  and page);
 * :mod:`~bindcore.book.tables`, :mod:`~bindcore.book.claims`,
   :mod:`~bindcore.book.figures`: our numbers with the paper's (:mod:`bindcore.paper`)
   beside them, the paper's claims beside ours, the book's figures in one style.

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     NOTES,
@@ -39,8 +40,6 @@ from bindcore.paper import (
     PAPER_WIDTH,
     SUMMARY,
 )
-
-from .tables import FAMILY_LABELS
 
 SHOWN = "shown"
 NOT_SHOWN = "not shown"
@@ -363,7 +362,7 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
                       above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
                       null: Any = None, margin: float = 0.2) -> pd.DataFrame:
     """§5.1 / D.6 / D.7, per encoder of an approximator table
-    (:func:`~bindcore.book.tables.pretrained_sweeps`):
+    (:func:`~bindcore.experiments.complexity.pretrained_sweeps`):
 
     * concepts generalize: the widest MLP's held-out concept recognition is at least
       ``concept_level`` at every data fraction above ``above``, and at least ``margin``
@@ -450,7 +449,7 @@ def _ceiling(sub: pd.DataFrame) -> float:
 def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAPER_APPROXIMATOR_WIDTHS[0],
                  share: float = 0.9, gap_margin: float = 0.1) -> pd.DataFrame:
     """§5.3, at the largest data fraction, from an MLP approximator table
-    (:func:`~bindcore.book.tables.controlled_sweeps`, with its ``bag ceiling`` column:
+    (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its ``bag ceiling`` column:
     the best strict object recognition any bag of concepts reaches on the same held-out
     scenes):
 
@@ -510,7 +509,7 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
 def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float = 0.3, margin: float = 0.1,
                 tolerance: float = 0.02) -> pd.DataFrame:
     """§5.4, at the largest data fraction, per controlled model, from an approximator
-    table of several families (:func:`~bindcore.book.tables.controlled_sweeps`, with its
+    table of several families (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its
     ``bag ceiling`` column):
 
     * the additive probe recovers concepts, not objects: its held-out concept recognition
@@ -588,7 +587,7 @@ def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, 
 
 def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_rho: float = 0.5,
                    quantile: float = 0.95) -> pd.DataFrame:
-    """Figure 9, per object-space size, from :func:`~bindcore.book.tables.figure9_table`:
+    """Figure 9, per object-space size, from :func:`~bindcore.experiments.complexity.figure9_table`:
     the global-product probe's held-out object recognition tracks the model's own
     (Spearman rank correlation >= ``min_rho`` and above the ``quantile`` of its
     permutation null, the models' ids shuffled; over at least ``min_models`` models of
@@ -648,7 +647,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                       high: float = 0.5, r2_margin: float = 0.02, retrieval_margin: float = 0.05, z: float = 2.0,
                       grid_margin: float = 0.05, null_margin: float = 0.2) -> pd.DataFrame:
     """The paper's D.3 and D.5 claims (summary), per image encoder of ``three``
-    (:func:`~bindcore.book.tables.three_object_table`) and over the pretrained sets of
+    (:func:`~bindcore.experiments.geometry.three_object_table`) and over the pretrained sets of
     ``grid`` (:func:`~bindcore.book.tables.mds_table`); random-init encoders:
     :data:`UNTESTABLE` (the claims are CLIP's), pretrained encoders other than CLIP /
     DINOv2 tagged :data:`SUBSTITUTE`:
@@ -743,7 +742,7 @@ def above_chance(rate: float, chance: float, n: int, z: float = 3.0) -> bool:
 
 def natural_claims(table: pd.DataFrame, profile: str, z: float = 3.0) -> pd.DataFrame:
     """D.4 (summary): on generated natural images, decomposition and editing retrieval
-    stay above chance. Per encoder of :func:`~bindcore.book.tables.natural_table`:
+    stay above chance. Per encoder of :func:`~bindcore.experiments.geometry.natural_table`:
     shown when both retrievals lie more than ``z`` binomial standard errors above their
     null: the same retrieval on Gaussian embeddings of the same size and spectrum
     (columns ``retrieval null``, ``edit retrieval null``; in-sample retrieval of noise
@@ -942,7 +941,7 @@ def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
     the null (the bag-of-concepts ceiling of the same scenes) and the margin.
 
     ``summary``: :func:`bindcore.book.tables.level_summary`; ``approx``: the approximator
-    table (:func:`bindcore.book.tables.approximator_table` rows with a ``model`` column,
+    table (:func:`bindcore.experiments.complexity.approximator_table` rows with a ``model`` column,
     and a ``bag ceiling`` column where known) of the MLP widths and families;
     ``ceiling``: :func:`bindcore.analysis.complexity.true_embedding_ceiling` of the same
     binding data (``model`` column). Approximators are read at their largest data

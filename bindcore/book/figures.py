@@ -15,12 +15,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
 from bindcore.sweep import transition_coverage
-
-from .tables import FAMILY_LABELS
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
 REFERENCE_COLOUR = "#555555"  # a paper number drawn as a reference line

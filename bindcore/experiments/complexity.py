@@ -1,0 +1,130 @@
+"""§5.1, §5.3 and §5.4 as the chapters run them: the approximator sweeps of the frozen
+encoders' binding data (§5.1) and of the generalizing controlled models of §5.2 (§5.3,
+§5.4), each stored (:func:`bindcore.analysis.complexity.stored_sweeps`) and read as one
+tidy table (:func:`approximator_table`), and figure 9: the global product fitted on every
+stored controlled model's own training objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindcore.analysis.approximators import select_best
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
+from bindcore.analysis.complexity import protocol_for, stored_sweeps, tree_grid
+
+from .generalization import generalizing_runs
+
+PRETRAINED_FAMILIES = ("mlp", "additive", "global_product", "xgboost", "random_forest")
+
+
+def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
+    """One row per family x width x fraction (x seed), the learning rate or tree
+    configuration chosen on the validation scenes (never on held-out objects), with
+    concept / object recognition and R² on held-out, training and mixed scenes at
+    the selected step, and on the held-out scenes whose every concept value occurs in a
+    training object (``heldout_seen_*``) or not (``heldout_unseen_*``). Extra
+    ``columns`` (e.g. ``encoder="MiniLM"``) are added."""
+    rows = []
+    for r in select_best(records):
+        row = {"family": FAMILY_LABELS.get(r["family"], r["family"]), "width": r["width"], "lr": r["lr"],
+               "fraction": r["fraction"], "seed": r["seed"], "fit scenes": r["n_fit"],
+               "held-out scenes": r["n_heldout"]}
+        for subset in ("heldout", "train", "mixed", "heldout_seen", "heldout_unseen"):
+            for m in ("concept", "object", "r2"):
+                row[f"{subset}_{m}"] = r.get(f"selected_{subset}_{m}")
+        row["held-out scenes with an unseen value"] = r.get("selected_n_heldout_unseen")
+        row["seconds"] = r.get("seconds")
+        row.update(columns)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None,
+                      executor: Any = None, workers: int | None = None):
+    """The §5.1 sweep of every encoder's binding data -> one tidy table (one stored
+    sweep per encoder; ``executor``/``workers``: :func:`bindcore.analysis.complexity.stored_sweeps`)."""
+    protocol = protocol_for(params)
+    jobs = [dict(data=data, fractions=params["fractions"], families=PRETRAINED_FAMILIES, protocol=protocol,
+                 widths={"mlp": params["widths"]}, tree_grid=tree_grid(params["tree_grid"])) for data in binding.values()]
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    return pd.concat([approximator_table(records, encoder=name) for name, records in zip(binding, sweeps)],
+                     ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------
+# §5.3, §5.4: the controlled models of §5.2
+# ---------------------------------------------------------------------------------
+def controlled_datasets(profile: str, params: dict[str, Any], p52: Mapping[str, Any], workers: int | None = None,
+                        device: str | None = None, executor: Any = None):
+    """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3,
+    §5.4; ``p52``: the §5.2 chapter's parameters,
+    :func:`~bindcore.experiments.generalization.generalizing_configs`)."""
+    from bindcore.analysis.probes import controlled_binding_data
+
+    runs = generalizing_runs(profile, params, p52, workers=workers, device=device, executor=executor)
+    return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
+
+
+def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
+                      widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
+                      **kwargs: Any):
+    """One tidy table of a stored sweep per controlled model, with the bag-of-concepts
+    ceiling of each fraction's held-out scenes (``bag ceiling``; ``executor``/``workers``:
+    :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
+    go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
+    protocol = protocol_for(params)
+    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
+            for d in datasets]
+    from bindcore.analysis.probes import heldout_bag_ceiling
+
+    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    tables = []
+    for d, records in zip(datasets, sweeps):
+        t = approximator_table(records, model=d.name, objects=d.n_object_ids)
+        # the bag-of-concepts ceiling of the same held-out scenes (split seed 0, as the sweeps)
+        t["bag ceiling"] = t["fraction"].map({f: heldout_bag_ceiling(d, f) for f in set(t["fraction"])}) \
+            if len(t) else []
+        tables.append(t)
+    return pd.concat(tables, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------
+# §5.4 figure 9: the global product over every stored controlled model
+# ---------------------------------------------------------------------------------
+def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
+    """One row per stored training run of the controlled models (§5.2 sweeps and their
+    ablations; local runs and published records): the model's own held-out two-object
+    recognition (and swap-pair recognition and the bag-of-concepts ceiling where the
+    record has them) beside the
+    global-product probe's held-out object recognition, the probe fitted on scenes of
+    the model's own training objects (:func:`~bindcore.analysis.complexity.own_split_fit`;
+    NaN where neither the weights nor a stored fit are here)."""
+    from bindcore.analysis.complexity import own_split_fit
+    from bindcore.controlled.training import STORE_KIND
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    rows = []
+    for e in store.entries(STORE_KIND):
+        rec = e.record()
+        c, m = rec["config"], rec.get("metrics", {})
+        fit = own_split_fit(rec, protocol, "global_product", max_objects, device, store)
+        rows.append({
+            "objects": c["n_values"] ** c["n_concepts"], "C": c["n_concepts"], "V": c["n_values"],
+            "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
+            "negatives": "held-out objects (release)" if c.get("heldout_as_negatives") else "training objects",
+            "model: held-out objects": m.get("test_object_2", np.nan),
+            "model: swap pairs": m.get("test_swap_pair", np.nan),
+            "bag-of-concepts ceiling": (rec.get("bag_of_concepts") or {}).get("ceiling_test_object_2", np.nan),
+            "global product: held-out objects": fit["selected_heldout_object"] if fit else np.nan,
+            "global product: held-out R²": fit["selected_heldout_r2"] if fit else np.nan,
+            "source": e.source, "run": e.path.name,
+        })
+    cols = ["objects", "C", "V", "coverage", "seed", "steps", "negatives", "model: held-out objects",
+            "model: swap pairs", "bag-of-concepts ceiling", "global product: held-out objects",
+            "global product: held-out R²", "source", "run"]
+    return pd.DataFrame(rows, columns=cols).sort_values(["objects", "coverage", "seed"], ignore_index=True)

@@ -1,0 +1,128 @@
+"""§5.2 as the chapters run it: a chapter's training recipe, the chapter's own sweep, the
+generalizing models the other chapters reuse (§4.1, §4.2, §5.3, §5.4), the scale sweep's
+stored records, and the note that says which code made the stored runs a chapter shows.
+
+The §5.2 chapter's parameters (``p52``: its ``sizes``, ``coverages`` and ``seeds``) are
+passed in by the caller, as plain values; the profile's name reaches only the recipe
+lookup (:mod:`bindcore.controlled.recipes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bindcore.store import Kind, code_version, shown_path
+
+
+def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | None = None,
+                   pixels: bool = False, batch_size: int | None = None) -> Any:
+    """The training recipe of ``profile`` (the pixel recipe with ``pixels``) with a
+    chapter's ``steps``, ``eval_scenes`` and ``batch_size`` (its ``train_batch``) where
+    they are set (None: the recipe's)."""
+    from bindcore.controlled.recipes import pixel_recipe, recipe
+
+    given = {k: v for k, v in dict(steps=steps, eval_scenes=eval_scenes, batch_size=batch_size).items()
+             if v is not None}
+    return pixel_recipe(profile, **given) if pixels else recipe(profile, **given)
+
+
+def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
+                        device: str | None = None) -> list[dict[str, Any]]:
+    """The records of the §5.2 chapter's own sweep (stored runs; missing ones trained)."""
+    from bindcore.sweep import generalization_configs, run_sweep
+
+    base = chapter_recipe(profile, p52["steps"], p52.get("eval_scenes"))
+    return run_sweep(generalization_configs(base, p52), workers=workers, device=device, progress=False)
+
+
+def generalizing_configs(profile: str, params: Mapping[str, Any] | None, p52: Mapping[str, Any]) -> list[Any]:
+    """The configs of the §5.2 models the other chapters use: the largest coverage of each
+    object space of the §5.2 chapter's parameters ``p52`` on ``profile``, its first seed,
+    with a chapter's ``controlled_steps`` and ``controlled_eval_scenes`` (``params``; None
+    or absent: the profile's recipe)."""
+    from bindcore.sweep import generalization_configs
+
+    params = params or {}
+    base = chapter_recipe(profile, params.get("controlled_steps"), params.get("controlled_eval_scenes"))
+    return generalization_configs(base, {**p52, "coverages": [max(p52["coverages"])], "seeds": p52["seeds"][:1]})
+
+
+def generalizing_runs(profile: str, params: Mapping[str, Any] | None, p52: Mapping[str, Any],
+                      workers: int | None = None, device: str | None = None,
+                      executor: Any = None) -> list[dict[str, Any]]:
+    """The controlled dual encoders of :func:`generalizing_configs` (stored runs are
+    reused; their code version is printed; ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
+    from bindcore.sweep import run_sweep
+
+    runs = run_sweep(generalizing_configs(profile, params, p52), workers=workers, device=device, progress=False,
+                     executor=executor)
+    note_stored(runs, what="controlled models (stored §5.2 training runs)")
+    return runs
+
+
+# ---------------------------------------------------------------------------------
+# which code made the stored runs a chapter shows
+# ---------------------------------------------------------------------------------
+def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, what: str = "training runs") -> None:
+    """Print the code version of stored records a chapter uses: one line for those made
+    by the current code, one line for each made by other code and reused without being
+    computed again (an expensive kind, or a published record)."""
+    from bindcore.controlled.training import STORE_KIND
+
+    kind = kind or STORE_KIND
+    recs = list(records)
+    fresh = [r for r in recs if not r.get("stale")]
+    if fresh:
+        versions = sorted({code_version(r.get("code")) for r in fresh})
+        sources = sorted({r.get("source", "local") for r in fresh})
+        print(f"{len(fresh)} {what} ({', '.join(sources)}) made by the current code: {'; '.join(versions)}")
+    for r in recs:
+        if r.get("stale"):
+            print(f"Note: {what[:-1] if what.endswith('s') else what} {r.get('hash', Path(r['path']).name)} "
+                  f"({r.get('source', 'local')}, finished {r.get('finished_at', '?')}) was made by "
+                  f"{code_version(r.get('code'))}, not by the current code ({kind.fingerprint()[:12]}); it is "
+                  f"shown as stored, not recomputed (delete {shown_path(r['path'])} to compute it again).")
+
+
+# ---------------------------------------------------------------------------------
+# §5.2 up to the paper's smaller object space: the scale sweep's stored records
+# ---------------------------------------------------------------------------------
+def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
+    local or published, and the configs of the plan that have none yet. The quick book
+    shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
+    from bindcore.controlled.recipes import scale_plan
+    from bindcore.store import ResultStore
+
+    store = store or ResultStore()
+    found, missing = [], []
+    for cfg in scale_plan():
+        entry = store.find(cfg.store_kind, cfg.to_dict())
+        if entry is None:
+            missing.append(cfg)
+        else:
+            found.append(entry.record())
+    return found, missing
+
+
+def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) -> str:
+    """Where and how the scale records were made, in one paragraph of text."""
+    if not records:
+        return (f"No record of the scale sweep is stored ({len(missing)} runs planned): "
+                f"`bindcore sweep --profile scale --publish` computes them.")
+    machines = sorted({f"{(r.get('machine') or {}).get('hostname', '?')} ({r.get('device', '?')}, "
+                       f"{r.get('threads', '?')} thread{'s' if r.get('threads') != 1 else ''} per run)" for r in records})
+    cpu = [r["cpu_seconds"] / 60 for r in records if r.get("cpu_seconds") is not None]
+    when = sorted(r.get("finished_at", "?") for r in records)
+    text = (f"{len(records)} runs of the scale sweep ({', '.join(sorted({r.get('source', 'local') for r in records}))}"
+            f" records), computed on {', '.join(machines)} between {when[0]} and {when[-1]}"
+            + (f"; {min(cpu):.1f} to {max(cpu):.1f} CPU-minutes per run, {sum(cpu):.0f} in all" if cpu else "")
+            + ". Recompute them with `bindcore sweep --profile scale` (add `--publish` to copy the records to "
+              "published/).")
+    if missing:
+        text += (f" Not computed yet: {len(missing)} runs (" + ", ".join(
+            f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
+            + (", ..." if len(missing) > 8 else "") + ").")
+    return text
