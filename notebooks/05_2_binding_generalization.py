@@ -78,11 +78,12 @@ from IPython.display import Markdown
 import bindcore
 from bindcore.book.chapter import start_chapter
 from bindcore.book.claims import claim_outcomes, claims_table, generalization_claim_rules
-from bindcore.book.figures import plot_binding_curves, plot_scale
+from bindcore.book.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
 from bindcore.controlled.runs import load_model, train
+from bindcore.controlled.search import read_attempts
 from bindcore.controlled.training import TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
     chapter_recipe,
@@ -430,6 +431,16 @@ display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_out
 fits = fit_search_table()
 with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
     display(fits if len(fits) else Markdown("No fit-search log in `published/`."))
+
+# %% [markdown]
+# The same attempts as curves: the training task against the step, one thin line per
+# seed, the median over seeds in black where an attempt ran several, the target dashed.
+# Attempts stopped by hand end where they were stopped.
+
+# %% tags=["hide-input", "full-width"]
+fig = plot_fit_search(read_attempts(None, "fit-search.json"))
+if fig is not None:
+    plt.show()
 
 # %% [markdown]
 # The first search, which found the `scale` recipe, kept attempts by their held-out
