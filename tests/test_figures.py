@@ -28,3 +28,15 @@ def test_fit_search_figure_draws_every_seed_and_their_median_per_attempt():
     assert np.allclose(median.get_ydata(), [0.1, 0.4])
     assert "median" not in {ln.get_label() for ln in axes[1].get_lines()}  # one seed: no median
     assert plot_fit_search([]) is None
+
+
+def test_fit_search_figure_puts_the_seeds_of_one_recipe_logged_apart_in_one_panel():
+    first = {**_attempt("R", {0: [0.2, 0.6]}), "base": "scale", "changes": {"batch_size": 512}}
+    rest = {**_attempt("R_s12", {1: [0.4, 0.8], 2: [0.0, 0.2]}), "base": "scale", "changes": {"batch_size": 512}}
+    other = {**_attempt("Q", {0: [0.1, 0.1]}), "base": "scale", "changes": {"batch_size": 1024}}
+    fig = plot_fit_search([first, other, rest], ncols=2)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["R", "Q"]
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert {"seed 0", "seed 1", "seed 2", "median"} <= set(lines)
+    assert np.allclose(lines["median"].get_ydata(), [0.2, 0.6])
+    assert lines["seed 1"].get_color() != lines["seed 0"].get_color()

@@ -368,31 +368,46 @@ def plot_binding_curves(ax: Any, records: Sequence[dict[str, Any]], metric: str 
     ax.legend(fontsize=7, ncol=2)
 
 
+def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]], float]]:
+    """Attempts of one recipe (same base and changes, e.g. seed 0 and then seeds 1 and 2
+    logged apart) as one: (first name, every run, target), in log order."""
+    groups: dict[str, tuple[str, list[dict[str, Any]], float]] = {}
+    for a in attempts:
+        key = repr((a.get("base"), sorted((a.get("changes") or {}).items()))) if a.get("changes") else a["name"]
+        name, runs, target = groups.get(key, (a["name"], [], a["target"]))
+        groups[key] = (name, runs + list(a["runs"]), target)
+    return list(groups.values())
+
+
 def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
     """The training-task curves of a fit-search log (``published/fit-search.json``), one
-    panel per attempt: ``task_object_2`` against the step, a thin line per seed and the
-    median over the seeds at each step they share in black, the attempt's target dashed.
-    Returns the figure (None without attempts)."""
+    panel per recipe (attempts with the same changes share one): ``task_object_2``
+    against the step, a thin line per seed (one colour per seed number) and the median
+    over the seeds at each step they share in black, the target dashed. Returns the
+    figure (None without attempts)."""
     if not attempts:
         return None
-    nrows = math.ceil(len(attempts) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.4 * nrows), sharey=True, squeeze=False)
-    for ax, a in zip(axes.flat, attempts):
+    recipes = _same_recipe(attempts)
+    nrows = math.ceil(len(recipes) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.4 * nrows), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, (name, runs, target) in zip(axes.flat, recipes):
         curves = {}
-        for i, run in enumerate(a["runs"]):
+        for run in runs:
             steps = [c["step"] for c in run["curve"]]
             values = [c["task_object_2"] for c in run["curve"]]
             curves[run["seed"]] = dict(zip(steps, values))
-            ax.plot(steps, values, "-", lw=1, color=PALETTE[i % len(PALETTE)], label=f"seed {run['seed']}")
+            ax.plot(steps, values, "-o", ms=2, lw=1, color=PALETTE[run["seed"] % len(PALETTE)],
+                    label=f"seed {run['seed']}")
         shared = sorted(set.intersection(*(set(c) for c in curves.values()))) if curves else []
         if len(curves) > 1 and shared:
             ax.plot(shared, [float(np.median([c[s] for c in curves.values()])) for s in shared], "-", lw=2.2,
                     color="black", label="median")
-        ax.axhline(a["target"], color="grey", ls="--", lw=1)
-        ax.set_title(a["name"], fontsize=8)
+        ax.axhline(target, color="grey", ls="--", lw=1)
+        ax.set_title(name, fontsize=8)
         ax.set_ylim(-0.03, 1.03)
         ax.tick_params(labelsize=7)
-    for ax in axes.flat[len(attempts):]:
+    for ax in axes.flat[len(recipes):]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("training task (task_object_2)", fontsize=8)
