@@ -217,11 +217,15 @@ def is_pretrained_encoder(s: EmbeddingSet) -> bool:
     return s.source != "controlled" and bool(s.pretrained)
 
 
-def frame_row(frame: pd.DataFrame, kind: str, estimator: str) -> pd.Series:
+def frame_row(frame: pd.DataFrame, kind: str, estimator: str, required: bool = True) -> pd.Series | None:
     """The row of a set's decomposition frame (:func:`~bindcore.analysis.geometry_sets.decomposition`,
     :func:`~bindcore.analysis.geometry_sets.three_object_analysis`) for one ``kind``
-    (``concepts`` or ``objects``) and ``estimator``; an ``IndexError`` where it has none."""
-    return frame[(frame["kind"] == kind) & (frame["estimator"] == estimator)].iloc[0]
+    (``concepts`` or ``objects``) and ``estimator``; where it has none, an ``IndexError``
+    (``required``) or None."""
+    rows = frame[(frame["kind"] == kind) & (frame["estimator"] == estimator)]
+    if len(rows) or required:
+        return rows.iloc[0]
+    return None
 
 
 def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
+from bindcore.analysis.embedding_sets import frame_row
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     NOTES,
@@ -117,11 +118,6 @@ def evidence_counts(*frames: pd.DataFrame) -> dict[str, int]:
 # ---------------------------------------------------------------------------------
 # §4.1 and D.2: additive decomposition and editing
 # ---------------------------------------------------------------------------------
-def _pick(df: pd.DataFrame, kind: str, est: str = "avg") -> pd.Series | None:
-    sub = df[(df["kind"] == kind) & (df["estimator"] == est)]
-    return sub.iloc[0] if len(sub) else None
-
-
 def set_evidence(s: Any) -> str:
     """What an embedding set is beside a claim about pretrained CLIP or DINOv2
     (:data:`EVIDENCE`): that encoder with its weights (:data:`NATIVE`), another
@@ -204,8 +200,9 @@ def geometry_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], edit_fr
                                  ("object components edit scenes", edit_paper)):
                 add(claim, paper, "–", UNTESTABLE, _no_verdict_why(s, ev))
             continue
-        c, o = _pick(df, "concepts"), _pick(df, "objects")
-        nc, no = (_pick(nf, "concepts"), _pick(nf, "objects")) if nf is not None and len(nf) else (None, None)
+        c, o = frame_row(df, "concepts", "avg", required=False), frame_row(df, "objects", "avg", required=False)
+        nc, no = ((frame_row(nf, "concepts", "avg", required=False), frame_row(nf, "objects", "avg", required=False))
+                  if nf is not None and len(nf) else (None, None))
         claim = "objects explain more than concepts"
         if c is None or o is None or not _ok(c["r2_eval"], o["r2_eval"]):
             add(claim, gap_paper, "–", UNTESTABLE, "no averaging R² of both bags")
