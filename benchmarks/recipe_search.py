@@ -47,6 +47,8 @@ def _row(name: str, base: str, changes: dict[str, Any], cfg: Any, metrics: dict[
         "swap pairs, held-out twins": metrics.get("val_swap_pair_heldout"),
         "training task": metrics.get("task_object_2"), "concepts": metrics.get("val_concept_2"),
         "bag floor": bag.get("val_object_2"), "bag ceiling": bag.get("ceiling_val_object_2"),
+        "release pooled": metrics.get("release_val_pooled"), "release two-object": metrics.get("release_val_object_2"),
+        "release bag ceiling, two-object": bag.get("ceiling_release_val_object_2"),
         "chosen on": CHOSEN_ON, "status": status, "hash": Path(path).name, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "code": code,
     }

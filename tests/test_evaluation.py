@@ -252,3 +252,22 @@ def test_two_searches_logging_to_one_file_at_once_keep_every_row(tmp_path):
         p.join()
     assert all(p.exitcode == 0 for p in procs)
     assert sorted(r["name"] for r in read_attempts(log)) == sorted(f"w{w}-{i}" for w in range(4) for i in range(25))
+
+
+def test_the_recipe_search_logs_validation_numbers_under_both_protocols_and_no_test_number(tmp_path):
+    spec = importlib.util.spec_from_file_location("recipe_search", ROOT / "benchmarks" / "recipe_search.py")
+    recipe_search = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe_search)
+    log = tmp_path / "search.json"
+    changes = '{"steps": 4, "eval_every": 2, "eval_scenes": 16, "concept_loss_start": 0.0}'
+    assert recipe_search.main(["R1", changes, "--base", "smoke", "--results", str(tmp_path / "runs"),
+                               "--log", str(log)]) == 0
+    import json
+
+    (row,) = json.loads(log.read_text())["attempts"]
+    assert row["chosen on"] == "validation objects (val_*)"
+    for key in ("strict", "swap pairs", "release pooled", "release two-object", "release bag ceiling, two-object"):
+        assert isinstance(row[key], float), key
+    assert not any(is_test_key(k) for k in row)
+    record = json.loads(next((tmp_path / "runs").rglob("result.json")).read_text())
+    assert row["release two-object"] == record["metrics"]["release_val_object_2"]

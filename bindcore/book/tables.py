@@ -266,7 +266,9 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
         "|O|": r["objects"], "coverage": r["coverage"], "steps": r["step reached"],
         "CPU min": r["cpu minutes"], "strict": r["strict"], "swap pairs": r["swap pairs"],
         "swap pairs (held-out twins)": r["swap pairs, held-out twins"], "bag ceiling": r["bag ceiling"],
-        "training task": r["training task"], "status": r["status"],
+        "training task": r["training task"],
+        "release two-object": r.get("release two-object"),
+        "release bag ceiling": r.get("release bag ceiling, two-object"), "status": r["status"],
         "chosen on": r.get("chosen on", RECIPE_SEARCH_CHOSEN_ON),
         "code": code_version(r.get("code")),
     } for r in rows])
