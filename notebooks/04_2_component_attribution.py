@@ -71,8 +71,8 @@ permutations = 5  # derangements per permuted-ID control (§4.2)
 clevr_dir = None  # the authors' CLEVR images (the release's folder layout), if a reader has them
 pug_dir = None  # the authors' PUG:SPARE images, if a reader has them
 dinov2 = None  # a DINOv2 model for the image sets, e.g. "facebook/dinov2-base" (None: not run)
-controlled_steps = None  # training steps of the §5.2 models used here (default: the profile's recipe)
-controlled_eval_scenes = None  # held-out scenes per evaluation of those models (default: the recipe's)
+controlled_steps = 8000  # training steps of the §5.2 models used here (the quick recipe's)
+controlled_eval_scenes = 1024  # held-out scenes per evaluation of those models (the recipe's)
 workers = None
 device = None
 

@@ -60,8 +60,8 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 profile = "quick"
 sizes = [[2, 8], [2, 10]]  # list of [C, V] object spaces, e.g. [[2, 10], [2, 20]]
 coverages = [0.2, 0.4, 0.6, 0.8]  # fractions of the object space used for training
-steps = None  # training steps per run (default: the profile's recipe)
-eval_scenes = None  # held-out scenes per evaluation of each run (default: the recipe's)
+steps = 8000  # training steps per run (the profile's recipe)
+eval_scenes = 1024  # held-out scenes per evaluation of each run (the recipe's)
 seeds = [0]  # training seeds
 ablations = True  # also run the one-phase and release-negatives variants
 show_scale = True  # show the scale sweep's stored records (published/)

@@ -50,9 +50,9 @@ if "google.colab" in sys.modules:  # install bindcore on Colab only, keeping Col
 profile = "quick"
 levels = ["clean", "speckle", "overlap"]  # visual levels: "clean", "speckle", "overlap" (speckle noise + overlapping squares)
 coverages = [0.3, 0.55, 0.8]  # fractions of the object space used for training
-steps = None  # training steps per run (default: the profile's pixel recipe)
-eval_scenes = None  # held-out scenes per evaluation of each run (default: the pixel recipe's)
-train_batch = None  # scenes per training batch of each run (default: the pixel recipe's)
+steps = 2500  # training steps per run (the profile's pixel recipe)
+eval_scenes = 512  # held-out scenes per evaluation of each run (the pixel recipe's)
+train_batch = 128  # scenes per training batch of each run (the pixel recipe's)
 seeds = [0]  # training seeds
 fractions = [0.3, 0.5, 0.8]  # approximators: fractions of objects whose scenes they may fit
 widths = [4, 8, 16, 32, 64, 256]  # approximators: MLP hidden widths
