@@ -10,7 +10,8 @@ all held-out objects; their rows say so.)
     python benchmarks/recipe_search.py N1 '{...}' --stopped "no progress by step 5000"
 
 ``--stopped REASON`` records an attempt that was stopped before its last step, from its
-latest checkpoint (the run is not continued). Runs go to ``--results`` (default
+latest checkpoint (the run is not continued); ``--record DIR`` logs a finished run of the
+attempt's config from its record folder (e.g. a published one) without training it. Runs go to ``--results`` (default
 ``results-search/``, kept apart from the book's store).
 """
 
@@ -82,6 +83,22 @@ def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, resu
                       "checkpoint does not record the code that trained it"})
 
 
+def record_row(name: str, base: str, changes: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The row of an attempt from a finished run's record folder (``result.json``), which
+    must hold the attempt's config: read, not trained again."""
+    from bindcore.controlled.recipes import recipe
+
+    cfg = recipe(base, **changes)
+    rec = json.loads((folder / "result.json").read_text())
+    if rec["config"] != cfg.to_dict():
+        differ = sorted(k for k in set(rec["config"]) | set(cfg.to_dict())
+                        if rec["config"].get(k) != cfg.to_dict().get(k))
+        raise SystemExit(f"{name}: the record in {folder} has another config (fields {', '.join(differ)})")
+    return _row(name, base, changes, cfg, rec["metrics"], rec.get("bag_of_concepts") or {}, cfg.steps,
+                rec.get("cpu_seconds"), f"finished (read from the record {folder.name})", str(folder),
+                code=rec.get("code"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("name")
@@ -90,10 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stopped", default=None, metavar="REASON", help="record a run stopped early")
     p.add_argument("--results", type=Path, default=ROOT / "results-search")
     p.add_argument("--log", type=Path, default=LOG)
+    p.add_argument("--record", type=Path, default=None, metavar="DIR",
+                   help="log a finished run of this attempt's config from its record folder (e.g. a published "
+                   "record) instead of training it")
     args = p.parse_args(argv)
     changes = json.loads(args.changes)
     if args.stopped is not None:
         row = stopped_row(args.name, args.base, changes, args.stopped, args.results)
+    elif args.record is not None:
+        row = record_row(args.name, args.base, changes, args.record)
     else:
         import torch
 

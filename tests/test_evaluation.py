@@ -271,3 +271,24 @@ def test_the_recipe_search_logs_validation_numbers_under_both_protocols_and_no_t
     assert not any(is_test_key(k) for k in row)
     record = json.loads(next((tmp_path / "runs").rglob("result.json")).read_text())
     assert row["release two-object"] == record["metrics"]["release_val_object_2"]
+
+
+def test_the_recipe_search_logs_a_finished_record_without_training_and_refuses_another_config(tmp_path):
+    import json
+
+    spec = importlib.util.spec_from_file_location("recipe_search", ROOT / "benchmarks" / "recipe_search.py")
+    recipe_search = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe_search)
+    changes = '{"steps": 4, "eval_every": 2, "eval_scenes": 16, "concept_loss_start": 0.0}'
+    assert recipe_search.main(["R1", changes, "--base", "smoke", "--results", str(tmp_path / "runs"),
+                               "--log", str(tmp_path / "trained.json")]) == 0
+    folder = next((tmp_path / "runs").rglob("result.json")).parent
+    assert recipe_search.main(["R1", changes, "--base", "smoke", "--record", str(folder),
+                               "--log", str(tmp_path / "read.json")]) == 0
+    (trained,) = json.loads((tmp_path / "trained.json").read_text())["attempts"]
+    (read,) = json.loads((tmp_path / "read.json").read_text())["attempts"]
+    assert read["strict"] == trained["strict"] and read["release two-object"] == trained["release two-object"]
+    assert read["status"].startswith("finished (read from the record")
+    with pytest.raises(SystemExit, match="another config"):
+        recipe_search.main(["R2", '{"steps": 5}', "--base", "smoke", "--record", str(folder),
+                            "--log", str(tmp_path / "read.json")])
