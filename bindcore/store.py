@@ -572,6 +572,12 @@ class ResultStore:
     def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
         self.root = Path(root) if root is not None else default_root()
         self.published = Path(published) if published is not None else None
+        committed = {REPO_ROOT / "published", PACKAGE_DIR / "published", self.published}
+        if any(p is not None and self.root.resolve() == p.resolve() for p in committed):
+            # a published record carries no weights: as a local record it would read as
+            # corrupt and be moved aside
+            raise ValueError(f"{self.root} holds the published records, which are read-only: "
+                             "give the result store another folder")
 
     def _bases(self) -> Iterator[tuple[Path, str]]:
         yield self.root, "local"

@@ -202,3 +202,15 @@ def test_package_list_names_every_package():
     listed = set(tomllib.loads((PACKAGE_DIR.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(PACKAGE_DIR.parent).parts) for p in PACKAGE_DIR.rglob("__init__.py")}
     assert listed == found | {"bindcore.published", "bindcore.profiles"}
+
+
+def test_the_published_records_are_never_a_result_store_of_their_own(tmp_path):
+    """Published records carry no weights: opened as a local store they would read as
+    corrupt and be moved aside, so that folder is refused as a store's root."""
+    from bindcore.store import REPO_ROOT
+
+    with pytest.raises(ValueError, match="read-only"):
+        ResultStore(REPO_ROOT / "published", published=None)
+    with pytest.raises(ValueError, match="read-only"):
+        ResultStore(tmp_path / "pub", published=tmp_path / "pub")
+    assert ResultStore(tmp_path / "mine", published=tmp_path / "pub").root == tmp_path / "mine"
