@@ -1,8 +1,8 @@
 """The book around the science: it formats and judges, and never trains or fits. It may
 import the science and :mod:`bindcore.paper`, but neither :mod:`bindcore.experiments`
 (the chapters and the report call those, and hand the book their results) nor the code
-that trains, sweeps or fits (``tests/test_layout.py``); nothing imports it but the
-command line.
+that trains, sweeps or fits (``tests/test_layout.py``); no science module imports it:
+the chapters, the report and the command line do.
 
 * :mod:`~bindcore.book.build`: execute the notebooks with papermill (cached), then
   :mod:`~bindcore.book.render`: stage them as pages for readers and render them with
