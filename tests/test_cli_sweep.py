@@ -132,7 +132,8 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
     )
 
     diff = recipe_differences("quick", "scale")
-    assert set(diff) == {"max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger", "steps"}
+    assert set(diff) == {"batch_size", "max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger",
+                         "steps"}
     plan = scale_plan()
     extra = sum(len(v) for v in SCALE_EXTRA_COVERAGES.values())
     assert len(plan) == (len(SCALE_STEPS) * len(SCALE_COVERAGES) + extra) * len(SCALE_SEEDS)
