@@ -90,6 +90,7 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 
 NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
+RESULTS_ENV = "BINDCORE_RESULTS"
 
 
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -118,7 +119,7 @@ RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors")
 def default_root() -> Path:
     """``$BINDCORE_RESULTS``, else ``results/`` of the repository checkout bindcore runs
     from, else (an installed package, e.g. on Colab) ``results/`` in the working folder."""
-    env = os.environ.get("BINDCORE_RESULTS")
+    env = os.environ.get(RESULTS_ENV)
     if env:
         return Path(env)
     if (REPO_ROOT / "pyproject.toml").exists():
@@ -131,7 +132,7 @@ def shown_path(path: str | Path) -> str:
     the project (``results/train-2/<hash>``), else to ``$BINDCORE_RESULTS`` (written so),
     else to the working folder, else the store's last two levels (``<kind>/<hash>``)."""
     path = Path(path).absolute()
-    env = os.environ.get("BINDCORE_RESULTS")
+    env = os.environ.get(RESULTS_ENV)
     for base, prefix in ((REPO_ROOT, ""), (Path(env) if env else None, "$BINDCORE_RESULTS/"), (Path.cwd(), "")):
         if base is not None and path.is_relative_to(base.absolute()):
             return prefix + path.relative_to(base.absolute()).as_posix()

@@ -27,14 +27,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
-from bindcore.store import NO_PUBLISHED_ENV
+from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV
 
 from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
 from .pairs import sync_pairs
@@ -103,30 +103,36 @@ def _stored_key(executed: Path) -> str | None:
 
 
 @contextmanager
-def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
-                        executed_dir: Path | None = None) -> Iterator[None]:
-    """Environment inherited by the kernel that papermill starts (restored afterwards)."""
+def _environment(**updates: str) -> Iterator[None]:
+    """``os.environ`` with ``updates`` set, restored to what it was afterwards."""
     saved = dict(os.environ)
-    os.environ.update(openmp_environment())
-    # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
-    # CLIP where its weights are reachable, the offline fallbacks where not
-    os.environ["BINDCORE_PROFILE"] = profile
-    # progress bars inside a kernel would land in the rendered pages as many lines of text;
-    # papermill reports progress per cell instead
-    os.environ["TQDM_DISABLE"] = "1"
-    # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
-    os.environ["BINDCORE_BOOK_BUILD"] = "1"
-    # where the chapter records the parameters it ran with, and the other chapters' records
-    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir)):
-        if path is not None:
-            os.environ[var] = str(path)
-    # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), saved.get("PYTHONPATH")) if p)
+    os.environ.update(updates)
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
+                        executed_dir: Path | None = None) -> AbstractContextManager[None]:
+    """Environment inherited by the kernel that papermill starts (restored afterwards)."""
+    env = dict(openmp_environment())
+    # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
+    # CLIP where its weights are reachable, the offline fallbacks where not
+    env["BINDCORE_PROFILE"] = profile
+    # progress bars inside a kernel would land in the rendered pages as many lines of text;
+    # papermill reports progress per cell instead
+    env["TQDM_DISABLE"] = "1"
+    # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
+    env["BINDCORE_BOOK_BUILD"] = "1"
+    # where the chapter records the parameters it ran with, and the other chapters' records
+    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir)):
+        if path is not None:
+            env[var] = str(path)
+    # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+    return _environment(**env)
 
 
 # Longest a single cell may run before the build fails instead of waiting for ever (a hung
@@ -348,16 +354,8 @@ def recomputing(build_dir: Path) -> Iterator[Path]:
     store = Path(build_dir) / RECOMPUTED_RESULTS
     shutil.rmtree(store, ignore_errors=True)
     store.mkdir(parents=True)
-    saved = {k: os.environ.get(k) for k in (NO_PUBLISHED_ENV, "BINDCORE_RESULTS")}
-    os.environ.update({NO_PUBLISHED_ENV: "1", "BINDCORE_RESULTS": str(store)})
-    try:
+    with _environment(**{NO_PUBLISHED_ENV: "1", RESULTS_ENV: str(store)}):
         yield store
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _absolute(path: Path | str) -> Path:
