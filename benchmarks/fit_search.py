@@ -7,7 +7,9 @@ held-out object: each evaluation is filtered through
 One attempt = a recipe (``--base``, default scale) with fields changed, trained on one
 CPU thread for each of ``--seeds`` until ``task_object_2`` reaches ``--target`` (then
 stopped: the step is the attempt's number) or the last step. Every attempt is appended
-to ``published/fit-search.json`` with the metric it is judged on.
+to ``published/fit-search.json`` with the metric it is judged on. An attempt stopped by
+hand (Ctrl-C or SIGTERM, e.g. once its curve fell below the leading attempt's) is logged
+too, with the curve so far, its CPU time and ``--reason`` as its status.
 
     python benchmarks/fit_search.py F1 '{"n_values": 50, "coverage": 0.5}' --seeds 0 1 2
 """
@@ -55,13 +57,16 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
         if stop_at is not None and step >= stop_at:
             raise Fitted
 
+    interrupted = False
     try:
         run_training(cfg, progress=False, on_eval=on_eval)
     except Fitted:
         pass
+    except KeyboardInterrupt:
+        interrupted = True
     return {"seed": cfg.seed, "steps_to_target": reached[0] if reached else None,
             "last_task_object_2": curve[-1]["task_object_2"] if curve else None,
-            "cpu_minutes": (time.process_time() - t0) / 60, "curve": curve}
+            "cpu_minutes": (time.process_time() - t0) / 60, "curve": curve, "interrupted": interrupted}
 
 
 def append(row: dict[str, Any], log: Path = LOG) -> None:
@@ -78,12 +83,17 @@ def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[di
 
     steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
     median = statistics.median(steps)
-    done = len(runs) == len(args.seeds)
+    done = len(runs) == len(args.seeds) and not runs[-1]["interrupted"]
+    if runs[-1]["interrupted"]:
+        last = runs[-1]["curve"][-1]["step"] if runs[-1]["curve"] else 0
+        status = f"stopped by hand on seed {runs[-1]['seed']} after step {last}: {args.reason}"
+    else:
+        status = "finished" if done else f"{len(runs)} of {len(args.seeds)} seeds run"
     return {"name": args.name, "base": args.base, "changes": changes, "chosen on": CHOSEN_ON,
             "target": args.target, "stop at": args.stop_at, "seeds": args.seeds,
             "median steps to target": None if median == float("inf") else median,
             "every seed fitted": done and all(s != float("inf") for s in steps),
-            "status": "finished" if done else f"{len(runs)} of {len(args.seeds)} seeds run",
+            "status": status,
             "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}
 
@@ -97,8 +107,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", type=float, default=0.9)
     p.add_argument("--stop-at", type=int, default=None, help="give up at the first evaluation at or after this step")
     p.add_argument("--log", type=Path, default=LOG)
+    p.add_argument("--reason", default="stopped by hand",
+                   help="why, if the attempt is stopped by hand (Ctrl-C or SIGTERM): logged as its status")
     args = p.parse_args(argv)
+    import signal
+
     import torch
+
+    def _stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
 
     from bindcore.controlled.recipes import recipe
 
@@ -112,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         # logged after every seed, so that an attempt cut short keeps the seeds it finished
         row = attempt_row(args, changes, runs, cfg)
         append(row, args.log)
+        if runs[-1]["interrupted"]:
+            print(f"{args.name}: {row['status']} (logged)", file=sys.stderr)
+            return 130
     print(json.dumps({k: v for k, v in row.items() if k != "runs"}, default=str))
     return 0
 

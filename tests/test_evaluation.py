@@ -229,6 +229,32 @@ def test_the_fit_search_logs_every_seed_with_the_metric_it_was_chosen_on(tmp_pat
     assert not any(is_test_key(k) for r in row["runs"] for point in r["curve"] for k in point)
 
 
+def test_a_fit_search_attempt_stopped_by_hand_is_logged_with_its_curve_and_reason(tmp_path, monkeypatch):
+    from bindcore.controlled import search
+
+    fit_search = _load_fit_search()
+    real, seen = search.search_view, []
+
+    def interrupted_at_the_second_evaluation(metrics):
+        seen.append(metrics)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the run trains
+        return real(metrics)
+
+    monkeypatch.setattr(search, "search_view", interrupted_at_the_second_evaluation)
+    log = tmp_path / "fit.json"
+    changes = '{"steps": 8, "eval_every": 2, "eval_scenes": 16, "concept_loss_start": 0.0}'
+    argv = ["S2", changes, "--base", "smoke", "--seeds", "0", "1", "--log", str(log), "--reason", "below F4"]
+    assert fit_search.main(argv) == 130
+    import json
+
+    (row,) = json.loads(log.read_text())["attempts"]
+    assert row["status"] == "stopped by hand on seed 0 after step 2: below F4" and not row["every seed fitted"]
+    (run,) = row["runs"]  # seed 1 never started
+    assert [c["step"] for c in run["curve"]] == [2] and run["interrupted"] and run["cpu_minutes"] > 0
+    assert row["code"]["fingerprint"]
+
+
 def _log_rows(log: str, worker: int, n: int) -> None:
     from bindcore.controlled.search import log_attempt
 
