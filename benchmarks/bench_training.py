@@ -4,10 +4,12 @@
    4 layers, FFN 2048, d_out 64), bindcore against a release-style step
    (``release_style.py``) at the same sizes, measured side by side in one process:
    milliseconds per step, steps/s, scenes/s, and the data-pipeline share.
-2. Time to accuracy (``--time-to-accuracy``): one run of the scale recipe at
-   |O| = 2,500 (C=2, V=50, coverage 0.5; ``--recipe``, ``--values``, ``--coverage``
-   change it), the step, wall time and CPU time at which held-out two-object
-   recognition and held-out swap pairs first reach 0.9.
+2. The recipe's own step (default: the scale recipe at |O| = 2,500, coverage 0.5;
+   ``--recipe``, ``--values``, ``--coverage`` change it) in each precision, interleaved:
+   whether bf16 autocast pays at the sizes the CPU sweeps train (it does at the paper's).
+3. Time to accuracy (``--time-to-accuracy``): one run of that recipe, the step, wall
+   time and CPU time at which two-object recognition and swap pairs of *validation*
+   objects first reach 0.9 (the test objects are not read).
 
 Usage: ``python benchmarks/bench_training.py [--steps 20] [--threads N] [--device cuda]
 [--precisions fp32 bf16] [--time-to-accuracy]``
@@ -29,9 +31,11 @@ from release_style import ReleaseStyleStep, parameter_count  # noqa: E402
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.controlled.recipes import SCALE_STEPS, recipe  # noqa: E402
 from bindcore.controlled.scenes import sample_scenes  # noqa: E402
+from bindcore.controlled.search import search_view  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
     make_optimizer,
+    optimizer_step,
     run_training,
     step_generator,
     train_loss,
@@ -112,11 +116,41 @@ def bench_steps(steps: int, device: torch.device, precisions: list[str]) -> None
               "faster than the release-style step")
 
 
+def bench_recipe_step(steps: int, device: torch.device, precisions: list[str], profile: str = "scale",
+                      n_concepts: int = 2, n_values: int = 50, coverage: float = 0.5) -> None:
+    """The recipe's own optimiser step (:func:`optimizer_step`: its scenes, candidates,
+    near misses and loss) in each precision, interleaved over three repetitions (best)."""
+    cfg = recipe(profile, n_concepts=n_concepts, n_values=n_values, coverage=coverage)
+    train_objects, allowed = cfg.split.train.to(device), cfg.split.train.to(device)
+    dtypes = {"fp32": None, "bf16": torch.bfloat16}
+    models = {p: build_model(cfg, device) for p in precisions}
+    opts = {p: make_optimizer(cfg, m) for p, m in models.items()}
+
+    def step_fn(p):
+        return lambda i: optimizer_step(cfg, models[p], opts[p], train_objects, allowed, i, device, dtypes[p],
+                                        cfg.concept_loss_weight)
+
+    fns = {p: step_fn(p) for p in precisions}
+    for fn in fns.values():  # warm up
+        for i in range(3):
+            fn(i)
+    times: dict[str, float] = {}
+    for _ in range(3):
+        for p, fn in fns.items():
+            times[p] = min(times.get(p, float("inf")), time_it(fn, steps, device))
+    print(f"{profile} recipe step: C={n_concepts} V={n_values} coverage {coverage:g}, batch {cfg.batch_size}, "
+          f"d_model {cfg.d_model}, {cfg.n_layers} layers, FFN {cfg.d_ff}; device {device}, "
+          f"{torch.get_num_threads()} thread(s), {steps} timed steps x 3 repetitions (best)")
+    for p, t in times.items():
+        rel = f"; fp32/{p} = {times['fp32'] / t:.2f}x" if "fp32" in times and p != "fp32" else ""
+        print(f"  {p}: {t * 1e3:.1f} ms/step{rel}")
+
+
 def bench_time_to_accuracy(device: torch.device, target: float, profile: str = "scale", n_concepts: int = 2,
                            n_values: int = 50, coverage: float = 0.5) -> None:
     """Train one run of ``profile``'s recipe (steps: the scale plan's for this size) and
-    print the step, wall time and CPU time at which held-out two-object recognition
-    (strict) and held-out swap pairs first reach ``target``."""
+    print the step, wall time and CPU time at which two-object recognition (strict) and
+    swap pairs of validation objects first reach ``target``."""
     steps = SCALE_STEPS.get((n_concepts, n_values)) if profile == "scale" else None
     cfg = recipe(profile, n_concepts=n_concepts, n_values=n_values, coverage=coverage, checkpoint_every=0,
                  **({"steps": steps} if steps else {}))
@@ -124,20 +158,21 @@ def bench_time_to_accuracy(device: torch.device, target: float, profile: str = "
     reached: dict[str, tuple[int, float, float]] = {}
 
     def on_eval(step, m):
-        for key in ("test_object_2", "test_swap_pair"):
+        m = search_view(m)  # validation and training objects only
+        for key in ("val_object_2", "val_swap_pair"):
             if key not in reached and m.get(key, 0.0) >= target:
                 reached[key] = (step, time.perf_counter() - t0, time.process_time() - c0)
-        print(f"  step {step:6d}  {time.perf_counter() - t0:7.1f} s  held-out 2-object {m['test_object_2']:.3f}  "
-              f"swap pairs {m.get('test_swap_pair', float('nan')):.3f}  concepts {m['test_concept_2']:.3f}", flush=True)
+        print(f"  step {step:6d}  {time.perf_counter() - t0:7.1f} s  validation 2-object {m['val_object_2']:.3f}  "
+              f"swap pairs {m.get('val_swap_pair', float('nan')):.3f}  concepts {m['val_concept_2']:.3f}", flush=True)
 
     out = run_training(cfg, device=device, progress=False, on_eval=on_eval)
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"{profile} recipe, |O| = {n_values ** n_concepts:,} (C={n_concepts} V={n_values}) coverage {coverage:g}, "
-          f"{cfg.steps} steps, {torch.get_num_threads()} thread(s), {device}: final held-out 2-object "
-          f"{out.metrics['test_object_2']:.3f}, swap pairs {out.metrics.get('test_swap_pair', float('nan')):.3f} "
-          f"(bag ceiling {out.baseline.get('ceiling_test_object_2', float('nan')):.3f}) after {total / 60:.1f} min "
+          f"{cfg.steps} steps, {torch.get_num_threads()} thread(s), {device}: final validation 2-object "
+          f"{out.metrics['val_object_2']:.3f}, swap pairs {out.metrics.get('val_swap_pair', float('nan')):.3f} "
+          f"(bag ceiling {out.baseline.get('ceiling_val_object_2', float('nan')):.3f}) after {total / 60:.1f} min "
           f"wall, {cpu / 60:.1f} CPU-min")
-    for key, what in (("test_object_2", "held-out 2-object (strict)"), ("test_swap_pair", "held-out swap pairs")):
+    for key, what in (("val_object_2", "validation 2-object (strict)"), ("val_swap_pair", "validation swap pairs")):
         if key in reached:
             step, wall, c = reached[key]
             print(f"{what} reached {target} at step {step}: {wall / 60:.1f} min wall, {c / 60:.1f} CPU-min")
@@ -155,13 +190,16 @@ def main() -> None:
     ap.add_argument("--time-to-accuracy", action="store_true",
                     help="also train one run to its target (default: the scale recipe at |O| = 2,500, coverage 0.5)")
     ap.add_argument("--target", type=float, default=0.9)
-    ap.add_argument("--recipe", default="scale", help="recipe profile of the time-to-accuracy run")
-    ap.add_argument("--values", type=int, default=50, help="V of the time-to-accuracy run (C = 2)")
-    ap.add_argument("--coverage", type=float, default=0.5, help="coverage of the time-to-accuracy run")
+    ap.add_argument("--recipe", default="scale", help="recipe profile of the recipe-step and time-to-accuracy runs")
+    ap.add_argument("--values", type=int, default=50, help="V of the recipe-step and time-to-accuracy runs (C = 2)")
+    ap.add_argument("--coverage", type=float, default=0.5, help="their coverage")
+    ap.add_argument("--recipe-only", action="store_true", help="skip the paper-size step (1.)")
     args = ap.parse_args()
     set_threads(args.threads)
     device = resolve_device(args.device)
-    bench_steps(args.steps, device, args.precisions)
+    if not args.recipe_only:
+        bench_steps(args.steps, device, args.precisions)
+    bench_recipe_step(args.steps, device, args.precisions, args.recipe, 2, args.values, args.coverage)
     if args.time_to_accuracy:
         bench_time_to_accuracy(device, args.target, args.recipe, 2, args.values, args.coverage)
 
