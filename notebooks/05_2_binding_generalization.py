@@ -77,8 +77,6 @@ from IPython.display import Markdown
 
 import bindcore
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import claim_outcomes, claims_table, generalization_claim_rules
-from bindcore.book.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
@@ -91,6 +89,7 @@ from bindcore.experiments.generalization import (
     note_stored,
     scale_records,
 )
+from bindcore.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.sweep import (
@@ -105,6 +104,7 @@ from bindcore.sweep import (
     run_sweep,
     seed_summary,
 )
+from bindcore.verdicts.claims import claim_outcomes, claims_table, generalization_claim_rules
 
 P = start_chapter("binding_generalization", globals())
 base = chapter_recipe(profile, P["steps"], P["eval_scenes"])

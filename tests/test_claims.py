@@ -1,4 +1,4 @@
-"""Every claim function of bindcore.book.claims on planted tables: one where its claims
+"""Every claim function of bindcore.verdicts.claims on planted tables: one where its claims
 hold, one where they fail, one where they cannot be tested."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.book import claims as CL
+from bindcore.verdicts import claims as CL
 
 MLP, ADD, GP, SGP, WOP = (FAMILY_LABELS[f] for f in ("mlp", "additive", "global_product", "sum_global_product",
                                                      "within_object_product"))

@@ -10,13 +10,13 @@ import numpy as np
 from bindcore.analysis.approximators import get_protocol
 from bindcore.analysis.complexity import APPROX_STORE_KIND, own_split_fit
 from bindcore.analysis.probes import controlled_binding_data, split_by_objects
-from bindcore.book import claims as CL
 from bindcore.book.tables import figure9_correlations
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
 from bindcore.controlled.training import STORE_KIND, TrainConfig
 from bindcore.experiments.complexity import figure9_table
 from bindcore.store import ResultStore
+from bindcore.verdicts import claims as CL
 
 PROTOCOL = get_protocol("paper", steps=10, lrs=[1e-2], batch_size=None, eval_every=5)
 

@@ -15,10 +15,10 @@ import torch
 from bindcore.analysis import embedding_sets as ES
 from bindcore.analysis import geometry as G
 from bindcore.analysis import geometry_sets as GS
-from bindcore.book import claims as CL
 from bindcore.book import tables as T
 from bindcore.experiments import geometry as EG
 from bindcore.store import ResultStore
+from bindcore.verdicts import claims as CL
 
 torch.set_num_threads(2)
 

@@ -126,7 +126,7 @@ def test_natural_table_has_chance_levels(store):
     assert r["R² objects (avg)"] > r["R² concepts (avg)"]
     # the claim's null: the same retrieval on Gaussian embeddings of the same size and spectrum
     assert 0 <= r["retrieval null"] < r["retrieval"] and 0 <= r["edit retrieval null"] < r["edit retrieval"]
-    from bindcore.book.claims import SHOWN, natural_claims
+    from bindcore.verdicts.claims import SHOWN, natural_claims
 
     assert natural_claims(t, "smoke")["status"].tolist() == [SHOWN]
 
@@ -151,8 +151,8 @@ def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
     their Gaussian null; Gaussian noise with the same labels (the null of the null) passes
     nothing, although in-sample its bag of objects fits more than its bag of concepts."""
     from bindcore.analysis.embedding_sets import gaussian_null
-    from bindcore.book import claims as CL
     from bindcore.experiments.geometry import geometry_nulls
+    from bindcore.verdicts import claims as CL
 
     real = _planted_set("text", True)
     noise = gaussian_null(real, seed=7)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.book import claims as CL
-from bindcore.book import outcomes as OC
+from bindcore.verdicts import claims as CL
+from bindcore.verdicts import outcomes as OC
 from tests.test_claims import (
     NOISE,
     attribution,
@@ -91,7 +91,7 @@ def test_appendix_e_from_the_pixel_claims():
 
 
 def test_the_claims_overview_counts_substitutes_and_controls_apart():
-    from bindcore.book.report import claims_overview
+    from bindcore.verdicts.report import claims_overview
 
     over = claims_overview(claims_of(encoder="MiniLM")).set_index("chapter")
     row = over.loc["§4.1 / D.2"]

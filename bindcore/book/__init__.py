@@ -11,7 +11,7 @@ the chapters, the report and the command line do.
 * :mod:`~bindcore.book.profiles`: each chapter's parameters per profile;
 * :mod:`~bindcore.book.chapter`: what a chapter does around its science (its parameters
   and page);
-* :mod:`~bindcore.book.tables`, :mod:`~bindcore.book.claims`,
-  :mod:`~bindcore.book.figures`: our numbers with the paper's (:mod:`bindcore.paper`)
+* :mod:`~bindcore.book.tables`, :mod:`~bindcore.verdicts.claims`,
+  :mod:`~bindcore.figures`: our numbers with the paper's (:mod:`bindcore.paper`)
   beside them, the paper's claims beside ours, the book's figures in one style.
 """

@@ -3,7 +3,7 @@ chapter ran with in this build (:func:`report_parameters`, read by
 :func:`~bindcore.book.chapter.ran_with`), and, from the results the experiments computed
 or read from the store (:func:`bindcore.experiments.report.gather_results`), the tables
 the report shows, the claim frames of every chapter, the
-:class:`~bindcore.book.comparison.Build` the comparison reads and the outcome table
+:class:`~bindcore.verdicts.comparison.Build` the comparison reads and the outcome table
 (:func:`gather`). Nothing here trains or fits."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .chapter import ran_with
+from bindcore.book.chapter import ran_with
 
 # the chapters whose results the report shows, by notebook; appendix E's apart
 CHAPTERS = ("04_1_geometry", "04_2_component_attribution", "05_1_pretrained_binding_complexity",
@@ -24,7 +24,7 @@ PIXELS = "e_pixel_encoders"
 def report_parameters(profile: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """({notebook: the parameters it ran with on ``profile``}, {notebook: where they come
     from}) for :data:`CHAPTERS` and :data:`PIXELS` (:func:`~bindcore.book.chapter.ran_with`)."""
-    from .profiles import NOTEBOOK_TABLES
+    from bindcore.book.profiles import NOTEBOOK_TABLES
 
     params, sources = {}, {}
     for nb in (*CHAPTERS, PIXELS):
@@ -36,18 +36,19 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
            results: dict[str, Any]) -> dict[str, Any]:
     """The report of ``profile`` from the chapters' ``results``
     (:func:`bindcore.experiments.report.gather_results`) and their parameters and sources
-    (:func:`report_parameters`): ``build`` (a :class:`~bindcore.book.comparison.Build`),
+    (:func:`report_parameters`): ``build`` (a :class:`~bindcore.verdicts.comparison.Build`),
     ``claims`` ({chapter: claim frame}), ``params`` and ``sources`` of :data:`CHAPTERS`,
     ``encoder_note``, and the tables the report shows: ``decomposition``, ``attribution``,
     ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and
     the §5.2 sweep's records (``generalization_runs``), appendix E's results (``pixels``:
     :func:`pixel_report`) and the outcome table (``outcomes``:
-    :func:`~bindcore.book.outcomes.outcome_table`)."""
+    :func:`~bindcore.verdicts.outcomes.outcome_table`)."""
+    from bindcore.book.tables import attribution_table, decomposition_table, editing_table, mds_table
+    from bindcore.book.toc import toc_notebooks
+
     from . import claims as CL
     from .comparison import Build
     from .outcomes import outcome_table
-    from .tables import attribution_table, decomposition_table, editing_table, mds_table
-    from .toc import toc_notebooks
 
     r = results
     p4, p51, p52, pd_ = (params[nb] for nb in ("04_1_geometry", "05_1_pretrained_binding_complexity",
@@ -81,9 +82,10 @@ def pixel_report(profile: str, params: dict[str, Any], source: str, results: dic
     """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
     ``source``), the ``runs``, binding ``data``, approximator table ``approx`` and the
     models' own ``ceiling`` (``results``: :func:`bindcore.experiments.pixels.pixel_results`),
-    and the ``claims`` (:func:`~bindcore.book.claims.pixel_claims`)."""
+    and the ``claims`` (:func:`~bindcore.verdicts.claims.pixel_claims`)."""
+    from bindcore.book.tables import level_summary, pixel_results_table
+
     from .claims import pixel_claims
-    from .tables import level_summary, pixel_results_table
 
     claims = pixel_claims(level_summary(pixel_results_table(results["runs"])), results["approx"], profile,
                           results["ceiling"])

@@ -1,11 +1,11 @@
 """What the reproduction report says first: per headline finding of the paper, whether it
 was reproduced, generated from the verdicts of the chapters' claim functions
-(:mod:`bindcore.book.claims`).
+(:mod:`bindcore.verdicts.claims`).
 
 A finding's outcome is one of :data:`OUTCOMES`:
 
 * *reproduced*: every claim row of the finding that could be judged on the encoder or
-  model the paper's finding is about (evidence :data:`~bindcore.book.claims.NATIVE`)
+  model the paper's finding is about (evidence :data:`~bindcore.verdicts.claims.NATIVE`)
   is shown, and there is at least one;
 * *not reproduced*: at least one such row is not shown;
 * *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
@@ -92,7 +92,7 @@ def headlines() -> list[Headline]:
 
 
 def pixel_frame(pixel: pd.DataFrame) -> pd.DataFrame:
-    """Appendix E's claims (:func:`~bindcore.book.claims.pixel_claims`, one row per claim
+    """Appendix E's claims (:func:`~bindcore.verdicts.claims.pixel_claims`, one row per claim
     and visual level) in the columns of the other claim frames."""
     from .claims import COLUMNS as CLAIM_COLUMNS
 
@@ -150,7 +150,7 @@ def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataF
     """One row per headline finding (:func:`headlines`): the paper's statement, our
     numbers with their profile and source, the outcome (:data:`OUTCOMES`) and, where not
     reproduced like for like, the reason and the command. ``claims``: the report's
-    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.book.claims.pixel_claims`."""
+    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.verdicts.claims.pixel_claims`."""
     frames = dict(claims)
     if pixel is not None:
         frames["appendix E"] = pixel_frame(pixel)
