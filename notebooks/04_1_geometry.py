@@ -92,7 +92,7 @@ from bindcore.experiments.geometry import geometry_nulls, geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import PALETTE
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
-from bindcore.verdicts.claims import geometry_claims
+from bindcore.verdicts.geometry import geometry_claims
 
 P = start_chapter("geometry", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

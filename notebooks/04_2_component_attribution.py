@@ -93,7 +93,7 @@ from bindcore.experiments.geometry import geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import PALETTE
 from bindcore.paper import PAPER_ATTRIBUTION
-from bindcore.verdicts.claims import attribution_claims
+from bindcore.verdicts.geometry import attribution_claims
 
 P = start_chapter("geometry", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

@@ -77,7 +77,7 @@ from bindcore.experiments.complexity import pretrained_sweeps
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
 from bindcore.figures import plot_by_fraction
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
-from bindcore.verdicts.claims import pretrained_claims
+from bindcore.verdicts.approximators import pretrained_claims
 
 P = start_chapter("pretrained_complexity", globals())
 encoders, note = pretrained_encoders()

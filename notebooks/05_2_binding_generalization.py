@@ -104,7 +104,8 @@ from bindcore.sweep import (
     run_sweep,
     seed_summary,
 )
-from bindcore.verdicts.claims import claim_outcomes, claims_table, generalization_claim_rules
+from bindcore.verdicts.core import claim_outcomes
+from bindcore.verdicts.generalization import claims_table, generalization_claim_rules
 
 P = start_chapter("binding_generalization", globals())
 base = chapter_recipe(profile, P["steps"], P["eval_scenes"])

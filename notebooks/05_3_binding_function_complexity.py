@@ -65,7 +65,7 @@ from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
 from bindcore.figures import plot_by_width
-from bindcore.verdicts.claims import width_claims
+from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

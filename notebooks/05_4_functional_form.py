@@ -72,7 +72,7 @@ from bindcore.book.tables import figure9_correlations
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
 from bindcore.figures import plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
-from bindcore.verdicts.claims import figure9_claims, form_claims
+from bindcore.verdicts.approximators import figure9_claims, form_claims
 
 P = start_chapter("controlled_complexity", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

@@ -101,7 +101,7 @@ from bindcore.experiments.geometry import geometry_sets, natural_table, three_ob
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
 from bindcore.figures import PALETTE, plot_mds, sample_grid
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
-from bindcore.verdicts.claims import additional_claims, natural_claims
+from bindcore.verdicts.additional import additional_claims, natural_claims
 
 P = start_chapter("additional", globals())
 encoders, note = geometry_encoders()

@@ -92,7 +92,7 @@ from bindcore.experiments.pixels import (
 from bindcore.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
 from bindcore.paper import PAPER_PIXELS
 from bindcore.runtime import resolve_device
-from bindcore.verdicts.claims import pixel_claim_rules, pixel_claims
+from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims
 
 P = start_chapter("pixel_encoders", globals())
 base = pixel_base(profile, P)
@@ -268,7 +268,7 @@ plt.show()
 # %% [markdown]
 # ## The paper's claims next to ours
 #
-# The rules that turn our numbers into verdicts (`bindcore.verdicts.claims.pixel_claims`)
+# The rules that turn our numbers into verdicts (`bindcore.verdicts.pixels.pixel_claims`)
 # are printed first. The D.7 contrast (the same global-product probe on frozen
 # pretrained encoders) is in the reproduction report, beside §5.1.
 

@@ -69,8 +69,8 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
-from bindcore.verdicts.claims import claim_outcomes
 from bindcore.verdicts.comparison import GROUPS, comparison_table, summary_line
+from bindcore.verdicts.core import claim_outcomes
 from bindcore.verdicts.outcomes import outcome_summary
 from bindcore.verdicts.report import claims_overview, gather, report_parameters
 
@@ -274,7 +274,7 @@ R["grid"].round(3)
 # global-product probe on the frozen encoders of §5.1 beside the pixel-trained models.
 
 # %% tags=["hide-input", "full-width"]
-from bindcore.verdicts.claims import d7_contrast
+from bindcore.verdicts.pixels import d7_contrast
 
 PE = R["pixels"]["params"]
 print("parameters:", R["pixels"]["source"])

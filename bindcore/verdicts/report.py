@@ -46,8 +46,10 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
     from bindcore.book.tables import attribution_table, decomposition_table, editing_table, mds_table
     from bindcore.book.toc import toc_notebooks
 
-    from . import claims as CL
+    from .additional import additional_claims, natural_claims
+    from .approximators import figure9_claims, form_claims, pretrained_claims, width_claims
     from .comparison import Build
+    from .geometry import attribution_claims, geometry_claims
     from .outcomes import outcome_table
 
     r = results
@@ -56,15 +58,15 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
     sets, dec, att, edi = r["sets"], r["decomposition"], r["attribution"], r["editing"]
     grid = mds_table(r["grid_sets"], r["grid_frames"])
     claims = {**generalization_claims(profile, r["generalization_runs"], r["scale"]),
-        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile, null_frames=r["null_decomposition"],
-                                         null_edit_frames=r["null_editing"]),
-        "§4.2": CL.attribution_claims(sets, att, profile),
-        "§5.1": CL.pretrained_claims(r["pretrained"], profile),
-        "§5.3": CL.width_claims(r["widths"], profile),
-        "§5.4": CL.form_claims(r["forms"], profile),
-        "figure 9": CL.figure9_claims(r["fig9"], profile),
-        "D.3 / D.5": CL.additional_claims(r["three"], grid, profile),
-        "D.4": CL.natural_claims(r["natural"], profile),
+        "§4.1 / D.2": geometry_claims(sets, dec, edi, profile, null_frames=r["null_decomposition"],
+                                      null_edit_frames=r["null_editing"]),
+        "§4.2": attribution_claims(sets, att, profile),
+        "§5.1": pretrained_claims(r["pretrained"], profile),
+        "§5.3": width_claims(r["widths"], profile),
+        "§5.4": form_claims(r["forms"], profile),
+        "figure 9": figure9_claims(r["fig9"], profile),
+        "D.3 / D.5": additional_claims(r["three"], grid, profile),
+        "D.4": natural_claims(r["natural"], profile),
     }
     build = Build(profile, p4, sets, dec, att, edi, r["pretrained"], p51, r["three"], r["natural"], grid, pd_,
                   p52, claims, toc_notebooks())
@@ -82,10 +84,10 @@ def pixel_report(profile: str, params: dict[str, Any], source: str, results: dic
     """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
     ``source``), the ``runs``, binding ``data``, approximator table ``approx`` and the
     models' own ``ceiling`` (``results``: :func:`bindcore.experiments.pixels.pixel_results`),
-    and the ``claims`` (:func:`~bindcore.verdicts.claims.pixel_claims`)."""
+    and the ``claims`` (:func:`~bindcore.verdicts.pixels.pixel_claims`)."""
     from bindcore.book.tables import level_summary, pixel_results_table
 
-    from .claims import pixel_claims
+    from .pixels import pixel_claims
 
     claims = pixel_claims(level_summary(pixel_results_table(results["runs"])), results["approx"], profile,
                           results["ceiling"])
@@ -102,14 +104,14 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]],
     (records: pandas compares the attrs of frames it concatenates)."""
     from bindcore.sweep import generalization_summary, results_table
 
-    from . import claims as CL
+    from .generalization import claims_table
 
     summary = generalization_summary(results_table(runs))
-    out = {"§5.2": CL.claims_table(summary, profile)}
+    out = {"§5.2": claims_table(summary, profile)}
     out["§5.2"].attrs["summary"] = summary.to_dict("records")
     if scale:
         scale_summary = generalization_summary(results_table(scale))
-        out["§5.2 (scale)"] = CL.claims_table(scale_summary, "scale (published records)")
+        out["§5.2 (scale)"] = claims_table(scale_summary, "scale (published records)")
         out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
     return out
 
@@ -119,7 +121,7 @@ def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
     the encoders or models the paper's claims are about; rows on substitutes (another
     pretrained encoder) counted apart, and rows on controlled models or random-init
     controls (no verdict) apart again."""
-    from .claims import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
+    from .core import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
 
     rows = []
     for chapter, frame in claims.items():
