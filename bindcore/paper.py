@@ -10,7 +10,7 @@ none (``tests/test_layout.py`` checks).
 The tables below are the paper's own layout; :func:`paper_items` lists every number and
 every claim of them once, as :class:`PaperItem` rows, which is what the reproduction
 report sorts into like-for-like, substitute and not-run comparisons
-(:mod:`bindcore.book.comparison`). :data:`RELEASE` holds settings of the authors'
+(:mod:`bindcore.verdicts.comparison`). :data:`RELEASE` holds settings of the authors'
 released code that the book quotes (settings, not results: never compared).
 """
 

@@ -67,24 +67,35 @@ def generalization_configs(base: TrainConfig, params: dict[str, Any]) -> list[Tr
             for c, v in params["sizes"] for cov in params["coverages"] for s in params["seeds"]]
 
 
-ONE_PHASE = "one-phase (concept loss from step 0)"
-RELEASE_NEGATIVES = "release negatives (held-out objects as negatives)"
+# the §5.2 ablation's variants (:func:`ablation_variants`), their labels in a table's
+# ``variant`` column and their short names in prose
+MAIN_RECIPE, ONE_PHASE, RELEASE_NEGATIVES = "main_recipe", "one_phase", "release_negatives"
+ABLATION_LABELS = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase (concept loss from step 0)",
+                   RELEASE_NEGATIVES: "release negatives (held-out objects as negatives)"}
+ABLATION_NAMES = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase", RELEASE_NEGATIVES: "release negatives"}
 
 
-def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
-    """At the largest object space and the largest coverage: the main recipe, the
-    one-phase objective (concept loss from step 0, no trigger) and the released code's
-    negatives (held-out objects used as training negatives). A variant that is the main
-    recipe itself (the paper and colab recipes have the concept loss from step 0) is left
-    out: one run under two names would read as a replication."""
+def ablation_variants(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
+    """At the largest object space and the largest coverage: the main recipe
+    (:data:`MAIN_RECIPE`), the one-phase objective (:data:`ONE_PHASE`: concept loss from
+    step 0, no trigger) and the released code's negatives (:data:`RELEASE_NEGATIVES`:
+    held-out objects used as training negatives). A variant that is the main recipe
+    itself (the paper and colab recipes have the concept loss from step 0) is left out:
+    one run under two names would read as a replication."""
     c0, v0 = max(params["sizes"], key=lambda cv: cv[1] ** cv[0])
     main = base.with_(n_concepts=c0, n_values=v0, coverage=max(params["coverages"]), seed=params["seeds"][0])
     variants = {
-        "main recipe": main,
+        MAIN_RECIPE: main,
         ONE_PHASE: main.with_(concept_loss_start=0.0, concept_loss_trigger=0.0),
         RELEASE_NEGATIVES: main.with_(heldout_as_negatives=True),
     }
-    return {name: cfg for name, cfg in variants.items() if name == "main recipe" or cfg != main}
+    return {key: cfg for key, cfg in variants.items() if key == MAIN_RECIPE or cfg != main}
+
+
+def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
+    """:func:`ablation_variants` under their labels (:data:`ABLATION_LABELS`), as a
+    table's ``variant`` column shows them."""
+    return {ABLATION_LABELS[key]: cfg for key, cfg in ablation_variants(base, params).items()}
 
 
 def default_workers(n_pending: int, device: str | None = None) -> int:

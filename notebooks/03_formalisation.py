@@ -60,9 +60,9 @@ from bindcore.analysis.metrics import (
     strict_correct,
 )
 from bindcore.book.chapter import start_chapter
-from bindcore.book.figures import draw_token_rows, object_grid
 from bindcore.book.prose import glue
 from bindcore.controlled.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
+from bindcore.figures import draw_token_rows, object_grid
 
 P = start_chapter("formalisation", globals())
 space = SceneSpace(n_concepts, n_values, max_objects)

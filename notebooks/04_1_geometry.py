@@ -84,15 +84,15 @@ from bindcore.analysis.geometry import object_banks, object_values, sample_edits
 from bindcore.analysis.geometry_sets import HOLDOUT, decomposition, editing
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import geometry_claims
-from bindcore.book.figures import PALETTE
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import decomposition_table, editing_table, sets_frame
 from bindcore.data import caption
 from bindcore.experiments.geometry import geometry_nulls, geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
+from bindcore.figures import PALETTE
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
+from bindcore.verdicts.geometry import geometry_claims
 
 P = start_chapter("geometry", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

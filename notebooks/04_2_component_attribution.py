@@ -86,14 +86,14 @@ from IPython.display import Markdown
 from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import attribution_claims
-from bindcore.book.figures import PALETTE
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import attribution_table, sets_frame
 from bindcore.experiments.geometry import geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
+from bindcore.figures import PALETTE
 from bindcore.paper import PAPER_ATTRIBUTION
+from bindcore.verdicts.geometry import attribution_claims
 
 P = start_chapter("geometry", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

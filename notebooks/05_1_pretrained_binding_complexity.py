@@ -72,12 +72,12 @@ from bindcore.analysis.approximators import PCATreeRegressor
 from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import pretrained_claims
-from bindcore.book.figures import plot_by_fraction
 from bindcore.book.prose import glue
 from bindcore.experiments.complexity import pretrained_sweeps
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
+from bindcore.figures import plot_by_fraction
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
+from bindcore.verdicts.approximators import pretrained_claims
 
 P = start_chapter("pretrained_complexity", globals())
 encoders, note = pretrained_encoders()

@@ -77,8 +77,6 @@ from IPython.display import Markdown
 
 import bindcore
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import claim_outcomes, claims_table, generalization_claim_rules
-from bindcore.book.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
@@ -91,13 +89,17 @@ from bindcore.experiments.generalization import (
     note_stored,
     scale_records,
 )
+from bindcore.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.sweep import (
+    ABLATION_LABELS,
+    ABLATION_NAMES,
+    MAIN_RECIPE,
     ONE_PHASE,
     RELEASE_NEGATIVES,
     TRANSITION_SWAP,
-    ablation_configs,
+    ablation_variants,
     generalization_configs,
     generalization_summary,
     protocol_comparison,
@@ -105,6 +107,8 @@ from bindcore.sweep import (
     run_sweep,
     seed_summary,
 )
+from bindcore.verdicts.core import claim_outcomes
+from bindcore.verdicts.generalization import claims_table, generalization_claim_rules
 
 P = start_chapter("binding_generalization", globals())
 base = chapter_recipe(profile, P["steps"], P["eval_scenes"])
@@ -486,22 +490,22 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 
 # %% tags=["hide-input", "full-width"]
 if P["ablations"]:
-    variants = ablation_configs(base, P)
+    variants = ablation_variants(base, P)
     ab = run_sweep(list(variants.values()), workers=workers, device=device, executor=executor)
     note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
-    ab_table.insert(0, "variant", list(variants))
+    ab_table.insert(0, "variant", [ABLATION_LABELS[key] for key in variants])
     ab_table["additive R² of object queries"] = [
         object_query_additivity(TrainConfig.from_dict(r["config"]), load_model(r)) if r["source"] == "local"
         else float("nan") for r in ab]  # published records carry no weights
     display(ab_table[["variant", "objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_2",
                       "boc_ceiling_test_object_2", "test_object_1", "test_concept_2", "train_object_2",
                       "additive R² of object queries"]].round(3))
-    acc = dict(zip(ab_table["variant"], ab_table["test_swap_pair"]))
-    main_acc = acc["main recipe"]
+    acc = dict(zip(variants, ab_table["test_swap_pair"]))
+    main_acc = acc[MAIN_RECIPE]
     print(f"held-out swap pairs, one seed each: main recipe {main_acc:.2f}; " + "; ".join(
-        f"{name.split(' (')[0]} {acc[name]:.2f} ({acc[name] - main_acc:+.2f})" if name in acc
-        else f"{name.split(' (')[0]}: not run, the {profile!r} recipe already is it" for name in (ONE_PHASE, RELEASE_NEGATIVES)))
+        f"{ABLATION_NAMES[key]} {acc[key]:.2f} ({acc[key] - main_acc:+.2f})" if key in acc
+        else f"{ABLATION_NAMES[key]}: not run, the {profile!r} recipe already is it" for key in (ONE_PHASE, RELEASE_NEGATIVES)))
 
 # %% [markdown]
 # ## What the profiles show

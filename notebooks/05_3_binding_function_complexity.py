@@ -62,10 +62,10 @@ import pandas as pd
 
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import width_claims
-from bindcore.book.figures import plot_by_width
 from bindcore.book.profiles import chapter_parameters
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
+from bindcore.figures import plot_by_width
+from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

@@ -66,13 +66,13 @@ from bindcore.analysis.approximators import FAMILIES
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import figure9_claims, form_claims
-from bindcore.book.figures import plot_by_fraction, plot_figure9
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import figure9_correlations
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
+from bindcore.figures import plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
+from bindcore.verdicts.approximators import figure9_claims, form_claims
 
 P = start_chapter("controlled_complexity", globals())
 P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

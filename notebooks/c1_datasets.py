@@ -58,7 +58,6 @@ import pandas as pd
 
 from bindcore.analysis.metrics import caption_retrieval
 from bindcore.book.chapter import start_chapter
-from bindcore.book.figures import sample_grid
 from bindcore.book.prose import glue
 from bindcore.data import read_labels_csv
 from bindcore.data.clevr2d import make_clevr2d, make_clevr2d_singles
@@ -67,6 +66,7 @@ from bindcore.data.folders import load_folder
 from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
 from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
 from bindcore.encoders import default_encoders, embed_dataset
+from bindcore.figures import sample_grid
 from bindcore.paper import PAPER_DATASET_SIZES, PAPER_DATASETS
 
 P = start_chapter("datasets", globals())

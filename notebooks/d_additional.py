@@ -93,15 +93,15 @@ from bindcore.analysis.embedding_sets import (
 from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import ran_with, start_chapter
-from bindcore.book.claims import additional_claims, natural_claims
-from bindcore.book.figures import PALETTE, plot_mds, sample_grid
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import mds_table
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
 from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
+from bindcore.figures import PALETTE, plot_mds, sample_grid
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
+from bindcore.verdicts.additional import additional_claims, natural_claims
 
 P = start_chapter("additional", globals())
 encoders, note = geometry_encoders()

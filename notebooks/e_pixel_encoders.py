@@ -77,8 +77,6 @@ from bindcore.analysis.approximators import FAMILIES
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
-from bindcore.book.claims import pixel_claim_rules, pixel_claims
-from bindcore.book.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import level_summary, pixel_results_table
@@ -91,8 +89,10 @@ from bindcore.experiments.pixels import (
     pixel_runs,
     pixel_sweeps,
 )
+from bindcore.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
 from bindcore.paper import PAPER_PIXELS
 from bindcore.runtime import resolve_device
+from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims
 
 P = start_chapter("pixel_encoders", globals())
 base = pixel_base(profile, P)
@@ -268,7 +268,7 @@ plt.show()
 # %% [markdown]
 # ## The paper's claims next to ours
 #
-# The rules that turn our numbers into verdicts (`bindcore.book.claims.pixel_claims`)
+# The rules that turn our numbers into verdicts (`bindcore.verdicts.pixels.pixel_claims`)
 # are printed first. The D.7 contrast (the same global-product probe on frozen
 # pretrained encoders) is in the reproduction report, beside §5.1.
 

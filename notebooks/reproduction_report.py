@@ -58,11 +58,7 @@ from bindcore.analysis.metrics import (
     expected_bag_of_concepts_two_objects,
 )
 from bindcore.book.chapter import ran_with, start_chapter
-from bindcore.book.claims import claim_outcomes
-from bindcore.book.comparison import GROUPS, comparison_table, summary_line
-from bindcore.book.outcomes import outcome_summary
 from bindcore.book.profiles import chapter_parameters
-from bindcore.book.report import claims_overview, gather, report_parameters
 from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.experiments.generalization import chapter_recipe, note_stored
@@ -73,6 +69,10 @@ from bindcore.sweep import (
     results_table,
     run_sweep,
 )
+from bindcore.verdicts.comparison import GROUPS, comparison_table, summary_line
+from bindcore.verdicts.core import claim_outcomes
+from bindcore.verdicts.outcomes import outcome_summary
+from bindcore.verdicts.report import claims_overview, gather, report_parameters
 
 start_chapter(None, globals())
 chapter_params, sources = report_parameters(profile)  # what each chapter ran with in this build
@@ -86,7 +86,7 @@ comparison = comparison_table(R["build"])
 #
 # One row per headline finding of the paper: its statement, our numbers with the
 # profile and the source they come from, and the outcome, generated from the verdicts
-# of the chapters' claim functions (`bindcore.book.outcomes`): *reproduced* where every
+# of the chapters' claim functions (`bindcore.verdicts.outcomes`): *reproduced* where every
 # claim judged on the paper's kind of encoder or model is shown, *not reproduced* where
 # one is not, *reproduced on a substitute* (or *not reproduced on a substitute*) where
 # only another pretrained encoder could be judged and every such claim is shown (or one
@@ -274,7 +274,7 @@ R["grid"].round(3)
 # global-product probe on the frozen encoders of §5.1 beside the pixel-trained models.
 
 # %% tags=["hide-input", "full-width"]
-from bindcore.book.claims import d7_contrast
+from bindcore.verdicts.pixels import d7_contrast
 
 PE = R["pixels"]["params"]
 print("parameters:", R["pixels"]["source"])
@@ -289,7 +289,7 @@ d7_contrast(R["pretrained"], R["pixels"]["approx"], profile).round(3)
 # defaults.
 
 # %% tags=["hide-input", "full-width"]
-from bindcore.book.deviations import paper_deviations, release_deviations
+from bindcore.verdicts.deviations import paper_deviations, release_deviations
 
 prm = R["params"]
 with pd.option_context("display.max_colwidth", None):

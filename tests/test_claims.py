@@ -1,4 +1,4 @@
-"""Every claim function of bindcore.book.claims on planted tables: one where its claims
+"""Every claim function of bindcore.verdicts on planted tables: one where its claims
 hold, one where they fail, one where they cannot be tested."""
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ import pandas as pd
 import pytest
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.book import claims as CL
+from bindcore.verdicts import core as CL
+from bindcore.verdicts.additional import above_chance, additional_claims, natural_claims
+from bindcore.verdicts.approximators import figure9_claims, form_claims, pretrained_claims, width_claims
+from bindcore.verdicts.generalization import claims_table
+from bindcore.verdicts.geometry import attribution_claims, geometry_claims
 
 MLP, ADD, GP, SGP, WOP = (FAMILY_LABELS[f] for f in ("mlp", "additive", "global_product", "sum_global_product",
                                                      "within_object_product"))
@@ -41,27 +45,27 @@ def pretrained(concepts: float, objects: float, fractions=(0.1, 0.5, 0.9), encod
 
 
 def test_pretrained_claims_hold_fail_and_cannot_be_tested():
-    df = CL.pretrained_claims(pretrained(0.95, 0.1), "quick")
+    df = pretrained_claims(pretrained(0.95, 0.1), "quick")
     assert statuses(df) == [CL.SHOWN, CL.SHOWN, CL.UNTESTABLE, CL.UNTESTABLE]
     assert df["evidence"].tolist() == [CL.NATIVE, CL.NATIVE, CL.CONTROL, CL.CONTROL]
     assert df["null"].iloc[0] == "0.30"
     # concepts below the paper's level; objects as high as the concepts
-    assert statuses(CL.pretrained_claims(pretrained(0.5, 0.5), "quick"))[:2] == [CL.NOT_SHOWN, CL.NOT_SHOWN]
+    assert statuses(pretrained_claims(pretrained(0.5, 0.5), "quick"))[:2] == [CL.NOT_SHOWN, CL.NOT_SHOWN]
     # no fraction above 0.3: the concept claim cannot be tested
-    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, fractions=(0.1, 0.2)), "smoke"))[0] == CL.UNTESTABLE
+    assert statuses(pretrained_claims(pretrained(0.95, 0.1, fractions=(0.1, 0.2)), "smoke"))[0] == CL.UNTESTABLE
     # no null (no control, no null sweep): cannot be tested
-    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, control=None), "quick"))[0] == CL.UNTESTABLE
+    assert statuses(pretrained_claims(pretrained(0.95, 0.1, control=None), "quick"))[0] == CL.UNTESTABLE
     # MiniLM stands in for CLIP's text tower: a verdict, tagged as a substitute
-    sub = CL.pretrained_claims(pretrained(0.95, 0.1, encoder="MiniLM"), "quick")
+    sub = pretrained_claims(pretrained(0.95, 0.1, encoder="MiniLM"), "quick")
     assert sub["evidence"].iloc[0] == CL.SUBSTITUTE and statuses(sub)[0] == CL.SHOWN
 
 
 def test_pretrained_claims_on_their_null():
     """The control generalizes concepts as well as the encoder: nothing shown; the null
     sweep itself (shuffled labels, concepts at chance) shows nothing either."""
-    assert statuses(CL.pretrained_claims(pretrained(0.95, 0.1, control=0.9), "quick"))[:2] == [CL.NOT_SHOWN] * 2
+    assert statuses(pretrained_claims(pretrained(0.95, 0.1, control=0.9), "quick"))[:2] == [CL.NOT_SHOWN] * 2
     shuffled = pretrained(0.05, 0.0, control=None)
-    assert statuses(CL.pretrained_claims(shuffled, "quick", null=shuffled)) == [CL.NOT_SHOWN] * 2
+    assert statuses(pretrained_claims(shuffled, "quick", null=shuffled)) == [CL.NOT_SHOWN] * 2
 
 
 # --------------------------------------------------------------------------- §5.3
@@ -75,37 +79,37 @@ def widths(values: dict[int, float], model: str = "m", objects: int = 100, ceili
 
 
 def test_width_claims_hold():
-    df = CL.width_claims(widths({4: 0.2, 16: 0.9, 256: 0.95}), "quick")
+    df = width_claims(widths({4: 0.2, 16: 0.9, 256: 0.95}), "quick")
     assert statuses(df) == [CL.SHOWN, CL.UNTESTABLE]  # one size: the gap claim needs two
     assert "16" in df["ours"].iloc[0] and df["null"].iloc[0] == "bag ceiling 0.60"
 
 
 def test_width_claims_fail_when_no_width_generalizes():
     """The regression of issue 12: every width scoring 0 must not report width 4."""
-    df = CL.width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick")
+    df = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick")
     assert statuses(df)[0] == CL.NOT_SHOWN
     assert "no width binds" in df["ours"].iloc[0]
     # only a wide MLP reaches the best: small MLPs do not suffice
-    assert statuses(CL.width_claims(widths({4: 0.1, 16: 0.2, 256: 0.9}), "quick"))[0] == CL.NOT_SHOWN
+    assert statuses(width_claims(widths({4: 0.1, 16: 0.2, 256: 0.9}), "quick"))[0] == CL.NOT_SHOWN
 
 
 def test_width_claims_on_their_null():
     """A bag of concepts: every width at the bag ceiling of the same scenes (0.62, above
     the old 0.5 threshold) binds nothing; without a ceiling nothing can be read."""
     bag = widths({4: 0.62, 16: 0.62, 256: 0.62}, ceiling=0.62)
-    assert statuses(CL.width_claims(bag, "quick"))[0] == CL.NOT_SHOWN
-    assert statuses(CL.width_claims(widths({4: 0.2, 16: 0.9}, ceiling=None), "quick"))[0] == CL.UNTESTABLE
+    assert statuses(width_claims(bag, "quick"))[0] == CL.NOT_SHOWN
+    assert statuses(width_claims(widths({4: 0.2, 16: 0.9}, ceiling=None), "quick"))[0] == CL.UNTESTABLE
 
 
 def test_width_gap_grows_with_the_object_space():
     grows = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.5, 256: 0.9}, "large", 2500)])
-    assert statuses(CL.width_claims(grows, "quick"))[-1] == CL.SHOWN
+    assert statuses(width_claims(grows, "quick"))[-1] == CL.SHOWN
     shrinks = pd.concat([widths({4: 0.5, 256: 0.9}, "small", 64), widths({4: 0.8, 256: 0.9}, "large", 2500)])
-    assert statuses(CL.width_claims(shrinks, "quick"))[-1] == CL.NOT_SHOWN
-    assert statuses(CL.width_claims(widths({16: 0.9}), "smoke"))[0] == CL.UNTESTABLE  # one width
+    assert statuses(width_claims(shrinks, "quick"))[-1] == CL.NOT_SHOWN
+    assert statuses(width_claims(widths({16: 0.9}), "smoke"))[0] == CL.UNTESTABLE  # one width
     # the null: equal gaps up to noise (0.01) is no growth
     noise = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.79, 256: 0.9}, "large", 2500)])
-    assert statuses(CL.width_claims(noise, "quick"))[-1] == CL.NOT_SHOWN
+    assert statuses(width_claims(noise, "quick"))[-1] == CL.NOT_SHOWN
 
 
 # --------------------------------------------------------------------------- §5.4
@@ -119,15 +123,15 @@ def forms(values: dict[str, tuple[float, float]], ceiling: float | None = 0.6) -
 
 def test_form_claims():
     holds = forms({ADD: (0.95, 0.2), GP: (0.95, 0.9), WOP: (0.9, 0.5), MLP: (0.95, 0.85)})
-    assert statuses(CL.form_claims(holds, "quick")) == [CL.SHOWN] * 3
+    assert statuses(form_claims(holds, "quick")) == [CL.SHOWN] * 3
     fails = forms({ADD: (0.95, 0.9), GP: (0.95, 0.3), WOP: (0.9, 0.5), MLP: (0.95, 0.95)})
-    assert statuses(CL.form_claims(fails, "quick")) == [CL.NOT_SHOWN] * 3
-    assert statuses(CL.form_claims(forms({MLP: (0.9, 0.9)}), "smoke")) == [CL.UNTESTABLE] * 3
+    assert statuses(form_claims(fails, "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(form_claims(forms({MLP: (0.9, 0.9)}), "smoke")) == [CL.UNTESTABLE] * 3
     # no family recovers objects: the global product is not "best" because it ties at zero
     zeros = forms({ADD: (0.3, 0.02), GP: (0.3, 0.0), MLP: (0.3, 0.02)})
-    assert statuses(CL.form_claims(zeros, "smoke")) == [CL.NOT_SHOWN] * 3
+    assert statuses(form_claims(zeros, "smoke")) == [CL.NOT_SHOWN] * 3
     # no bag ceiling: the binding claims cannot be read
-    assert statuses(CL.form_claims(forms({ADD: (0.95, 0.2), GP: (0.95, 0.9)}, ceiling=None), "quick"))[1:] == \
+    assert statuses(form_claims(forms({ADD: (0.95, 0.2), GP: (0.95, 0.9)}, ceiling=None), "quick"))[1:] == \
         [CL.UNTESTABLE] * 2
 
 
@@ -135,9 +139,9 @@ def test_form_claims_on_their_null():
     """Products that beat the additive probe but stay at the bag ceiling of the same
     scenes (the quick models' 0.60-0.62) recover no binding, and none is best."""
     bag = forms({ADD: (0.95, 0.3), GP: (0.95, 0.62), SGP: (0.95, 0.61), MLP: (0.95, 0.6)}, ceiling=0.62)
-    assert statuses(CL.form_claims(bag, "quick"))[1:] == [CL.NOT_SHOWN] * 2
+    assert statuses(form_claims(bag, "quick"))[1:] == [CL.NOT_SHOWN] * 2
     shuffled = forms({ADD: (0.1, 0.0), GP: (0.1, 0.0), MLP: (0.1, 0.0)}, ceiling=0.6)
-    assert statuses(CL.form_claims(shuffled, "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(form_claims(shuffled, "quick")) == [CL.NOT_SHOWN] * 3
 
 
 # --------------------------------------------------------------------------- figure 9
@@ -145,11 +149,11 @@ def test_figure9_claims():
     x = np.linspace(0, 1, 6)
     good = pd.DataFrame({"objects": 100, "model: held-out objects": x, "global product: held-out objects": x ** 2})
     bad = good.assign(**{"global product: held-out objects": x[::-1]})
-    assert statuses(CL.figure9_claims(good, "quick")) == [CL.SHOWN]
-    assert statuses(CL.figure9_claims(bad, "quick")) == [CL.NOT_SHOWN]
-    assert statuses(CL.figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
+    assert statuses(figure9_claims(good, "quick")) == [CL.SHOWN]
+    assert statuses(figure9_claims(bad, "quick")) == [CL.NOT_SHOWN]
+    assert statuses(figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
     swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
-    assert statuses(CL.figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
+    assert statuses(figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
 
 
 def test_figure9_claims_on_their_null():
@@ -157,12 +161,12 @@ def test_figure9_claims_on_their_null():
     permutation null (models' ids shuffled) catches it; shuffled ids of many models too."""
     x = np.linspace(0, 1, 3)
     three = pd.DataFrame({"objects": 100, "model: held-out objects": x, "global product: held-out objects": x})
-    assert statuses(CL.figure9_claims(three, "quick")) == [CL.NOT_SHOWN]
+    assert statuses(figure9_claims(three, "quick")) == [CL.NOT_SHOWN]
     rng = np.random.default_rng(1)
     y = np.linspace(0, 1, 20)
     shuffled = pd.DataFrame({"objects": 100, "model: held-out objects": y,
                              "global product: held-out objects": rng.permutation(y)})
-    assert statuses(CL.figure9_claims(shuffled, "quick")) == [CL.NOT_SHOWN]
+    assert statuses(figure9_claims(shuffled, "quick")) == [CL.NOT_SHOWN]
 
 
 # --------------------------------------------------------------------------- §4.1, D.2
@@ -186,17 +190,17 @@ NOISE = decomposition(0.016, 0.040, 0.52)  # Gaussian noise on the 576-scene gri
 def test_geometry_claims():
     s = embedding_set()
     nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3)])
-    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick", **nulls)) == \
+    assert statuses(geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick", **nulls)) == \
         [CL.SHOWN] * 3
-    assert statuses(CL.geometry_claims([s], [decomposition(0.8, 0.7, 0.3)], [edits(0.2)], "quick", **nulls)) == \
+    assert statuses(geometry_claims([s], [decomposition(0.8, 0.7, 0.3)], [edits(0.2)], "quick", **nulls)) == \
         [CL.NOT_SHOWN] * 3
-    assert statuses(CL.geometry_claims([embedding_set(False)], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
-                                       "quick", **nulls)) == [CL.UNTESTABLE] * 3
+    assert statuses(geometry_claims([embedding_set(False)], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
+                                    "quick", **nulls)) == [CL.UNTESTABLE] * 3
     no_edits = edits(0.9)[lambda d: d["case"] != "different"]
-    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [no_edits], "quick", **nulls))[-1] == \
+    assert statuses(geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [no_edits], "quick", **nulls))[-1] == \
         CL.UNTESTABLE
     # without a null nothing is judged
-    assert statuses(CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick")) == \
+    assert statuses(geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick")) == \
         [CL.UNTESTABLE] * 3
 
 
@@ -205,7 +209,7 @@ def test_geometry_claims_on_their_null():
     retrieval 0.52) passed "objects explain more than concepts"; judged against its own
     null it is shown nowhere."""
     s = embedding_set()
-    df = CL.geometry_claims([s], [NOISE], [edits(0.3)], "quick", null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    df = geometry_claims([s], [NOISE], [edits(0.3)], "quick", null_frames=[NOISE], null_edit_frames=[edits(0.3)])
     assert statuses(df) == [CL.NOT_SHOWN] * 3
     assert df["null"].iloc[0] == "0.04 - 0.02 = +0.02" and df["margin"].iloc[0].startswith("+0.00")
 
@@ -215,7 +219,7 @@ def test_geometry_claims_tag_controlled_models_and_substitutes():
     nulls = dict(null_frames=[NOISE] * 2, null_edit_frames=[edits(0.3)] * 2)
     sets = [embedding_set(encoder="controlled dual encoder (scene tower)", source="controlled"),
             embedding_set(encoder="MiniLM")]
-    df = CL.geometry_claims(sets, [decomposition(0.7, 0.8, 0.95)] * 2, [edits(0.95)] * 2, "quick", **nulls)
+    df = geometry_claims(sets, [decomposition(0.7, 0.8, 0.95)] * 2, [edits(0.95)] * 2, "quick", **nulls)
     assert statuses(df) == [CL.UNTESTABLE] * 3 + [CL.SHOWN] * 3
     assert df["evidence"].tolist() == [CL.CONTROLLED] * 3 + [CL.SUBSTITUTE] * 3
     assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 0}
@@ -232,15 +236,15 @@ def test_attribution_claims():
     s = embedding_set()
     holds = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
                          "permuted concepts (control)": (0.98, 0.9), "permuted objects (control)": (1.0, 0.85)})
-    assert statuses(CL.attribution_claims([s], [holds], "quick")) == [CL.SHOWN] * 3
+    assert statuses(attribution_claims([s], [holds], "quick")) == [CL.SHOWN] * 3
     fails = attribution({"original": (1.0, 0.9), "minus concepts": (0.6, 0.1), "minus objects": (0.5, 0.5),
                          "permuted concepts (control)": (0.3, 0.9), "permuted objects (control)": (1.0, 0.2)})
-    assert statuses(CL.attribution_claims([s], [fails], "quick")) == [CL.NOT_SHOWN] * 3
-    assert statuses(CL.attribution_claims([s], [holds.head(1)], "smoke")) == [CL.UNTESTABLE] * 3
-    assert statuses(CL.attribution_claims([embedding_set(False)], [holds], "quick")) == [CL.UNTESTABLE] * 3
+    assert statuses(attribution_claims([s], [fails], "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(attribution_claims([s], [holds.head(1)], "smoke")) == [CL.UNTESTABLE] * 3
+    assert statuses(attribution_claims([embedding_set(False)], [holds], "quick")) == [CL.UNTESTABLE] * 3
     nothing = attribution({"original": (0.1, 0.02), "minus concepts": (0.05, 0.02), "minus objects": (0.05, 0.0),
                            "permuted concepts (control)": (0.1, 0.02), "permuted objects (control)": (0.1, 0.02)})
-    assert statuses(CL.attribution_claims([s], [nothing], "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(attribution_claims([s], [nothing], "quick")) == [CL.NOT_SHOWN] * 3
 
 
 def test_attribution_claims_on_their_null():
@@ -249,7 +253,7 @@ def test_attribution_claims_on_their_null():
     s = embedding_set()
     alike = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
                          "permuted concepts (control)": (0.1, 0.9), "permuted objects (control)": (0.1, 0.05)})
-    assert statuses(CL.attribution_claims([s], [alike], "quick")) == [CL.NOT_SHOWN] * 3
+    assert statuses(attribution_claims([s], [alike], "quick")) == [CL.NOT_SHOWN] * 3
 
 
 # --------------------------------------------------------------------------- D.3, D.5
@@ -271,26 +275,26 @@ def grid(text: float, image: float, weights: str = "pretrained") -> pd.DataFrame
 
 
 def test_additional_claims():
-    holds = CL.additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
+    holds = additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
     assert statuses(holds) == [CL.SHOWN] * 4
-    fails = CL.additional_claims(three("pretrained", (0.9, 0.4), (0.5, 0.6), (0.6, 0.8)), grid(0.5, 0.6), "quick")
+    fails = additional_claims(three("pretrained", (0.9, 0.4), (0.5, 0.6), (0.6, 0.8)), grid(0.5, 0.6), "quick")
     assert statuses(fails) == [CL.NOT_SHOWN] * 4
-    low = CL.additional_claims(three("pretrained", (0.1, 0.1), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
+    low = additional_claims(three("pretrained", (0.1, 0.1), (0.8, 0.6), (0.8, 0.6)), grid(0.9, 0.6), "quick")
     assert statuses(low)[0] == CL.NOT_SHOWN  # "stays high" needs it high
-    control = CL.additional_claims(three("random init (control)", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)),
-                                   grid(0.9, 0.6, "random init (control)"), "quick")
+    control = additional_claims(three("random init (control)", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)),
+                                grid(0.9, 0.6, "random init (control)"), "quick")
     assert statuses(control) == [CL.UNTESTABLE] * 4
 
 
 def test_additional_claims_on_their_null():
     """Occlusion that changes nothing but noise (0.80 -> 0.79), held-out R² of noise (both
     bags near zero), text and image sets alike: nothing shown."""
-    null = CL.additional_claims(three("pretrained", (0.05, 0.05), (0.01, 0.0), (0.8, 0.79)), grid(0.61, 0.6),
-                                "quick")
+    null = additional_claims(three("pretrained", (0.05, 0.05), (0.01, 0.0), (0.8, 0.79)), grid(0.61, 0.6),
+                             "quick")
     assert statuses(null) == [CL.NOT_SHOWN] * 4
     # a drop of 0.06 over 20 scenes is within the standard error of the difference
-    small = CL.additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.5, 0.44), scenes=20),
-                                 grid(0.9, 0.6), "quick")
+    small = additional_claims(three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.5, 0.44), scenes=20),
+                              grid(0.9, 0.6), "quick")
     assert statuses(small)[2] == CL.NOT_SHOWN
 
 
@@ -305,27 +309,27 @@ def natural(weights: str, retrieval: float, edit: float, null: tuple[float, floa
 
 
 def test_natural_claims():
-    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.2), "quick")) == [CL.SHOWN]
-    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.012), "quick")) == [CL.NOT_SHOWN]
-    assert statuses(CL.natural_claims(natural("random init (control)", 0.3, 0.2), "quick")) == [CL.UNTESTABLE]
-    assert statuses(CL.natural_claims(natural("pretrained", 0.3, 0.2, null=None), "quick")) == [CL.UNTESTABLE]
+    assert statuses(natural_claims(natural("pretrained", 0.3, 0.2), "quick")) == [CL.SHOWN]
+    assert statuses(natural_claims(natural("pretrained", 0.3, 0.012), "quick")) == [CL.NOT_SHOWN]
+    assert statuses(natural_claims(natural("random init (control)", 0.3, 0.2), "quick")) == [CL.UNTESTABLE]
+    assert statuses(natural_claims(natural("pretrained", 0.3, 0.2, null=None), "quick")) == [CL.UNTESTABLE]
 
 
 def test_natural_claims_on_their_null():
     """In-sample retrieval of noise at d = 512 over 576 scenes reaches 0.52 (chance 0.0035):
     above chance, not above its null."""
-    assert statuses(CL.natural_claims(natural("pretrained", 0.52, 0.2, null=(0.52, 0.02)), "quick")) == \
+    assert statuses(natural_claims(natural("pretrained", 0.52, 0.2, null=(0.52, 0.02)), "quick")) == \
         [CL.NOT_SHOWN]
 
 
 def test_above_chance_needs_a_margin():
-    assert CL.above_chance(0.2, 0.01, 100)
-    assert not CL.above_chance(0.02, 0.01, 100)
-    assert not CL.above_chance(float("nan"), 0.01, 100)
+    assert above_chance(0.2, 0.01, 100)
+    assert not above_chance(0.02, 0.01, 100)
+    assert not above_chance(float("nan"), 0.01, 100)
 
 
 def test_status_counts_and_a_bad_status():
-    df = CL.form_claims(forms({MLP: (0.9, 0.9)}), "smoke")
+    df = form_claims(forms({MLP: (0.9, 0.9)}), "smoke")
     assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 3}
     with pytest.raises(ValueError, match="status"):
         CL._row("c", "s", "p", "o", "maybe", "", "quick")
@@ -348,25 +352,25 @@ def generalization(sizes: dict[tuple[int, int], dict[float, tuple[float, float, 
 def test_generalization_claims_hold_fail_and_cannot_be_tested():
     small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
     large = {0.1: (0.1, 0.0, 0.92), 0.3: (0.8, 0.7, 0.95), 0.5: (0.97, 0.95, 1.0), 0.7: (0.99, 0.98, 1.0)}
-    held = CL.claims_table(generalization({(2, 10): small, (2, 50): large}), "scale")
+    held = claims_table(generalization({(2, 10): small, (2, 50): large}), "scale")
     assert statuses(held) == [CL.SHOWN] * 7
     assert held["subject"].iloc[-1] == "across sizes" and "0.5" in held["ours"].iloc[-1]
     # a bag of concepts: strict at the floor-to-ceiling level, swap pairs 0 everywhere
     bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
-    failed = CL.claims_table(generalization({(2, 10): bag, (2, 50): bag}), "scale")
+    failed = claims_table(generalization({(2, 10): bag, (2, 50): bag}), "scale")
     assert statuses(failed)[:2] == [CL.NOT_SHOWN, CL.NOT_SHOWN]
     assert statuses(failed)[2] == CL.UNTESTABLE and statuses(failed)[-1] == CL.UNTESTABLE
     # the larger space needs MORE coverage: the paper's trend fails
-    rising = CL.claims_table(generalization({(2, 10): large, (2, 50): small}), "scale")
+    rising = claims_table(generalization({(2, 10): large, (2, 50): small}), "scale")
     assert statuses(rising)[-1] == CL.NOT_SHOWN
     # a larger space that never binds while the smaller one does: a rise
-    never = CL.claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
+    never = claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
     assert statuses(never)[-1] == CL.NOT_SHOWN
     # concepts and binding at the same coverage: concepts first is not shown
     same = {0.1: (0.1, 0.0, 0.5), 0.5: (0.9, 0.8, 0.95)}
-    assert statuses(CL.claims_table(generalization({(2, 10): same}), "quick"))[2] == CL.NOT_SHOWN
+    assert statuses(claims_table(generalization({(2, 10): same}), "quick"))[2] == CL.NOT_SHOWN
     # one size, one coverage
-    one = CL.claims_table(generalization({(2, 10): {0.8: (0.9, 0.8, 1.0)}}), "smoke")
+    one = claims_table(generalization({(2, 10): {0.8: (0.9, 0.8, 1.0)}}), "smoke")
     assert statuses(one)[0] == CL.UNTESTABLE and statuses(one)[-1] == CL.UNTESTABLE
 
 
@@ -375,13 +379,13 @@ def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
     bag_wider = {**bag, 0.8: (0.5, 0.0, 1.0)}
     binds = {0.1: (0.1, 0.0, 0.95), 0.3: (0.2, 0.05, 1.0), 0.5: (0.9, 0.6, 1.0)}
     # two sizes that never bind then a larger one that binds at 0.5: shown (no pair rises)
-    shown = CL.claims_table(generalization({(2, 10): bag_wider, (2, 20): bag, (2, 50): binds}), "scale")
+    shown = claims_table(generalization({(2, 10): bag_wider, (2, 20): bag, (2, 50): binds}), "scale")
     assert statuses(shown)[-1] == CL.SHOWN
     # the two non-binding sizes alone cannot be compared
-    alone = CL.claims_table(generalization({(2, 10): bag, (2, 20): bag_wider}), "scale")
+    alone = claims_table(generalization({(2, 10): bag, (2, 20): bag_wider}), "scale")
     assert statuses(alone)[-1] == CL.UNTESTABLE
     # a larger size that does not bind over coverages where the smaller one does: a rise
-    rises = CL.claims_table(generalization({(2, 10): binds, (2, 50): bag}), "scale")
+    rises = claims_table(generalization({(2, 10): binds, (2, 50): bag}), "scale")
     assert statuses(rises)[-1] == CL.NOT_SHOWN
 
 
@@ -391,7 +395,7 @@ def test_a_rise_that_falls_back_is_no_transition():
     assert transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0]) != transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0])
     assert transition_coverage([0.7, 0.3, 0.5], [0.9, 0.0, 0.6]) == 0.5  # order of the runs does not matter
     back = {0.3: (0.1, 0.0, 0.95), 0.5: (0.8, 0.6, 1.0), 0.7: (0.2, 0.0, 1.0)}
-    assert statuses(CL.claims_table(generalization({(2, 50): back}), "scale"))[0] == CL.NOT_SHOWN
+    assert statuses(claims_table(generalization({(2, 50): back}), "scale"))[0] == CL.NOT_SHOWN
 
 
 def seeded(runs: dict[float, list[tuple[float, float, float]]], ceiling: float = 0.55) -> pd.DataFrame:
@@ -411,7 +415,7 @@ def test_the_bag_claim_is_read_at_the_coverage_validation_objects_choose():
     s = generalization_summary(seeded(runs)).iloc[0]
     assert s["chosen coverage"] == 0.7 and s["chosen on"] == "validation swap pairs"
     assert s["swap pairs at chosen coverage"] == 0.6
-    row = CL.claims_table(generalization_summary(seeded(runs)), "scale").iloc[1]
+    row = claims_table(generalization_summary(seeded(runs)), "scale").iloc[1]
     assert row["status"] == CL.SHOWN and "coverage 0.7" in row["ours"]
 
 
@@ -423,18 +427,18 @@ def test_the_bag_claim_needs_the_median_and_every_seed_above_the_ceiling():
     s = generalization_summary(seeded(one_fails)).iloc[0]
     assert s["seeds"] == 3 and s["swap pairs at chosen coverage"] == 0.8 and s["swap pairs range at chosen coverage"] == "0.00-0.85"
     assert not s["every seed above the bag ceiling at chosen coverage"]
-    assert statuses(CL.claims_table(generalization_summary(seeded(one_fails)), "scale"))[1] == CL.NOT_SHOWN
+    assert statuses(claims_table(generalization_summary(seeded(one_fails)), "scale"))[1] == CL.NOT_SHOWN
     every = {0.1: [(0.1, 0.0, 0.0)] * 3, 0.5: [(0.9, 0.8, 0.8), (0.8, 0.7, 0.75), (0.92, 0.85, 0.82)]}
-    assert statuses(CL.claims_table(generalization_summary(seeded(every)), "scale"))[1] == CL.SHOWN
+    assert statuses(claims_table(generalization_summary(seeded(every)), "scale"))[1] == CL.SHOWN
     # the null of the same shape: every seed a bag of concepts (strict at the ceiling, no swap pair)
     null = {cov: [(0.55, 0.0, 0.0)] * 3 for cov in (0.1, 0.3, 0.5)}
-    assert statuses(CL.claims_table(generalization_summary(seeded(null)), "scale"))[:2] == [CL.NOT_SHOWN] * 2
+    assert statuses(claims_table(generalization_summary(seeded(null)), "scale"))[:2] == [CL.NOT_SHOWN] * 2
 
 
 def test_claim_outcomes_say_where_each_claim_was_reproduced():
     small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}
     bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
-    frame = CL.claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
+    frame = claims_table(generalization({(2, 10): small, (2, 50): bag}), "scale")
     lines = CL.claim_outcomes(frame)
     assert len(lines) == frame["claim"].nunique()
     first = lines[0]
@@ -464,8 +468,8 @@ def test_each_seed_has_its_own_transition_and_the_protocols_stand_beside_the_pap
 
 def test_claim_outcomes_name_substitutes():
     nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3)])
-    df = CL.geometry_claims([embedding_set(encoder="MiniLM")], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
-                            "quick", **nulls)
+    df = geometry_claims([embedding_set(encoder="MiniLM")], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)],
+                         "quick", **nulls)
     assert CL.claim_outcomes(df)[0] == ("Objects explain more than concepts: reproduced on a substitute at "
                                         "captions 4x4 | MiniLM (quick).")
 
@@ -474,15 +478,15 @@ def test_the_editing_verdict_reads_the_release_s_exact_order():
     """Issue 22 item 7: the comparison reports exact-order retrieval; the verdict reads it too."""
     nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3).assign(retrieval_exact=0.1)])
     any_order_only = edits(0.95).assign(retrieval_exact=0.5)
-    df = CL.geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)
+    df = geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)
     assert statuses(df)[-1] == CL.NOT_SHOWN and "exact order" in df["ours"].iloc[-1]
 
 
 def test_additional_claims_read_the_gaussian_null_where_the_table_has_it():
     table = three("pretrained", (0.9, 0.88), (0.8, 0.6), (0.8, 0.6)).assign(
         **{"probing objects (null)": 0.8, "R² held-out gap (null)": 0.25})
-    df = CL.additional_claims(table, grid(0.9, 0.6), "quick")
+    df = additional_claims(table, grid(0.9, 0.6), "quick")
     # occluded probing 0.88 does not clear a null of 0.80 by 0.2; the R² gap 0.2 does not exceed the null's 0.25
     assert statuses(df)[:2] == [CL.NOT_SHOWN] * 2 and df["null"].iloc[0] == "0.80"
     low = table.assign(**{"probing objects (null)": 0.05, "R² held-out gap (null)": -0.1})
-    assert statuses(CL.additional_claims(low, grid(0.9, 0.6), "quick"))[:2] == [CL.SHOWN] * 2
+    assert statuses(additional_claims(low, grid(0.9, 0.6), "quick"))[:2] == [CL.SHOWN] * 2

@@ -1,4 +1,4 @@
-"""The report's three-way comparison (bindcore.book.comparison): every paper number and
+"""The report's three-way comparison (bindcore.verdicts.comparison): every paper number and
 claim in exactly one group, like for like only with the same data, weights and protocol."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from bindcore.analysis import geometry_sets as G
-from bindcore.book import comparison as CMP
 from bindcore.book.profiles import chapter_parameters
 from bindcore.paper import PAPER_EDITING, paper_items
 from bindcore.store import ResultStore
+from bindcore.verdicts import comparison as CMP
 
 VPC = [4, 3]
 
@@ -100,7 +100,7 @@ def test_a_bad_group_is_refused():
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "colab", "paper"])
 def test_deviation_tables_read_the_profiles(profile):
-    from bindcore.book import deviations as DV
+    from bindcore.verdicts import deviations as DV
 
     b = DV.build_parameters(profile)
     paper = DV.paper_deviations(profile, b["geometry"], b["pretrained_complexity"], b["controlled_complexity"],
@@ -120,7 +120,7 @@ def test_deviation_tables_read_the_profiles(profile):
 
 
 def test_release_deviations_read_measured_effects():
-    from bindcore.book import deviations as DV
+    from bindcore.verdicts import deviations as DV
 
     b = DV.build_parameters("smoke")
     trees = pd.DataFrame({"kind": ["xgboost", "xgboost"], "components": [8, "all"], "heldout_object": [0.01, 0.3]})
@@ -161,7 +161,7 @@ def test_authors_clevr_folder_loads_as_its_own_set(tmp_path):
 def test_section_5_2_rows_read_the_published_scale_records(tmp_path):
     """Issue 22: "|O| >= 2,500 needs about 0.3" was 'not run here' beside scale records at
     |O| = 2,500, and "near 1.0" had no number of ours."""
-    from bindcore.book.claims import claims_table
+    from bindcore.verdicts.generalization import claims_table
     from tests.test_claims import generalization
 
     small = {0.1: (0.1, 0.0, 0.5), 0.3: (0.3, 0.05, 0.95), 0.5: (0.7, 0.6, 1.0), 0.7: (0.95, 0.9, 1.0)}

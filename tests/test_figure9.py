@@ -10,13 +10,14 @@ import numpy as np
 from bindcore.analysis.approximators import get_protocol
 from bindcore.analysis.complexity import APPROX_STORE_KIND, own_split_fit
 from bindcore.analysis.probes import controlled_binding_data, split_by_objects
-from bindcore.book import claims as CL
 from bindcore.book.tables import figure9_correlations
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
 from bindcore.controlled.training import STORE_KIND, TrainConfig
 from bindcore.experiments.complexity import figure9_table
 from bindcore.store import ResultStore
+from bindcore.verdicts import core as CL
+from bindcore.verdicts.approximators import figure9_claims
 
 PROTOCOL = get_protocol("paper", steps=10, lrs=[1e-2], batch_size=None, eval_every=5)
 
@@ -62,4 +63,4 @@ def test_figure9_correlations_need_three_models():
                       "global product: held-out objects": [0.0, 0.3, 0.7, 0.8, 0.1, 0.9]})
     c = figure9_correlations(t).set_index("objects")
     assert c.loc[16, "models"] == 4 and c.loc[16, "Spearman rho"] == 1.0 and np.isnan(c.loc[64, "Pearson r"])
-    assert CL.figure9_claims(t, "quick")["status"].tolist() == [CL.SHOWN, CL.UNTESTABLE]
+    assert figure9_claims(t, "quick")["status"].tolist() == [CL.SHOWN, CL.UNTESTABLE]

@@ -1,4 +1,4 @@
-"""bindcore.book.figures: what a figure draws, read back from its axes."""
+"""bindcore.figures: what a figure draws, read back from its axes."""
 
 import matplotlib
 
@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 
-from bindcore.book.figures import plot_fit_search  # noqa: E402
+from bindcore.figures import plot_fit_search  # noqa: E402
 
 
 def _attempt(name, curves, target=0.9):

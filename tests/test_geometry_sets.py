@@ -15,10 +15,11 @@ import torch
 from bindcore.analysis import embedding_sets as ES
 from bindcore.analysis import geometry as G
 from bindcore.analysis import geometry_sets as GS
-from bindcore.book import claims as CL
 from bindcore.book import tables as T
 from bindcore.experiments import geometry as EG
 from bindcore.store import ResultStore
+from bindcore.verdicts import core as CL
+from bindcore.verdicts.additional import additional_claims
 
 torch.set_num_threads(2)
 
@@ -80,7 +81,7 @@ def test_paper_numbers_sit_beside_pretrained_rows_only(store):
     table = EG.three_object_table(sets, PARAMS, store=store)
     assert table["paper (CLIP): retrieval"].tolist() == [0.76, 0.65, "–"]
     assert table["paper (CLIP): probing"].tolist() == ["–", "0.91–0.93", "–"]
-    claims = CL.additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]), "smoke")
+    claims = additional_claims(table, T.mds_table(sets[:1], [GS.mds_analysis(sets[0], PARAMS, store)]), "smoke")
     assert list(claims.columns) == CL.COLUMNS
     # three D.3 claims of the pretrained encoder, one of its control, one D.5 claim
     assert len(claims) == 3 + 3 + 1

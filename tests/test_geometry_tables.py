@@ -126,7 +126,8 @@ def test_natural_table_has_chance_levels(store):
     assert r["R² objects (avg)"] > r["R² concepts (avg)"]
     # the claim's null: the same retrieval on Gaussian embeddings of the same size and spectrum
     assert 0 <= r["retrieval null"] < r["retrieval"] and 0 <= r["edit retrieval null"] < r["edit retrieval"]
-    from bindcore.book.claims import SHOWN, natural_claims
+    from bindcore.verdicts.additional import natural_claims
+    from bindcore.verdicts.core import SHOWN
 
     assert natural_claims(t, "smoke")["status"].tolist() == [SHOWN]
 
@@ -151,8 +152,9 @@ def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
     their Gaussian null; Gaussian noise with the same labels (the null of the null) passes
     nothing, although in-sample its bag of objects fits more than its bag of concepts."""
     from bindcore.analysis.embedding_sets import gaussian_null
-    from bindcore.book import claims as CL
     from bindcore.experiments.geometry import geometry_nulls
+    from bindcore.verdicts import core as CL
+    from bindcore.verdicts.geometry import geometry_claims
 
     real = _planted_set("text", True)
     noise = gaussian_null(real, seed=7)
@@ -160,8 +162,8 @@ def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
     frames = [G.decomposition(s, PARAMS, store=store) for s in sets]
     edits = [G.editing(s, PARAMS, store=store) for s in sets]
     null_frames, null_edits = geometry_nulls(sets, PARAMS, store=store)
-    df = CL.geometry_claims(sets, frames, edits, "smoke", null_frames=null_frames, null_edit_frames=null_edits, k=1.0,
-                            case="all")
+    df = geometry_claims(sets, frames, edits, "smoke", null_frames=null_frames, null_edit_frames=null_edits, k=1.0,
+                         case="all")
     by = df.set_index(["subject", "claim"])["status"]
     assert by[(f"planted | {real.encoder}", "objects explain more than concepts")] == CL.SHOWN
     assert by[(f"planted | {real.encoder}", "object reconstructions retrieve their scene")] == CL.SHOWN

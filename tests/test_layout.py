@@ -1,7 +1,8 @@
 """The shape of the library (bindcore/__init__ and shared/DESIGN.md): the science and the
-experiments never import the book; the book neither trains nor fits; the paper's numbers
-and claims live in bindcore/paper.py, bindcore/book/ and bindcore/experiments/ (the
-paper's experiments, with the paper's numbers beside theirs) only; chapters collect their
+experiments never import the book (bindcore/book/, the verdicts in bindcore/verdicts/ and
+the figures in bindcore/figures.py); the book neither trains nor fits; the paper's numbers
+and claims live in bindcore/paper.py, the book and bindcore/experiments/ (the paper's
+experiments, with the paper's numbers beside theirs) only; chapters collect their
 parameters from their own namespace."""
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ def _rel(path: Path) -> str:
 
 
 def _is_book(rel: str) -> bool:
-    return rel.startswith("book/")
+    """The book's layer: its build machinery (book/), the verdicts on the paper's claims
+    (verdicts/) and the figures (figures.py)."""
+    return rel.startswith(("book/", "verdicts/")) or rel == "figures.py"
 
 
 def _is_experiments(rel: str) -> bool:
     return rel.startswith("experiments/")
 
+
+# the book's layer as modules (:func:`_is_book`)
+BOOK_MODULES = ("bindcore.book", "bindcore.verdicts", "bindcore.figures")
 
 # everything below the book: the science, the paper's numbers and the experiments
 NOT_BOOK = [p for p in sorted(PACKAGE.rglob("*.py")) if not _is_book(_rel(p)) and _rel(p) not in ENTRY_POINTS]
@@ -104,7 +110,7 @@ def test_there_is_science_and_a_book():
 
 @pytest.mark.parametrize("path", NOT_BOOK, ids=_rel)
 def test_science_never_imports_the_book(path):
-    book = sorted(m for m in _imports(path) if m == "bindcore.book" or m.startswith("bindcore.book."))
+    book = sorted(m for m in _imports(path) if any(m == b or m.startswith(b + ".") for b in BOOK_MODULES))
     assert not book, f"bindcore/{_rel(path)} imports {book}: science modules import nothing from bindcore.book"
 
 
@@ -133,7 +139,8 @@ def test_paper_numbers_are_defined_once_in_paper_py():
 @pytest.mark.parametrize("path", SCIENCE, ids=_rel)
 def test_science_holds_no_claim_or_paper_statement(path):
     """A string of a science module that speaks of the paper (beyond the profile or
-    protocol named "paper") is a claim or a paper number: it belongs in paper.py or book/."""
+    protocol named "paper") is a claim or a paper number: it belongs in paper.py or the
+    book (book/, verdicts/, figures.py)."""
     found = [(line, s[:80]) for line, s in _strings(path) if re.search(r"\bpaper\b", s, re.I) and s != "paper"]
     assert not found, f"bindcore/{_rel(path)}: {found}"
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.book import claims as CL
-from bindcore.book import outcomes as OC
+from bindcore.verdicts import core as CL
+from bindcore.verdicts import outcomes as OC
+from bindcore.verdicts.approximators import form_claims, pretrained_claims, width_claims
+from bindcore.verdicts.generalization import claims_table
+from bindcore.verdicts.geometry import attribution_claims, geometry_claims
 from tests.test_claims import (
     NOISE,
     attribution,
@@ -30,14 +33,14 @@ def claims_of(encoder: str = "CLIP ViT-B/32 text") -> dict[str, pd.DataFrame]:
     holds = attribution({"original": (1.0, 0.9), "minus concepts": (0.05, 0.85), "minus objects": (0.05, 0.02),
                          "permuted concepts (control)": (0.98, 0.9), "permuted objects (control)": (1.0, 0.85)})
     return {
-        "§5.2": CL.claims_table(generalization({(2, 10): BAG, (2, 50): BAG}), "quick"),
-        "§5.2 (scale)": CL.claims_table(generalization({(2, 10): SMALL, (2, 50): LARGE}), "scale (published records)"),
-        "§4.1 / D.2": CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
-                                         null_frames=[NOISE], null_edit_frames=[edits(0.3)]),
-        "§4.2": CL.attribution_claims([s], [holds], "quick"),
-        "§5.1": CL.pretrained_claims(pretrained(0.95, 0.1, encoder=encoder), "quick"),
-        "§5.3": CL.width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick"),
-        "§5.4": CL.form_claims(forms({MLP: (0.9, 0.9)}), "quick"),
+        "§5.2": claims_table(generalization({(2, 10): BAG, (2, 50): BAG}), "quick"),
+        "§5.2 (scale)": claims_table(generalization({(2, 10): SMALL, (2, 50): LARGE}), "scale (published records)"),
+        "§4.1 / D.2": geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
+                                      null_frames=[NOISE], null_edit_frames=[edits(0.3)]),
+        "§4.2": attribution_claims([s], [holds], "quick"),
+        "§5.1": pretrained_claims(pretrained(0.95, 0.1, encoder=encoder), "quick"),
+        "§5.3": width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick"),
+        "§5.4": form_claims(forms({MLP: (0.9, 0.9)}), "quick"),
     }
 
 
@@ -66,14 +69,14 @@ def test_substitutes_and_controls_are_not_the_paper_s_encoder():
     assert table.loc["§4.1 additivity", "outcome"] == OC.ON_SUBSTITUTE
     assert "substitute: captions 4x4 | MiniLM" in table.loc["§4.1 additivity", "source"]
     failed = claims_of(encoder="MiniLM")
-    failed["§4.1 / D.2"] = CL.geometry_claims([embedding_set(encoder="MiniLM")], [NOISE], [edits(0.3)], "quick",
-                                              null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    failed["§4.1 / D.2"] = geometry_claims([embedding_set(encoder="MiniLM")], [NOISE], [edits(0.3)], "quick",
+                                           null_frames=[NOISE], null_edit_frames=[edits(0.3)])
     row = OC.outcome_table(failed, "quick").set_index("finding").loc["§4.1 additivity"]
     assert row["outcome"] == OC.NOT_ON_SUBSTITUTE
     controlled = claims_of(encoder="controlled dual encoder (scene tower)")
     s = embedding_set(encoder="controlled dual encoder (scene tower)", source="controlled")
-    controlled["§4.1 / D.2"] = CL.geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
-                                                  null_frames=[NOISE], null_edit_frames=[edits(0.3)])
+    controlled["§4.1 / D.2"] = geometry_claims([s], [decomposition(0.7, 0.8, 0.95)], [edits(0.95)], "quick",
+                                               null_frames=[NOISE], null_edit_frames=[edits(0.3)])
     row = OC.outcome_table(controlled, "quick").set_index("finding").loc["§4.1 additivity"]
     assert row["outcome"] == OC.NOT_RUN and "controlled model" in row["reason, command"]
 
@@ -91,7 +94,7 @@ def test_appendix_e_from_the_pixel_claims():
 
 
 def test_the_claims_overview_counts_substitutes_and_controls_apart():
-    from bindcore.book.report import claims_overview
+    from bindcore.verdicts.report import claims_overview
 
     over = claims_overview(claims_of(encoder="MiniLM")).set_index("chapter")
     row = over.loc["§4.1 / D.2"]

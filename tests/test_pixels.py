@@ -309,7 +309,8 @@ def test_claims_follow_the_numbers():
     import pandas as pd
 
     from bindcore.analysis.approximators.labels import FAMILY_LABELS
-    from bindcore.book.claims import CEILING, STATUSES, d7_contrast, pixel_claims
+    from bindcore.verdicts.core import CEILING, STATUSES
+    from bindcore.verdicts.pixels import d7_contrast, pixel_claims
 
     summary = pd.DataFrame([
         {"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.8, "swap pairs": 0.5,
@@ -361,7 +362,8 @@ def test_pixel_claims_on_their_null():
     import pandas as pd
 
     from bindcore.analysis.approximators.labels import FAMILY_LABELS
-    from bindcore.book.claims import CEILING, pixel_claims
+    from bindcore.verdicts.core import CEILING
+    from bindcore.verdicts.pixels import pixel_claims
 
     summary = pd.DataFrame([{"level": "clean", "coverage": 0.8, "held-out objects, strict": 0.62, "swap pairs": 0.1,
                              "bag floor": 0.23, "bag ceiling": 0.62}])

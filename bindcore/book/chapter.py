@@ -148,7 +148,7 @@ def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any],
 def prepare_page() -> None:
     """The book's figure style; library logging kept out of the page; tables without a
     meaningless index (:func:`table_html`)."""
-    from .figures import use_style
+    from bindcore.figures import use_style
 
     use_style()
     quiet_library_logging()

@@ -1,7 +1,7 @@
 """What the reproduction report shows, computed as the chapters compute it: every
 chapter's results on a profile, read from the store where they are there and computed
 (and stored) where not, with the parameters each chapter ran with. The book turns them
-into its tables, claims and outcomes (:mod:`bindcore.book.report`)."""
+into its tables, claims and outcomes (:mod:`bindcore.verdicts.report`)."""
 
 from __future__ import annotations
 

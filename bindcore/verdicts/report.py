@@ -3,7 +3,7 @@ chapter ran with in this build (:func:`report_parameters`, read by
 :func:`~bindcore.book.chapter.ran_with`), and, from the results the experiments computed
 or read from the store (:func:`bindcore.experiments.report.gather_results`), the tables
 the report shows, the claim frames of every chapter, the
-:class:`~bindcore.book.comparison.Build` the comparison reads and the outcome table
+:class:`~bindcore.verdicts.comparison.Build` the comparison reads and the outcome table
 (:func:`gather`). Nothing here trains or fits."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from .chapter import ran_with
+from bindcore.book.chapter import ran_with
 
 # the chapters whose results the report shows, by notebook; appendix E's apart
 CHAPTERS = ("04_1_geometry", "04_2_component_attribution", "05_1_pretrained_binding_complexity",
@@ -24,7 +24,7 @@ PIXELS = "e_pixel_encoders"
 def report_parameters(profile: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """({notebook: the parameters it ran with on ``profile``}, {notebook: where they come
     from}) for :data:`CHAPTERS` and :data:`PIXELS` (:func:`~bindcore.book.chapter.ran_with`)."""
-    from .profiles import NOTEBOOK_TABLES
+    from bindcore.book.profiles import NOTEBOOK_TABLES
 
     params, sources = {}, {}
     for nb in (*CHAPTERS, PIXELS):
@@ -36,18 +36,21 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
            results: dict[str, Any]) -> dict[str, Any]:
     """The report of ``profile`` from the chapters' ``results``
     (:func:`bindcore.experiments.report.gather_results`) and their parameters and sources
-    (:func:`report_parameters`): ``build`` (a :class:`~bindcore.book.comparison.Build`),
+    (:func:`report_parameters`): ``build`` (a :class:`~bindcore.verdicts.comparison.Build`),
     ``claims`` ({chapter: claim frame}), ``params`` and ``sources`` of :data:`CHAPTERS`,
     ``encoder_note``, and the tables the report shows: ``decomposition``, ``attribution``,
     ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and
     the §5.2 sweep's records (``generalization_runs``), appendix E's results (``pixels``:
     :func:`pixel_report`) and the outcome table (``outcomes``:
-    :func:`~bindcore.book.outcomes.outcome_table`)."""
-    from . import claims as CL
+    :func:`~bindcore.verdicts.outcomes.outcome_table`)."""
+    from bindcore.book.tables import attribution_table, decomposition_table, editing_table, mds_table
+    from bindcore.book.toc import toc_notebooks
+
+    from .additional import additional_claims, natural_claims
+    from .approximators import figure9_claims, form_claims, pretrained_claims, width_claims
     from .comparison import Build
+    from .geometry import attribution_claims, geometry_claims
     from .outcomes import outcome_table
-    from .tables import attribution_table, decomposition_table, editing_table, mds_table
-    from .toc import toc_notebooks
 
     r = results
     p4, p51, p52, pd_ = (params[nb] for nb in ("04_1_geometry", "05_1_pretrained_binding_complexity",
@@ -55,15 +58,15 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
     sets, dec, att, edi = r["sets"], r["decomposition"], r["attribution"], r["editing"]
     grid = mds_table(r["grid_sets"], r["grid_frames"])
     claims = {**generalization_claims(profile, r["generalization_runs"], r["scale"]),
-        "§4.1 / D.2": CL.geometry_claims(sets, dec, edi, profile, null_frames=r["null_decomposition"],
-                                         null_edit_frames=r["null_editing"]),
-        "§4.2": CL.attribution_claims(sets, att, profile),
-        "§5.1": CL.pretrained_claims(r["pretrained"], profile),
-        "§5.3": CL.width_claims(r["widths"], profile),
-        "§5.4": CL.form_claims(r["forms"], profile),
-        "figure 9": CL.figure9_claims(r["fig9"], profile),
-        "D.3 / D.5": CL.additional_claims(r["three"], grid, profile),
-        "D.4": CL.natural_claims(r["natural"], profile),
+        "§4.1 / D.2": geometry_claims(sets, dec, edi, profile, null_frames=r["null_decomposition"],
+                                      null_edit_frames=r["null_editing"]),
+        "§4.2": attribution_claims(sets, att, profile),
+        "§5.1": pretrained_claims(r["pretrained"], profile),
+        "§5.3": width_claims(r["widths"], profile),
+        "§5.4": form_claims(r["forms"], profile),
+        "figure 9": figure9_claims(r["fig9"], profile),
+        "D.3 / D.5": additional_claims(r["three"], grid, profile),
+        "D.4": natural_claims(r["natural"], profile),
     }
     build = Build(profile, p4, sets, dec, att, edi, r["pretrained"], p51, r["three"], r["natural"], grid, pd_,
                   p52, claims, toc_notebooks())
@@ -81,9 +84,10 @@ def pixel_report(profile: str, params: dict[str, Any], source: str, results: dic
     """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
     ``source``), the ``runs``, binding ``data``, approximator table ``approx`` and the
     models' own ``ceiling`` (``results``: :func:`bindcore.experiments.pixels.pixel_results`),
-    and the ``claims`` (:func:`~bindcore.book.claims.pixel_claims`)."""
-    from .claims import pixel_claims
-    from .tables import level_summary, pixel_results_table
+    and the ``claims`` (:func:`~bindcore.verdicts.pixels.pixel_claims`)."""
+    from bindcore.book.tables import level_summary, pixel_results_table
+
+    from .pixels import pixel_claims
 
     claims = pixel_claims(level_summary(pixel_results_table(results["runs"])), results["approx"], profile,
                           results["ceiling"])
@@ -100,14 +104,14 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]],
     (records: pandas compares the attrs of frames it concatenates)."""
     from bindcore.sweep import generalization_summary, results_table
 
-    from . import claims as CL
+    from .generalization import claims_table
 
     summary = generalization_summary(results_table(runs))
-    out = {"§5.2": CL.claims_table(summary, profile)}
+    out = {"§5.2": claims_table(summary, profile)}
     out["§5.2"].attrs["summary"] = summary.to_dict("records")
     if scale:
         scale_summary = generalization_summary(results_table(scale))
-        out["§5.2 (scale)"] = CL.claims_table(scale_summary, "scale (published records)")
+        out["§5.2 (scale)"] = claims_table(scale_summary, "scale (published records)")
         out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
     return out
 
@@ -117,7 +121,7 @@ def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
     the encoders or models the paper's claims are about; rows on substitutes (another
     pretrained encoder) counted apart, and rows on controlled models or random-init
     controls (no verdict) apart again."""
-    from .claims import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
+    from .core import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
 
     rows = []
     for chapter, frame in claims.items():

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindcore.book.profiles import chapter_parameters
 from bindcore.controlled.recipes import SCALE_SEEDS, recipe_differences
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
@@ -22,8 +23,6 @@ from bindcore.paper import (
     PAPER_PIXELS,
     RELEASE,
 )
-
-from .profiles import chapter_parameters
 
 COLUMNS_PAPER = ["where", "the paper", "this book", "why"]
 COLUMNS_RELEASE = ["component", "released code", "this book", "effect"]

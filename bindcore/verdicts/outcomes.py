@@ -1,11 +1,11 @@
 """What the reproduction report says first: per headline finding of the paper, whether it
 was reproduced, generated from the verdicts of the chapters' claim functions
-(:mod:`bindcore.book.claims`).
+(the claim functions of :mod:`bindcore.verdicts`).
 
 A finding's outcome is one of :data:`OUTCOMES`:
 
 * *reproduced*: every claim row of the finding that could be judged on the encoder or
-  model the paper's finding is about (evidence :data:`~bindcore.book.claims.NATIVE`)
+  model the paper's finding is about (evidence :data:`~bindcore.verdicts.core.NATIVE`)
   is shown, and there is at least one;
 * *not reproduced*: at least one such row is not shown;
 * *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from .claims import NATIVE, NOT_SHOWN, SHOWN, SUBSTITUTE, UNTESTABLE
+from .core import NATIVE, NOT_SHOWN, SHOWN, SUBSTITUTE, UNTESTABLE
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -92,9 +92,9 @@ def headlines() -> list[Headline]:
 
 
 def pixel_frame(pixel: pd.DataFrame) -> pd.DataFrame:
-    """Appendix E's claims (:func:`~bindcore.book.claims.pixel_claims`, one row per claim
+    """Appendix E's claims (:func:`~bindcore.verdicts.pixels.pixel_claims`, one row per claim
     and visual level) in the columns of the other claim frames."""
-    from .claims import COLUMNS as CLAIM_COLUMNS
+    from .core import COLUMNS as CLAIM_COLUMNS
 
     if pixel is None or not len(pixel):
         return pd.DataFrame(columns=CLAIM_COLUMNS)
@@ -150,7 +150,7 @@ def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataF
     """One row per headline finding (:func:`headlines`): the paper's statement, our
     numbers with their profile and source, the outcome (:data:`OUTCOMES`) and, where not
     reproduced like for like, the reason and the command. ``claims``: the report's
-    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.book.claims.pixel_claims`."""
+    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.verdicts.pixels.pixel_claims`."""
     frames = dict(claims)
     if pixel is not None:
         frames["appendix E"] = pixel_frame(pixel)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindcore.book.profiles import chapter_parameters
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
@@ -35,8 +36,6 @@ from bindcore.paper import (
     PaperItem,
     paper_items,
 )
-
-from .profiles import chapter_parameters
 
 LIKE = "like for like"
 SUBSTITUTE = "substitute, named"

@@ -1,0 +1,295 @@
+"""§5.1, §5.3, §5.4 and figure 9: the claims about binding functions, read from the
+approximator tables: of pretrained encoders (:func:`pretrained_claims`) and of the
+controlled models (:func:`width_claims`, :func:`form_claims`, :func:`figure9_claims`
+with its permutation null :func:`rank_null`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindcore.analysis.approximators.labels import FAMILY_LABELS
+from bindcore.paper import (
+    NOTES,
+    PAPER_APPROXIMATOR_WIDTHS,
+    PAPER_FIGURE9,
+    PAPER_FORM,
+    PAPER_PRETRAINED_CONCEPTS,
+    PAPER_PRETRAINED_OBJECTS,
+    PAPER_WIDTH,
+    SUMMARY,
+)
+
+from .core import (
+    CONTROL,
+    NOT_SHOWN,
+    UNTESTABLE,
+    _ceiling,
+    _encoder_evidence,
+    _frame,
+    _margin,
+    _ok,
+    _row,
+    verdict,
+)
+
+
+def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
+    mlp = sub[sub["family"] == FAMILY_LABELS["mlp"]]
+    return mlp[mlp["width"] == mlp["width"].max()] if len(mlp) else mlp
+
+
+def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
+                      above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
+                      null: Any = None, margin: float = 0.2) -> pd.DataFrame:
+    """§5.1 / D.6 / D.7, per encoder of an approximator table
+    (:func:`~bindcore.experiments.complexity.pretrained_sweeps`):
+
+    * concepts generalize: the widest MLP's held-out concept recognition is at least
+      ``concept_level`` at every data fraction above ``above``, and at least ``margin``
+      above the null's (the same sweep on the null: ``null``, a table of the same shape,
+      e.g. shuffled labels; without it the random-init control of the same table, the
+      paper's own control; with neither: :data:`UNTESTABLE`);
+    * objects do not, for any family: concepts generalize (above) and, at the largest
+      fraction, the best family's held-out object recognition stays at least ``gap``
+      below the widest MLP's held-out concept recognition (the paper: about 0.20 against
+      >= 0.80); on a null, concepts do not generalize either and nothing is shown.
+
+    Encoders with random weights (named "... (random init)"): :data:`UNTESTABLE`;
+    pretrained encoders other than CLIP / DINOv2: tagged :data:`SUBSTITUTE`."""
+    rows = []
+    paper_c = f">= {concept_level:.2f} above fraction {above:g} ({SUMMARY})"
+    paper_o = (f"about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']}, "
+               f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']:g}, every family ({NOTES})")
+    if null is not None and len(null):
+        null_of, null_name = _widest_mlp(null), "the null sweep"
+    else:
+        controls = table[table["encoder"].str.contains("random init", regex=False)] if len(table) else table
+        null_of = _widest_mlp(controls[controls["encoder"] == controls["encoder"].iloc[0]]) if len(controls) \
+            else controls
+        null_name = f"{controls['encoder'].iloc[0]} (the paper's control)" if len(controls) else ""
+    null_hi = null_of[null_of["fraction"] > above] if len(null_of) else null_of
+    null_c = float(null_hi["heldout_concept"].min()) if len(null_hi) else math.nan
+    for name, sub in table.groupby("encoder", sort=False):
+        ev = _encoder_evidence(name)
+        if ev == CONTROL:
+            why = f"{name} has random weights: the paper's control, not the pretrained encoder the claims are about"
+            rows += [_row(c, name, pp, "–", UNTESTABLE, why, profile, evidence=ev) for c, pp in
+                     (("concepts generalize", paper_c), ("objects do not generalize, for any family", paper_o))]
+            continue
+        mlp = _widest_mlp(sub)
+        hi = mlp[mlp["fraction"] > above]
+        concepts_ok = False
+        if not len(hi) or not hi["heldout_concept"].notna().all():
+            rows.append(_row("concepts generalize", name, paper_c, "–", UNTESTABLE,
+                             f"no MLP results at a data fraction above {above:g}", profile, evidence=ev))
+        else:
+            worst = hi.loc[hi["heldout_concept"].idxmin()]
+            ours = (f"widest MLP (width {int(worst['width'])}): at least {worst['heldout_concept']:.2f} "
+                    f"(fraction {worst['fraction']:g})")
+            if not _ok(null_c):
+                rows.append(_row("concepts generalize", name, paper_c, ours, UNTESTABLE,
+                                 "no null: neither a null sweep nor a random-init control in the table", profile,
+                                 evidence=ev))
+            else:
+                concepts_ok = bool(worst["heldout_concept"] >= concept_level
+                                   and worst["heldout_concept"] - null_c >= margin)
+                rows.append(_row("concepts generalize", name, paper_c, ours, verdict(concepts_ok),
+                                 f"shown when >= {concept_level:g} at every fraction above {above:g} and >= "
+                                 f"{margin:g} above the null ({null_name})", profile, evidence=ev,
+                                 null=f"{null_c:.2f}", margin=_margin(float(worst["heldout_concept"]), null_c, margin)))
+        top = sub[sub["fraction"] == sub["fraction"].max()] if len(sub) else sub
+        mtop = mlp[mlp["fraction"] == sub["fraction"].max()] if len(mlp) and len(sub) else mlp
+        if not len(top) or not len(mtop) or not _ok(mtop["heldout_concept"].iloc[0]) \
+                or not top["heldout_object"].notna().any():
+            rows.append(_row("objects do not generalize, for any family", name, paper_o, "–", UNTESTABLE,
+                             "no MLP and family results at the largest fraction", profile, evidence=ev))
+        else:
+            best = top.loc[top["heldout_object"].idxmax()]
+            conc = float(mtop["heldout_concept"].iloc[0])
+            rows.append(_row("objects do not generalize, for any family", name, paper_o,
+                             f"best family ({best['family']}): objects {best['heldout_object']:.2f} vs concepts "
+                             f"{conc:.2f} (fraction {best['fraction']:g})",
+                             verdict(concepts_ok and best["heldout_object"] <= conc - gap),
+                             f"shown when concepts generalize (above) and every family's objects stay {gap:g} "
+                             "below the concepts", profile, evidence=ev,
+                             margin=f"{conc - best['heldout_object']:+.2f} (needs >= {gap:g})"))
+    return _frame(rows)
+
+
+# ---------------------------------------------------------------------------------
+# §5.3 and §5.4: binding functions of the controlled models
+# ---------------------------------------------------------------------------------
+def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAPER_APPROXIMATOR_WIDTHS[0],
+                 share: float = 0.9, gap_margin: float = 0.1) -> pd.DataFrame:
+    """§5.3, at the largest data fraction, from an MLP approximator table
+    (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its ``bag ceiling`` column:
+    the best strict object recognition any bag of concepts reaches on the same held-out
+    scenes):
+
+    * per model, small MLPs suffice: the best width's held-out object recognition clears
+      the bag ceiling by ``margin`` (below it no width binds and nothing is shown; no
+      ceiling: :data:`UNTESTABLE`), and the smallest width reaching ``share`` of the best
+      is at most ``small`` (the paper's smallest width);
+    * across models, the gap (best minus the smallest width's recognition) grows with
+      the object space: the largest |O|'s gap exceeds the smallest |O|'s by at least
+      ``gap_margin`` (needs two sizes)."""
+    top = table[(table["fraction"] == table["fraction"].max()) & (table["family"] == FAMILY_LABELS["mlp"])]
+    rows, gaps = [], []
+    for name, full in top.groupby("model", sort=False):
+        sub = full.groupby("width", as_index=False)["heldout_object"].mean().sort_values("width")
+        claim = "a small MLP suffices"
+        if len(sub) < 2 or not sub["heldout_object"].notna().all():
+            rows.append(_row(claim, name, PAPER_WIDTH, "–", UNTESTABLE, "needs two or more widths", profile))
+            continue
+        best = float(sub["heldout_object"].max())
+        first = sub.iloc[0]
+        gaps.append((table.loc[table["model"] == name, "objects"].iloc[0] if "objects" in table else np.nan,
+                     best - float(first["heldout_object"]), name))
+        ceil = _ceiling(full)
+        if not _ok(ceil):
+            rows.append(_row(claim, name, PAPER_WIDTH, f"best held-out objects {best:.2f}", UNTESTABLE,
+                             "no bag-of-concepts ceiling of these scenes to read binding against", profile))
+            continue
+        null, mg = f"bag ceiling {ceil:.2f}", _margin(best, ceil, margin)
+        if best < ceil + margin:
+            rows.append(_row(claim, name, PAPER_WIDTH,
+                             f"no width binds: best held-out objects {best:.2f} "
+                             f"(width {int(sub.loc[sub['heldout_object'].idxmax(), 'width'])})",
+                             NOT_SHOWN, f"shown when the best width clears the bag ceiling by >= {margin:g}", profile,
+                             null=null, margin=mg))
+            continue
+        good = sub[sub["heldout_object"] >= share * best]
+        w = int(good["width"].min())
+        rows.append(_row(claim, name, PAPER_WIDTH,
+                         f"smallest width reaching {share:.0%} of the best ({best:.2f}): {w}; width "
+                         f"{int(first['width'])}: {first['heldout_object']:.2f}",
+                         verdict(w <= small), f"shown when the best clears the bag ceiling by >= {margin:g} and "
+                         f"that width is <= {small}", profile, null=null, margin=mg))
+    claim = "the gap to large widths grows with |O|"
+    sized = sorted(g for g in gaps if _ok(g[0]))
+    if len({g[0] for g in sized}) < 2:
+        rows.append(_row(claim, "all models", PAPER_WIDTH, "–", UNTESTABLE,
+                         "needs models of two or more object-space sizes", profile))
+    else:
+        ours = ", ".join(f"|O|={int(o)}: {g:+.2f}" for o, g, _ in sized)
+        rows.append(_row(claim, "all models", PAPER_WIDTH, f"gap (best - smallest width): {ours}",
+                         verdict(sized[-1][1] - sized[0][1] >= gap_margin),
+                         f"shown when the largest |O|'s gap exceeds the smallest |O|'s by >= {gap_margin:g}", profile,
+                         null=f"smallest |O|: {sized[0][1]:+.2f}", margin=_margin(sized[-1][1], sized[0][1], gap_margin)))
+    return _frame(rows)
+
+
+def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float = 0.3, margin: float = 0.1,
+                tolerance: float = 0.02) -> pd.DataFrame:
+    """§5.4, at the largest data fraction, per controlled model, from an approximator
+    table of several families (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its
+    ``bag ceiling`` column):
+
+    * the additive probe recovers concepts, not objects: its held-out concept recognition
+      is >= ``concept_level`` and its object recognition at least ``gap`` below that;
+    * products recover binding: the best product family beats both the additive probe
+      and the bag ceiling of the same scenes on held-out objects by >= ``margin``;
+    * the global product is best: a global-product family (with or without the additive
+      terms) is within ``tolerance`` of the best family on held-out objects, and that
+      best clears the bag ceiling by ``margin`` (when no family binds, none is best).
+
+    Without a bag ceiling the binding claims are :data:`UNTESTABLE`."""
+    top = table[table["fraction"] == table["fraction"].max()]
+    products = [FAMILY_LABELS[f] for f in ("global_product", "sum_global_product", "within_object_product",
+                                           "sum_within_object_product")]
+    globals_ = [FAMILY_LABELS[f] for f in ("global_product", "sum_global_product")]
+    rows = []
+    for name, sub in top.groupby("model", sort=False):
+        best = sub.groupby("family")[["heldout_concept", "heldout_object"]].max()
+        add = best.loc[FAMILY_LABELS["additive"]] if FAMILY_LABELS["additive"] in best.index else None
+        prod = best.loc[best.index.intersection(products)]
+        glob = best.loc[best.index.intersection(globals_)]
+        ceil = _ceiling(sub)
+        no_ceiling = "no bag-of-concepts ceiling of these scenes to read binding against"
+
+        def row(claim: str, ours: str, status: str, why: str, null: str = "–", mg: str = "–",
+                name: str = name) -> None:
+            rows.append(_row(claim, name, PAPER_FORM, ours, status, why, profile, null=null, margin=mg))
+
+        if add is None or not _ok(add["heldout_concept"], add["heldout_object"]):
+            row("the additive probe recovers concepts, not objects", "–", UNTESTABLE, "no additive probe")
+        else:
+            row("the additive probe recovers concepts, not objects",
+                f"concepts {add['heldout_concept']:.2f}, objects {add['heldout_object']:.2f}",
+                verdict(add["heldout_concept"] >= concept_level
+                        and add["heldout_object"] <= add["heldout_concept"] - gap),
+                f"shown when concepts >= {concept_level:g} and objects at least {gap:g} below",
+                mg=f"{add['heldout_concept'] - add['heldout_object']:+.2f} (needs >= {gap:g})")
+        if add is None or not len(prod) or not prod["heldout_object"].notna().any():
+            row("products recover binding", "–", UNTESTABLE, "needs the additive probe and a product family")
+        else:
+            fam = prod["heldout_object"].idxmax()
+            p = float(prod.loc[fam, "heldout_object"])
+            ours = f"{fam}: objects {p:.2f} vs additive {add['heldout_object']:.2f}"
+            if not _ok(ceil):
+                row("products recover binding", ours, UNTESTABLE, no_ceiling)
+            else:
+                ref = max(float(add["heldout_object"]), ceil)
+                row("products recover binding", ours, verdict(p >= ref + margin),
+                    f"shown when a product beats the additive probe and the bag ceiling by >= {margin:g}",
+                    null=f"bag ceiling {ceil:.2f}, additive {add['heldout_object']:.2f}", mg=_margin(p, ref, margin))
+        if not len(glob) or len(best) < 2 or not best["heldout_object"].notna().any():
+            row("the global product is best", "–", UNTESTABLE, "needs a global product and another family")
+        else:
+            top_fam = best["heldout_object"].idxmax()
+            g, b = glob["heldout_object"].max(), best["heldout_object"].max()
+            ours = f"best: {top_fam} ({b:.2f}); global product {g:.2f}"
+            if not _ok(ceil):
+                row("the global product is best", ours, UNTESTABLE, no_ceiling)
+            else:
+                row("the global product is best", ours, verdict(g >= b - tolerance and b >= ceil + margin),
+                    f"shown when a global product is within {tolerance:g} of the best family and the best clears "
+                    f"the bag ceiling by >= {margin:g}", null=f"bag ceiling {ceil:.2f}", mg=_margin(b, ceil, margin))
+    return _frame(rows)
+
+
+def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, seed: int = 0) -> float:
+    """The ``quantile`` of the Spearman rank correlation of ``x`` with ``y`` over
+    ``permutations`` seeded permutations of ``y`` (models' ids shuffled)."""
+    rx, ry = pd.Series(np.asarray(x, dtype=float)).rank().to_numpy(), pd.Series(np.asarray(y, dtype=float)).rank()
+    ry = ry.to_numpy()
+    rng = np.random.default_rng(seed)
+    rhos = [np.corrcoef(rx, rng.permutation(ry))[0, 1] for _ in range(permutations)]
+    return float(np.nanquantile(rhos, quantile))
+
+
+def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_rho: float = 0.5,
+                   quantile: float = 0.95) -> pd.DataFrame:
+    """Figure 9, per object-space size, from :func:`~bindcore.experiments.complexity.figure9_table`:
+    the global-product probe's held-out object recognition tracks the model's own
+    (Spearman rank correlation >= ``min_rho`` and above the ``quantile`` of its
+    permutation null, the models' ids shuffled; over at least ``min_models`` models of
+    that size, fewer: :data:`UNTESTABLE`; with three models no correlation clears the
+    null); where the records carry swap-pair recognition (a scene and its
+    attribute-swapped twin both recognised, which a bag of concepts never achieves),
+    the same against it."""
+    rows = []
+    axes = [("the global product tracks the model", "model: held-out objects")]
+    if "model: swap pairs" in table and table["model: swap pairs"].notna().any():
+        # binding in the strict sense: a scene and its attribute-swapped twin both recognised
+        axes.append(("the global product tracks the model's swap-pair recognition", "model: swap pairs"))
+    for claim, col in axes:
+        for objects, sub in table.groupby("objects", sort=True):
+            sub = sub.dropna(subset=[col, "global product: held-out objects"])
+            subject = f"|O| = {objects}"
+            if len(sub) < min_models or sub[col].nunique() < 2:
+                rows.append(_row(claim, subject, PAPER_FIGURE9, f"{len(sub)} models", UNTESTABLE,
+                                 f"needs at least {min_models} models of one size that differ", profile))
+                continue
+            rho = sub[col].rank().corr(sub["global product: held-out objects"].rank())
+            null = rank_null(sub[col], sub["global product: held-out objects"], quantile=quantile)
+            rows.append(_row(claim, subject, PAPER_FIGURE9, f"rank correlation {rho:.2f} over {len(sub)} models",
+                             verdict(bool(rho >= min_rho and rho > null)),
+                             f"shown at a rank correlation >= {min_rho:g} and above the {quantile:.0%} quantile of "
+                             "its permutation null (models' ids shuffled)", profile,
+                             null=f"{null:.2f}", margin=f"{rho - null:+.2f} (needs > 0)"))
+    return _frame(rows)

@@ -1,0 +1,145 @@
+"""The vocabulary every claim of :mod:`bindcore.verdicts` shares. A claim function
+takes a chapter's results and answers, per claim and per encoder or model,
+:data:`SHOWN`, :data:`NOT_SHOWN` or :data:`UNTESTABLE` ("cannot be tested at this
+profile": the results lack what the claim needs, e.g. a pretrained encoder, a second
+object-space size, a data fraction above 0.3), with the paper's statement
+(:mod:`bindcore.paper`), ours in words, and ``why``: the rule the status follows, with
+its thresholds (parameters of each function). Beside the status, each row says what its
+subject is (:data:`EVIDENCE`).
+
+Every claim function returns a frame with the columns :data:`COLUMNS` (appendix E's,
+:func:`~bindcore.verdicts.pixels.pixel_claims`, its own). ``tests/test_claims.py`` feeds
+each function planted tables on which its claims hold, fail and cannot be tested.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+SHOWN = "shown"
+NOT_SHOWN = "not shown"
+UNTESTABLE = "cannot be tested at this profile"
+STATUSES = (SHOWN, NOT_SHOWN, UNTESTABLE)
+
+# what a row's subject is, beside the encoder or model the paper's claim is about
+NATIVE = "the paper's kind"  # pretrained CLIP / DINOv2 for their claims; the controlled models for §5.2-§5.4, E
+SUBSTITUTE = "substitute"  # a pretrained encoder of another kind (MiniLM for CLIP's text tower)
+CONTROLLED = "controlled model"  # a controlled dual encoder of §5.2 in a claim about CLIP: no verdict
+CONTROL = "random-init control"  # random weights: the paper's control, no verdict
+EVIDENCE = (NATIVE, SUBSTITUTE, CONTROLLED, CONTROL)
+
+COLUMNS = ["claim", "subject", "evidence", "paper", "ours", "null", "margin", "status", "why", "profile"]
+
+
+def _num(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _ok(*values: Any) -> bool:
+    """Every value is a finite number."""
+    return all(math.isfinite(_num(v)) for v in values)
+
+
+def verdict(holds: bool) -> str:
+    return SHOWN if holds else NOT_SHOWN
+
+
+def _row(claim: str, subject: str, paper: str, ours: str, status: str, why: str, profile: str, *,
+         evidence: str = NATIVE, null: str = "–", margin: str = "–") -> dict[str, Any]:
+    """One claim row. ``null``: the same statistic on a null of the same shape (or the
+    bag-of-concepts ceiling of the same scenes); ``margin``: ours minus the null, beside
+    the margin the rule asks for."""
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+    if evidence not in EVIDENCE:
+        raise ValueError(f"evidence must be one of {EVIDENCE}, got {evidence!r}")
+    return dict(zip(COLUMNS, (claim, subject, evidence, paper, ours, null, margin, status, why, profile)))
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _margin(ours: float, null: float, need: float) -> str:
+    return f"{ours - null:+.2f} (needs >= {need:g})"
+
+
+def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[str, int]:
+    """How many claims of ``frames`` (claim frames) have each status, over the rows of
+    ``evidence`` (default: the paper's kind; None: every row). Substitute, controlled and
+    control rows are counted apart (:func:`evidence_counts`)."""
+    out = dict.fromkeys(STATUSES, 0)
+    for f in frames:
+        rows = f if evidence is None or "evidence" not in f else f[f["evidence"] == evidence]
+        for s in rows["status"]:
+            out[s] += 1
+    return out
+
+
+def evidence_counts(*frames: pd.DataFrame) -> dict[str, int]:
+    """How many claim rows of ``frames`` stand on each kind of evidence (:data:`EVIDENCE`)."""
+    out = dict.fromkeys(EVIDENCE, 0)
+    for f in frames:
+        for e in f["evidence"]:
+            out[e] += 1
+    return out
+
+
+def set_evidence(s: Any) -> str:
+    """What an embedding set is beside a claim about pretrained CLIP or DINOv2
+    (:data:`EVIDENCE`): that encoder with its weights (:data:`NATIVE`), another
+    pretrained encoder standing in (:data:`SUBSTITUTE`), a controlled dual encoder
+    (:data:`CONTROLLED`, which ``s.pretrained`` counts as trained) or random weights
+    (:data:`CONTROL`). Only the first two get verdicts."""
+    if getattr(s, "source", "") == "controlled":
+        return CONTROLLED
+    if not s.pretrained:
+        return CONTROL
+    return NATIVE if str(s.encoder).startswith(("CLIP", "DINOv2")) else SUBSTITUTE
+
+
+def _encoder_evidence(name: str) -> str:
+    if "random init" in name:
+        return CONTROL
+    return NATIVE if name.startswith(("CLIP", "DINOv2")) else SUBSTITUTE
+
+
+def gaussian_null_why() -> str:
+    return "Gaussian embeddings of the same size and spectrum, same labels"
+
+
+CEILING = "bag ceiling"  # column of the approximator tables: the bag-of-concepts ceiling of the held-out scenes
+
+
+def _ceiling(sub: pd.DataFrame) -> float:
+    return float(sub[CEILING].mean()) if CEILING in sub and sub[CEILING].notna().any() else math.nan
+
+
+def claim_outcomes(frame: pd.DataFrame) -> list[str]:
+    """One plain sentence per claim of a claims table, from its verdicts: where it was
+    reproduced (shown), on the paper's kind of encoder or on a substitute, where not,
+    and where it could not be tested (controlled models and controls included), naming the
+    subjects (object-space sizes) and the source (the table's ``profile``)."""
+    out = []
+    for claim, rows in frame.groupby("claim", sort=False):
+        source = ", ".join(dict.fromkeys(rows["profile"]))
+        ev = rows["evidence"] if "evidence" in rows else pd.Series(NATIVE, index=rows.index)
+        parts = []
+        for status, kind, words in ((SHOWN, NATIVE, "reproduced"), (NOT_SHOWN, NATIVE, "not reproduced"),
+                                    (SHOWN, SUBSTITUTE, "reproduced on a substitute"),
+                                    (NOT_SHOWN, SUBSTITUTE, "not reproduced on a substitute"),
+                                    (UNTESTABLE, None, "not testable")):
+            pick = (rows["status"] == status) & ((ev == kind) if kind else True)
+            who = rows.loc[pick, "subject"].tolist()
+            if who:
+                parts.append(f"{words} {'' if who == ['across sizes'] else 'at '}{', '.join(who)}")
+        out.append(f"{claim[:1].upper()}{claim[1:]}: {'; '.join(parts)} ({source}).")
+    return out
+

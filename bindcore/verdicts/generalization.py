@@ -1,0 +1,113 @@
+"""§5.2: the claims about binding generalization, from the sweep's summary
+(:func:`bindcore.sweep.generalization_summary`): :func:`claims_table` with its rules in
+words (:func:`generalization_claim_rules`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from bindcore.paper import PAPER_CLAIMS_5_2
+
+from .core import UNTESTABLE, _frame, _margin, _ok, _row, verdict
+
+
+def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+                               concept_threshold: float = 0.9) -> str:
+    """The rules by which :func:`claims_table` turns the §5.2 summary into verdicts."""
+    return (f"binding is read from held-out swap-pair recognition (a scene and its twin with one concept's values "
+            f"swapped, both recognised; any bag of concepts scores 0). Rises with coverage: swap pairs below "
+            f"{low:g} at the smallest coverage and at least {transition:g} from some larger coverage on (the "
+            f"transition coverage: swap pairs stay at or above {transition:g} at every larger coverage swept). Far above the bag: at "
+            f"the coverage chosen on validation objects (their median swap pairs; records without validation objects: "
+            f"the largest coverage), median strict recognition of test objects at least {margin:g} above the "
+            f"bag-of-concepts ceiling, every seed above it, and median swap pairs at least {transition:g}. Every number "
+            f"is the median over the seeds at a coverage. Concepts first: concept recognition reaches "
+            f"{concept_threshold:g} at a smaller coverage than the transition (swap pairs >= {transition:g}). "
+            f"Larger spaces need a smaller fraction: over every pair of sizes that can be compared, the larger "
+            f"never needs more coverage for the transition and at least once needs less (a size without a "
+            f"transition needs more than its largest coverage; two such sizes cannot be compared).")
+
+
+def _size(r: dict[str, Any]) -> str:
+    return f"|O| = {int(r['objects']):,} (C = {int(r['C'])}, V = {int(r['V'])})"
+
+
+def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | None:
+    """How the transition coverage moves from a smaller object space to a larger one:
+    ``"rises"``, ``"falls"``, ``"same"``, or None when they cannot be compared (neither
+    has a transition; a missing one lies above that size's largest coverage)."""
+    ts, tl = small["transition coverage"], large["transition coverage"]
+    if _ok(ts) and _ok(tl):
+        return "rises" if tl > ts else "falls" if tl < ts else "same"
+    if _ok(ts):  # the larger space does not bind where the smaller one does
+        return "rises" if large["largest coverage"] >= ts else None
+    if _ok(tl):  # the larger space binds below the smaller one's largest coverage
+        return "falls" if tl <= small["largest coverage"] else None
+    return None
+
+
+def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+                 concept_threshold: float = 0.9) -> pd.DataFrame:
+    """The §5.2 claims per object-space size (and across sizes) from
+    :func:`bindcore.sweep.generalization_summary`, with the verdicts of
+    :func:`generalization_claim_rules`. ``profile`` names where the numbers come from
+    (e.g. ``"quick"`` or ``"scale (published)"``)."""
+    (rises, c_rises), (above, c_above), (order_claim, c_order), (fraction, c_fraction) = PAPER_CLAIMS_5_2
+    conc_col = f"concepts >= {concept_threshold:g} from coverage"
+    rows = []
+    recs = summary.sort_values("objects").to_dict("records")
+    for r in recs:
+        who = _size(r)
+        if r["coverages"] < 2:
+            rows.append(_row(rises, who, c_rises, "–", UNTESTABLE, "one coverage only", profile))
+        else:
+            ok = r["swap pairs at smallest coverage"] < low and _ok(r["transition coverage"])
+            rows.append(_row(rises, who, c_rises,
+                             f"swap pairs {r['swap pairs at smallest coverage']:.2f} at coverage "
+                             f"{r['smallest coverage']:g}, "
+                             f"{r['swap pairs at largest coverage']:.2f} at {r['largest coverage']:g}",
+                             verdict(ok), f"swap pairs from below {low:g} to at least {transition:g} and staying there",
+                             profile))
+        gap = r["objects at chosen coverage"] - r["bag ceiling at chosen coverage"]
+        seeds = f" ({int(r['seeds'])} seeds, range {r['swap pairs range at chosen coverage']})" if r["seeds"] > 1 else ""
+        rows.append(_row(above, who, c_above,
+                         f"coverage {r['chosen coverage']:g} ({r['chosen on']}): strict {r['objects at chosen coverage']:.2f} "
+                         f"vs bag ceiling {r['bag ceiling at chosen coverage']:.2f}; swap pairs "
+                         f"{r['swap pairs at chosen coverage']:.2f}{seeds}",
+                         verdict(gap >= margin and r["swap pairs at chosen coverage"] >= transition
+                                 and r["every seed above the bag ceiling at chosen coverage"]),
+                         f"strict >= ceiling + {margin:g}, every seed above the ceiling, swap pairs >= {transition:g}",
+                         profile, null=f"bag ceiling {r['bag ceiling at chosen coverage']:.2f}; swap pairs 0",
+                         margin=_margin(r["objects at chosen coverage"], r["bag ceiling at chosen coverage"], margin)))
+        t, c = r["transition coverage"], r[conc_col]
+        if not _ok(t):
+            rows.append(_row(order_claim, who, c_order,
+                             f"concepts reach {concept_threshold:g} at {c:g}; swap pairs never reach {transition:g}"
+                             if _ok(c) else f"neither concepts ({concept_threshold:g}) nor binding ({transition:g})",
+                             UNTESTABLE, f"no transition (swap pairs >= {transition:g}) at any coverage", profile))
+        else:
+            rows.append(_row(order_claim, who, c_order,
+                             f"concepts from coverage {c:g}, binding from {t:g}" if _ok(c)
+                             else f"concepts never reach {concept_threshold:g}; binding from {t:g}",
+                             verdict(_ok(c) and c < t), "concepts reach the threshold at a smaller coverage", profile))
+    ours = ", ".join(f"|O| = {int(r['objects']):,}: " + (f"{r['transition coverage']:g}" if _ok(r["transition coverage"])
+                                                        else f"> {r['largest coverage']:g}") for r in recs)
+    if len(recs) < 2:
+        rows.append(_row(fraction, "across sizes", c_fraction, ours or "–", UNTESTABLE, "one object-space size only",
+                         profile))
+    else:
+        never = [not _ok(r["transition coverage"]) for r in recs]
+        if all(never):
+            rows.append(_row(fraction, "across sizes", c_fraction, ours, UNTESTABLE,
+                             f"no size has a transition (swap pairs >= {transition:g} from some coverage on and at "
+                             "every larger coverage; a single coverage above it that falls back is none)", profile))
+        else:
+            order = [_transition_order(a, b) for i, a in enumerate(recs) for b in recs[i + 1:]]
+            rows.append(_row(fraction, "across sizes", c_fraction, "transition coverage " + ours,
+                             verdict("rises" not in order and "falls" in order),
+                             "over every pair of sizes that can be compared, the larger never needs more "
+                             "coverage and at least once needs less (a size without a transition needs more than "
+                             "its largest coverage; two such sizes cannot be compared)", profile))
+    return _frame(rows)
