@@ -91,6 +91,9 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
 RESULTS_ENV = "BINDCORE_RESULTS"
+# "1": the store serves what it holds and starts no new entry (:class:`NotStored`); the
+# reproduction report runs so in a book build, reading only what the chapters stored
+STORED_ONLY_ENV = "BINDCORE_STORED_ONLY"
 
 
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -303,6 +306,11 @@ _BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process t
 # a claim file that holds no readable owner record this long after it was last touched was
 # left by a process that could not write it (a full disk) or died while writing it
 UNREADABLE_STALE_S = 60.0
+
+
+class NotStored(LookupError):
+    """An entry asked for while ``$BINDCORE_STORED_ONLY`` is 1: it is not in the store,
+    and nothing new is computed in that mode."""
 
 
 class ClaimBusy(TimeoutError):
@@ -675,7 +683,13 @@ class ResultStore:
 
     def prepare(self, kind: Kind, config: dict[str, Any]) -> Entry:
         """Create (or reuse) the local directory of an entry and write its config (again,
-        if the one there is corrupt)."""
+        if the one there is corrupt): where every new computation starts, so with
+        ``$BINDCORE_STORED_ONLY`` set to 1 it raises :class:`NotStored` instead."""
+        if os.environ.get(STORED_ONLY_ENV) == "1":
+            raise NotStored(f"{kind}/{config_hash(config)} is not in the store ({shown_path(self.root)}) and "
+                            f"nothing new is computed here (${STORED_ONLY_ENV}=1: the "
+                            "reproduction report of a book build reads what the chapters stored); execute the "
+                            "chapter that computes it in the same build first")
         d = self.local_dir(kind, config)
         d.mkdir(parents=True, exist_ok=True)
         path = d / "config.json"

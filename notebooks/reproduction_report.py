@@ -18,7 +18,10 @@
 # ours, like for like first, and lists every way in which this book departs from the
 # paper and from the authors' released code. Everything on it is computed when the page
 # is built, from the stored results of the chapters' runs on the same profile, with the
-# parameters each chapter ran with; nothing is typed in by hand. Each paper number or
+# parameters each chapter ran with; nothing is typed in by hand. In a book build this page
+# computes nothing new: its result store serves only what the chapters stored, and a
+# result they did not store stops the build with its name
+# (`bindcore.store.NotStored`). Opened on its own, it computes what is missing. Each paper number or
 # claim falls in one of three groups:
 #
 # * (a) **like for like**: the same data, the same weights, the same protocol;

@@ -112,7 +112,7 @@ class FakePapermill:
         nb = nbformat.read(input_path, as_version=4)
         env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE",
                                               "BINDCORE_BOOK_BUILD")}
-        store = {k: os.environ.get(k) for k in ("BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS")}
+        store = {k: os.environ.get(k) for k in ("BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS", "BINDCORE_STORED_ONLY")}
         self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env,
                            "store": store})
         nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
@@ -365,6 +365,14 @@ def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_pat
     for profile, limit in (("smoke", 900), ("quick", 3 * 3600), ("colab", None), ("paper", None)):
         book._run_papermill(tmp_path / "in.ipynb", tmp_path / "out.ipynb", {"profile": profile}, tmp_path)
         assert seen["execution_timeout"] == limit
+
+
+def test_only_the_page_that_gathers_every_chapter_runs_with_a_store_that_computes_nothing_new(
+        fake_repo, fake_papermill, tmp_path):
+    (fake_repo / "notebooks" / "ch2.py").write_text(NOTEBOOK.replace('print(profile)', 'gather_results(profile)'))
+    book.execute_book("smoke", tmp_path / "build", root=fake_repo)
+    assert [c["store"]["BINDCORE_STORED_ONLY"] for c in fake_papermill.calls] == [None, "1"]
+    assert "BINDCORE_STORED_ONLY" not in os.environ  # restored afterwards
 
 
 def test_recompute_executes_every_chapter_again_without_published_records_in_an_empty_store(

@@ -214,3 +214,18 @@ def test_the_published_records_are_never_a_result_store_of_their_own(tmp_path):
     with pytest.raises(ValueError, match="read-only"):
         ResultStore(tmp_path / "pub", published=tmp_path / "pub")
     assert ResultStore(tmp_path / "mine", published=tmp_path / "pub").root == tmp_path / "mine"
+
+
+def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_new(tmp_path, monkeypatch):
+    from bindcore.store import STORED_ONLY_ENV, NotStored
+
+    store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap", ("bindcore.analysis.metrics",))
+    assert store.cached(kind, {"a": 1}, lambda: {"x": 1})["x"] == 1
+    monkeypatch.setenv(STORED_ONLY_ENV, "1")
+    calls = []
+    assert store.cached(kind, {"a": 1}, lambda: calls.append(1) or {"x": 2})["x"] == 1
+    with pytest.raises(NotStored, match="nothing new is computed"):
+        store.cached(kind, {"a": 2}, lambda: calls.append(1) or {"x": 2})
+    assert calls == [] and not store.local_dir(kind, {"a": 2}).exists()
+    monkeypatch.setenv(STORED_ONLY_ENV, "0")
+    assert store.cached(kind, {"a": 2}, lambda: {"x": 2})["x"] == 2

@@ -34,7 +34,7 @@ from typing import Any
 
 from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
-from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV
+from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV
 
 from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
 from .pairs import sync_pairs
@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 KERNEL_NAME = "python3"
 # A page that calls this reads the parameters other chapters ran with (its key includes them).
 READS_CHAPTERS = "ran_with("
+# A page that calls this (the reproduction report) gathers every chapter's results: in the
+# build it reads only what the chapters stored ($BINDCORE_STORED_ONLY) and computes nothing new.
+GATHERS_CHAPTERS = "gather_results("
 
 
 class NotebookExecutionError(RuntimeError):
@@ -115,8 +118,9 @@ def _environment(**updates: str) -> Iterator[None]:
 
 
 def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
-                        executed_dir: Path | None = None) -> AbstractContextManager[None]:
-    """Environment inherited by the kernel that papermill starts (restored afterwards)."""
+                        executed_dir: Path | None = None, stored_only: bool = False) -> AbstractContextManager[None]:
+    """Environment inherited by the kernel that papermill starts (restored afterwards);
+    ``stored_only``: the kernel's result store starts no new entry (:data:`GATHERS_CHAPTERS`)."""
     env = dict(openmp_environment())
     # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
     # CLIP where its weights are reachable, the offline fallbacks where not
@@ -130,6 +134,8 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
     for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir)):
         if path is not None:
             env[var] = str(path)
+    if stored_only:
+        env[STORED_ONLY_ENV] = "1"
     # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
     return _environment(**env)
@@ -257,7 +263,8 @@ def _execute(
     start = time.perf_counter()
     try:
         nbformat.write(source_nb, input_path)
-        with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir):
+        with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir,
+                                 stored_only=GATHERS_CHAPTERS in source):
             try:
                 _run_papermill(input_path, partial, params, root / "notebooks")
             except Exception as exc:
