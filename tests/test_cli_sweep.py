@@ -174,3 +174,15 @@ def test_sweep_trains_in_process_with_the_threads_asked_for(tmp_path, capsys):
         torch.set_num_threads(before)
     (entry,) = ResultStore(tmp_path, published=None).entries(STORE_KIND)
     assert entry.record()["threads"] == 1
+
+
+def test_the_runs_of_the_scale_plan_not_computed_yet_are_named_by_space_coverage_and_seed():
+    from bindcore.controlled.recipes import scale_plan
+    from bindcore.experiments.generalization import missing_runs_text
+
+    plan = [c for c in scale_plan() if c.n_values in (10, 50)]
+    missing = [c for c in plan if not (c.n_values == 50 and (c.coverage == 0.5 or (c.coverage == 0.3 and c.seed < 2)))]
+    text = missing_runs_text(missing)
+    assert text.startswith("|O| = 100: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2)")
+    assert "; |O| = 2,500: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2), 0.3 (seed 2), 0.7 (seeds 0, 1, 2)" in text
+    assert missing_runs_text([]) == ""

@@ -122,7 +122,19 @@ def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) ->
             + ". Recompute them with `bindcore sweep --profile scale` (add `--publish` to copy the records to "
               "published/).")
     if missing:
-        text += (f" Not computed yet: {len(missing)} runs (" + ", ".join(
-            f"|O| = {c.n_values ** c.n_concepts:,} at {c.coverage:g}" for c in missing[:8])
-            + (", ..." if len(missing) > 8 else "") + ").")
+        text += f" Not computed yet: {len(missing)} runs ({missing_runs_text(missing)})."
     return text
+
+
+def missing_runs_text(missing: list[Any]) -> str:
+    """Runs not computed yet, by object space and coverage with their seeds:
+    ``|O| = 2,500: coverage 0.3 (seed 2), 0.7 (seeds 0, 1, 2); |O| = ...``."""
+    by_size: dict[int, dict[float, list[int]]] = {}
+    for c in missing:
+        by_size.setdefault(c.n_values ** c.n_concepts, {}).setdefault(c.coverage, []).append(c.seed)
+    parts = []
+    for size, covs in sorted(by_size.items()):
+        points = [f"{cov:g} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))})"
+                  for cov, seeds in sorted(covs.items())]
+        parts.append(f"|O| = {size:,}: coverage " + ", ".join(points))
+    return "; ".join(parts)
