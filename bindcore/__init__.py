@@ -13,15 +13,12 @@ The paper's science in packages that mirror the paper, the book beside them
     sweep.py      §5.2           sweeps over training configs
     paper.py      all            every number and claim of the paper, once
     book/                        build, toc, notebook pairs, chapter parameters and helpers,
-                                 tables
-    verdicts/     §4, §5, D, E   the claims' verdicts; the report's outcomes and comparison
-    figures.py                   the book's figures
+                                 tables, claims, figures
     runtime.py, io.py, ids.py    profiles, threads, device; atomic writes and hashes; object ids
     settings.py                  typed settings: values written as text read as their field's type
     cli.py                       the ``bindcore`` command
 
-Science modules never import the book (:mod:`bindcore.book`, :mod:`bindcore.verdicts`,
-:mod:`bindcore.figures`); the book may import everything but what trains or fits.
+Science modules never import :mod:`bindcore.book`; the book may import everything.
 Data flows one way: config -> data -> model/encoder -> embeddings -> probes/metrics ->
 stored record -> notebook table or figure.
 """
