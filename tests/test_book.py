@@ -402,3 +402,24 @@ def test_no_published_records_under_bindcore_no_published():
     env = {**os.environ, "BINDCORE_NO_PUBLISHED": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["None", "None"]
+
+
+def test_the_build_times_of_two_builds_read_side_by_side_per_chapter():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_times", Path(book.__file__).parents[2] / "benchmarks" /
+                                                  "book_times.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    machine = {"hostname": "vm", "cpu_threads": 2}
+    before = {"profile": "quick", "machine": machine, "html_seconds": 30.0, "total_seconds": 600.0, "chapters": [
+        {"chapter": "a", "cached": False, "seconds": 500.0, "slowest_cells": [{"seconds": 400.0, "source": "train()"}]},
+        {"chapter": "b", "cached": False, "seconds": 70.0, "slowest_cells": []}]}
+    after = {**before, "total_seconds": 90.0, "chapters": [
+        {"chapter": "a", "cached": True, "seconds": 500.0, "slowest_cells": []},
+        {"chapter": "c", "cached": False, "seconds": 60.0, "slowest_cells": []}]}
+    rows = mod.times_table({"before": before, "after": after}, slowest=True)
+    assert rows[0] == ["chapter", "before", "after"]
+    assert rows[1] == ["a", "500 s [slowest 400 s: train()]", "500 s (cached)"]
+    assert rows[2] == ["b", "70 s", "-"] and rows[3] == ["c", "-", "60 s"]
+    assert rows[5] == ["total", "600 s (10.0 min)", "90 s (1.5 min)"]
