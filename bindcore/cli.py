@@ -125,6 +125,9 @@ def register_book(subparsers) -> None:
     p.add_argument("--only", action="append", metavar="NAME", default=None,
                    help="execute only this notebook (name without suffix); repeatable")
     p.add_argument("--no-html", action="store_true", help="execute the notebooks, skip the HTML build")
+    p.add_argument("--jobs", type=positive_int, default=1,
+                   help="chapters executed side by side, each in its own process with its share of the cores "
+                   "(default 1: one after another); a page that reads other chapters waits for those before it")
     p.add_argument("--recompute", action="store_true",
                    help="compute every number from scratch: every notebook executed again, no published record "
                    "read, results in a fresh store (<build-dir>/recomputed-results)")
@@ -152,12 +155,13 @@ def _run_book(args: argparse.Namespace) -> int:
             from bindcore.book.profiles import dry_run_parameters
 
             book.execute_book(args.profile, Path(build_dir) / "dry-run", force=args.force, only=args.only,
-                              parameters=dry_run_parameters(), recompute=args.recompute)
+                              parameters=dry_run_parameters(), recompute=args.recompute, jobs=args.jobs)
         elif args.no_html:
-            book.execute_book(args.profile, build_dir, force=args.force, only=args.only, recompute=args.recompute)
+            book.execute_book(args.profile, build_dir, force=args.force, only=args.only, recompute=args.recompute,
+                              jobs=args.jobs)
         else:
             book.build_book(args.profile, build_dir, force=args.force, only=args.only, strict=args.strict,
-                            recompute=args.recompute)
+                            recompute=args.recompute, jobs=args.jobs)
     except (book.NotebookExecutionError, book.BookBuildError, ValueError, FileNotFoundError) as exc:
         print(f"bindcore book: error: {exc}", file=sys.stderr)
         return 1

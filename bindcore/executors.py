@@ -69,6 +69,18 @@ EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3
 
 
+# CPUs this process may use for runs side by side: the book build sets it for each chapter it
+# executes next to others (``bindcore book --jobs``), so that chapters do not oversubscribe
+CPUS_ENV = "BINDCORE_CPUS"
+
+
+def cpu_budget() -> int:
+    """CPU cores this process may fill with workers: ``$BINDCORE_CPUS`` where set (a book
+    build running chapters side by side), else the machine's."""
+    given = os.environ.get(CPUS_ENV, "").strip()
+    return max(1, int(given)) if given.isdigit() else (os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class Task:
     """One run of a sweep: ``name`` (a key of :data:`TASKS`), its JSON ``payload``,
@@ -229,7 +241,7 @@ class LocalExecutor:
         return f"local, {self.workers} worker processes" if self.workers else "local, a worker process per core"
 
     def run(self, tasks: Sequence[Task], report: Report) -> None:
-        n = self.workers or min(len(tasks), os.cpu_count() or 1)
+        n = self.workers or min(len(tasks), cpu_budget())
         if n <= 1:
             for task in tasks:
                 self._in_process(task, report)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import socket
 from collections.abc import Iterable
 from itertools import product
@@ -99,10 +98,13 @@ def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, Tra
 
 
 def default_workers(n_pending: int, device: str | None = None) -> int:
-    """Local runs at once: one on a GPU, else one per CPU core (at most one per run)."""
+    """Local runs at once: one on a GPU, else one per CPU core this process may use
+    (:func:`~bindcore.executors.cpu_budget`; at most one per run)."""
+    from bindcore.executors import cpu_budget
+
     if resolve_device(device).type == "cuda":
         return 1
-    return max(1, min(n_pending, os.cpu_count() or 1))
+    return max(1, min(n_pending, cpu_budget()))
 
 
 # fields that change neither a step's model, batch nor object space (one timed step serves them all;

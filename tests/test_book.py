@@ -423,3 +423,36 @@ def test_the_build_times_of_two_builds_read_side_by_side_per_chapter():
     assert rows[1] == ["a", "500 s [slowest 400 s: train()]", "500 s (cached)"]
     assert rows[2] == ["b", "70 s", "-"] and rows[3] == ["c", "-", "60 s"]
     assert rows[5] == ["total", "600 s (10.0 min)", "90 s (1.5 min)"]
+
+
+def test_chapters_side_by_side_each_in_its_own_process_with_its_share_of_the_cores(fake_repo, tmp_path):
+    """``jobs=2`` with the real papermill: two chapters run at once, each kernel told its
+    share of the cores; the page that reads other chapters starts after every chapter
+    before it has finished; a second build reuses all three."""
+    code = 'import os\nprint(profile, os.environ.get("BINDCORE_CPUS"), os.environ.get("OMP_NUM_THREADS"))'
+    for name in ("ch1", "ch2"):
+        src = (fake_repo / "notebooks" / f"{name}.py").read_text()
+        (fake_repo / "notebooks" / f"{name}.py").write_text(src.replace("print(profile)", code))
+    (fake_repo / "notebooks" / "ch3.py").write_text(NOTEBOOK.replace("print(profile)", "print('reads')  # ran_with("))
+    toc = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n"
+    (fake_repo / "_toc.yml").write_text(toc)
+    build = tmp_path / "build"
+    runs = book.execute_book("smoke", build, root=fake_repo, jobs=2)
+    assert [r.name for r in runs] == ["ch1", "ch2", "ch3"] and not any(r.cached for r in runs)
+    times = {}
+    for r in runs:
+        nb = nbformat.read(r.path, as_version=4)
+        times[r.name] = (nb.metadata["papermill"]["start_time"], nb.metadata["papermill"]["end_time"])
+        if r.name != "ch3":
+            share = str(max(1, (os.cpu_count() or 1) // 2))
+            assert nb.cells[-1].outputs[0]["text"].split() == ["smoke", share, share]
+    assert times["ch3"][0] >= max(times["ch1"][1], times["ch2"][1])  # it read what they ran
+    assert all(r.cached for r in book.execute_book("smoke", build, root=fake_repo, jobs=2))
+
+
+def test_a_chapter_failing_beside_others_names_itself_and_the_rest_still_finish(fake_repo, tmp_path):
+    (fake_repo / "notebooks" / "ch1.py").write_text(NOTEBOOK.replace("print(profile)", "1 / 0"))
+    with pytest.raises(book.NotebookExecutionError, match="ch1") as err:
+        book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
+    assert "ZeroDivisionError" in str(err.value)
+    assert (tmp_path / "build" / "executed" / "smoke" / "ch2.ipynb").is_file()

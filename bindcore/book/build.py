@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -32,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindcore.executors import CPUS_ENV
 from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
-from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV
+from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, shown_path
 
 from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
 from .pairs import sync_pairs
@@ -121,7 +123,9 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
                         executed_dir: Path | None = None, stored_only: bool = False) -> AbstractContextManager[None]:
     """Environment inherited by the kernel that papermill starts (restored afterwards);
     ``stored_only``: the kernel's result store starts no new entry (:data:`GATHERS_CHAPTERS`)."""
-    env = dict(openmp_environment())
+    # a chapter executed beside others (execute_book's jobs) gets its share of the cores
+    share = os.environ.get(CPUS_ENV, "")
+    env = dict(openmp_environment(int(share) if share.isdigit() else None))
     # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
     # CLIP where its weights are reachable, the offline fallbacks where not
     env["BINDCORE_PROFILE"] = profile
@@ -321,12 +325,15 @@ def execute_book(
     root: Path | str | None = None,
     parameters: Mapping[str, Mapping[str, Any]] | None = None,
     recompute: bool = False,
+    jobs: int = 1,
 ) -> list[NotebookRun]:
     """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings;
     ``parameters``: {notebook: papermill parameters on top of the profile's file} (e.g.
     the dry run's, :func:`bindcore.book.profiles.dry_run_parameters`); ``recompute``:
     every notebook executed again, with no published record read and an empty result
-    store (:func:`recomputing`), so that every number is computed from scratch."""
+    store (:func:`recomputing`), so that every number is computed from scratch;
+    ``jobs`` > 1: that many chapters side by side, each with its share of the cores
+    (:func:`_execute_side_by_side`)."""
     check_profile(profile)
     root = _resolve_root(root)
     names = toc_notebooks(root)
@@ -341,13 +348,88 @@ def execute_book(
     out_dir = build_dir / "executed" / profile
     library = library_hash(root / "bindcore")
     runs = []
+    if jobs < 1:
+        raise ValueError(f"jobs = {jobs}: must be at least 1")
     with recomputing(build_dir) if recompute else nullcontext():
+        if jobs > 1:
+            return _execute_side_by_side(selected, profile, out_dir, parameters or {}, force or recompute, root,
+                                         library, jobs)
         for name in selected:
             run = _execute(name, profile, out_dir, (parameters or {}).get(name), force or recompute, root, library)
-            status = "cached" if run.cached else f"executed in {run.seconds:.1f} s"
-            print(f"[book] {name}: {status}", flush=True)
+            _report(run)
             runs.append(run)
     return runs
+
+
+def _report(run: NotebookRun) -> None:
+    status = "cached" if run.cached else f"executed in {run.seconds:.1f} s"
+    print(f"[book] {run.name}: {status}", flush=True)
+
+
+def _waits_for_earlier(source: str) -> bool:
+    """A page that reads what other chapters ran or stored (:data:`READS_CHAPTERS`,
+    :data:`GATHERS_CHAPTERS`) starts once every chapter before it has finished."""
+    return READS_CHAPTERS in source or GATHERS_CHAPTERS in source
+
+
+def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
+                          force: bool, root: Path, library: str, jobs: int) -> list[NotebookRun]:
+    """Execute ``names`` with up to ``jobs`` at once, each in a process of its own
+    (``python -m bindcore.book.build``: :func:`_execute` there, its environment its
+    own) that may use ``cores // jobs`` cores (``$BINDCORE_CPUS``: its sweeps' workers
+    and its kernel's OpenMP threads); in ``_toc.yml`` order, except that a page which
+    reads other chapters waits for every chapter before it (:func:`_waits_for_earlier`).
+    Each process's output goes to ``<out_dir>/.logs/<name>.log``; a failure raises
+    :class:`NotebookExecutionError` with the end of that log once the others finish."""
+    import subprocess
+
+    from bindcore.executors import cpu_budget
+
+    env = {**os.environ, CPUS_ENV: str(max(1, cpu_budget() // jobs))}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_DIR.parent), env.get("PYTHONPATH")) if p)
+    logs = out_dir / ".logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    waits = {n: _waits_for_earlier((root / "notebooks" / f"{n}.py").read_text(encoding="utf-8")) for n in names}
+    pending, running, finished, failed = list(names), {}, {}, []
+    while pending or running:
+        for name in list(pending):
+            if len(running) >= jobs:
+                break
+            if waits[name] and any(e not in finished for e in names[:names.index(name)]):
+                continue
+            job = {"name": name, "profile": profile, "out_dir": str(out_dir), "parameters": parameters.get(name),
+                   "force": force, "root": str(root), "library": library}
+            log = (logs / f"{name}.log").open("w", encoding="utf-8")
+            print(f"[book] {name}: started beside {len(running)} other(s) (log: {shown_path(logs / (name + '.log'))})",
+                  flush=True)
+            running[name] = (subprocess.Popen([sys.executable, "-m", "bindcore.book.build", json.dumps(job)], env=env,
+                                              stdout=log, stderr=subprocess.STDOUT, text=True), log)
+            pending.remove(name)
+        if not running:  # only pages waiting on a failed chapter are left
+            break
+        time.sleep(0.2)
+        for name, (proc, log) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            log.close()
+            del running[name]
+            text = (logs / f"{name}.log").read_text(encoding="utf-8")
+            last = text.strip().splitlines()[-1] if text.strip() else ""
+            if proc.returncode != 0 or not last.startswith("{"):
+                failed.append(f"{name} (exit {proc.returncode}):\n{text[-3000:]}")
+                continue
+            done = json.loads(last)
+            finished[name] = NotebookRun(name, Path(done["path"]), done["cached"], done["seconds"])
+            _report(finished[name])
+    if failed or pending:
+        raise NotebookExecutionError("\n\n".join(failed) + (f"\nnot executed: {', '.join(pending)}" if pending else ""))
+    return [finished[n] for n in names]
+
+
+def _execute_job(job: dict[str, Any]) -> NotebookRun:
+    """One chapter of :func:`_execute_side_by_side`, in this process."""
+    return _execute(job["name"], job["profile"], Path(job["out_dir"]), job["parameters"], job["force"],
+                    Path(job["root"]), job["library"])
 
 
 RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute build, in its build folder
@@ -412,12 +494,13 @@ def build_book(
     strict: bool = False,
     root: Path | str | None = None,
     recompute: bool = False,
+    jobs: int = 1,
 ) -> Path:
-    """Execute the notebooks (``recompute``: see :func:`execute_book`), render the book,
-    return ``<build_dir>/html/index.html``."""
+    """Execute the notebooks (``recompute``, ``jobs``: see :func:`execute_book`), render
+    the book, return ``<build_dir>/html/index.html``."""
     root = _resolve_root(root)
     start = time.perf_counter()
-    runs = execute_book(profile, build_dir, force=force, only=only, root=root, recompute=recompute)
+    runs = execute_book(profile, build_dir, force=force, only=only, root=root, recompute=recompute, jobs=jobs)
     html_start = time.perf_counter()
     index = build_html(profile, build_dir, force=force, strict=strict, root=root)
     html_seconds = time.perf_counter() - html_start
@@ -435,3 +518,10 @@ def build_book(
     print(f"[book] measured times: {index.parent / BUILD_TIMES}", flush=True)
     print(f"[book] open {index}", flush=True)
     return index
+
+
+if __name__ == "__main__":  # one chapter of a build that runs chapters side by side
+    import sys as _sys
+
+    _run = _execute_job(json.loads(_sys.argv[1]))
+    print(json.dumps({"path": str(_run.path), "cached": _run.cached, "seconds": _run.seconds}), flush=True)
