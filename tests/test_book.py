@@ -456,3 +456,30 @@ def test_a_chapter_failing_beside_others_names_itself_and_the_rest_still_finish(
         book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
     assert "ZeroDivisionError" in str(err.value)
     assert (tmp_path / "build" / "executed" / "smoke" / "ch2.ipynb").is_file()
+
+
+def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, tmp_path, monkeypatch):
+    import subprocess
+    import time
+
+    for name in ("ch1", "ch2"):
+        (fake_repo / "notebooks" / f"{name}.py").write_text(NOTEBOOK.replace("print(profile)", "import time\ntime.sleep(60)"))
+    started, real_popen, real_sleep, ticks = [], subprocess.Popen, time.sleep, []
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    def sleep(seconds):
+        ticks.append(seconds)
+        if len(ticks) == 10:
+            raise KeyboardInterrupt  # Ctrl-C while both chapters run
+        real_sleep(seconds)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(time, "sleep", sleep)
+    with pytest.raises(KeyboardInterrupt):
+        book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
+    assert len(started) == 2 and all(p.poll() is not None for p in started)
+    executed = tmp_path / "build" / "executed" / "smoke"
+    assert not [p.name for p in executed.iterdir() if p.name.startswith(".ch")]  # no chapter's work folder left

@@ -381,6 +381,7 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
     reads other chapters waits for every chapter before it (:func:`_waits_for_earlier`).
     Each process's output goes to ``<out_dir>/.logs/<name>.log``; a failure raises
     :class:`NotebookExecutionError` with the end of that log once the others finish."""
+    import signal
     import subprocess
 
     from bindcore.executors import cpu_budget
@@ -391,14 +392,38 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
     logs.mkdir(parents=True, exist_ok=True)
     waits = {n: _waits_for_earlier((root / "notebooks" / f"{n}.py").read_text(encoding="utf-8")) for n in names}
     pending, running, finished, failed = list(names), {}, {}, []
+    try:
+        _schedule(names, pending, running, finished, failed, waits, jobs, logs, env, {
+            "profile": profile, "out_dir": str(out_dir), "force": force, "root": str(root), "library": library},
+            parameters)
+    finally:  # Ctrl-C, SIGTERM or an error here: no chapter process outlives the build
+        for proc, _ in running.values():
+            proc.send_signal(signal.SIGINT)  # its own cleanup runs: no temporary folder is left
+        for proc, log in running.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+    if failed or pending:
+        raise NotebookExecutionError("\n\n".join(failed) + (f"\nnot executed: {', '.join(pending)}" if pending else ""))
+    return [finished[n] for n in names]
+
+
+def _schedule(names: list[str], pending: list[str], running: dict[str, Any], finished: dict[str, NotebookRun],
+              failed: list[str], waits: dict[str, bool], jobs: int, logs: Path, env: dict[str, str],
+              common: dict[str, Any], parameters: Mapping[str, Any]) -> None:
+    """The loop of :func:`_execute_side_by_side`: start what may start, collect what ended."""
+    import subprocess
+
     while pending or running:
         for name in list(pending):
             if len(running) >= jobs:
                 break
             if waits[name] and any(e not in finished for e in names[:names.index(name)]):
                 continue
-            job = {"name": name, "profile": profile, "out_dir": str(out_dir), "parameters": parameters.get(name),
-                   "force": force, "root": str(root), "library": library}
+            job = {"name": name, "parameters": parameters.get(name), **common}
             log = (logs / f"{name}.log").open("w", encoding="utf-8")
             print(f"[book] {name}: started beside {len(running)} other(s) (log: {shown_path(logs / (name + '.log'))})",
                   flush=True)
@@ -421,9 +446,6 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
             done = json.loads(last)
             finished[name] = NotebookRun(name, Path(done["path"]), done["cached"], done["seconds"])
             _report(finished[name])
-    if failed or pending:
-        raise NotebookExecutionError("\n\n".join(failed) + (f"\nnot executed: {', '.join(pending)}" if pending else ""))
-    return [finished[n] for n in names]
 
 
 def _execute_job(job: dict[str, Any]) -> NotebookRun:
