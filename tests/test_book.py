@@ -470,16 +470,18 @@ def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, 
         started.append(real_popen(*args, **kwargs))
         return started[-1]
 
+    executed = tmp_path / "build" / "executed" / "smoke"
+
     def sleep(seconds):
-        ticks.append(seconds)
-        if len(ticks) == 10:
-            raise KeyboardInterrupt  # Ctrl-C while both chapters run
+        working = [p for p in executed.glob(".ch*")] if executed.is_dir() else []
+        if len(working) == 2 and not ticks:  # both chapters are executing: Ctrl-C
+            ticks.append(seconds)
+            raise KeyboardInterrupt
         real_sleep(seconds)
 
     monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setattr(time, "sleep", sleep)
     with pytest.raises(KeyboardInterrupt):
         book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
-    assert len(started) == 2 and all(p.poll() is not None for p in started)
-    executed = tmp_path / "build" / "executed" / "smoke"
+    assert ticks and len(started) == 2 and all(p.poll() is not None for p in started)
     assert not [p.name for p in executed.iterdir() if p.name.startswith(".ch")]  # no chapter's work folder left

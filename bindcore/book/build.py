@@ -396,19 +396,29 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
         _schedule(names, pending, running, finished, failed, waits, jobs, logs, env, {
             "profile": profile, "out_dir": str(out_dir), "force": force, "root": str(root), "library": library},
             parameters)
-    finally:  # Ctrl-C, SIGTERM or an error here: no chapter process outlives the build
+    finally:  # Ctrl-C, SIGTERM or an error here: no chapter process (nor its kernel) outlives the build
         for proc, _ in running.values():
-            proc.send_signal(signal.SIGINT)  # its own cleanup runs: no temporary folder is left
-        for proc, log in running.values():
+            _signal_group(proc, signal.SIGINT)  # the chapter's own cleanup may run
+        for name, (proc, log) in running.items():
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _signal_group(proc, signal.SIGKILL)
                 proc.wait()
             log.close()
+            for work in out_dir.glob(f".{name}.*"):  # the work folder of an execution cut short
+                shutil.rmtree(work, ignore_errors=True)
     if failed or pending:
         raise NotebookExecutionError("\n\n".join(failed) + (f"\nnot executed: {', '.join(pending)}" if pending else ""))
     return [finished[n] for n in names]
+
+
+def _signal_group(proc: Any, sig: int) -> None:
+    """Send ``sig`` to the process group of ``proc`` (a chapter and its kernel), if it still exists."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _schedule(names: list[str], pending: list[str], running: dict[str, Any], finished: dict[str, NotebookRun],
@@ -427,8 +437,10 @@ def _schedule(names: list[str], pending: list[str], running: dict[str, Any], fin
             log = (logs / f"{name}.log").open("w", encoding="utf-8")
             print(f"[book] {name}: started beside {len(running)} other(s) (log: {shown_path(logs / (name + '.log'))})",
                   flush=True)
+            # a session of its own: its kernel is in its process group, which an interrupt stops whole
             running[name] = (subprocess.Popen([sys.executable, "-m", "bindcore.book.build", json.dumps(job)], env=env,
-                                              stdout=log, stderr=subprocess.STDOUT, text=True), log)
+                                              stdout=log, stderr=subprocess.STDOUT, text=True,
+                                              start_new_session=True), log)
             pending.remove(name)
         if not running:  # only pages waiting on a failed chapter are left
             break
