@@ -76,11 +76,10 @@ def append(row: dict[str, Any], log: Path = LOG) -> None:
     log_attempt(log, row, __doc__.split("\n\n")[0])
 
 
-def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[dict[str, Any]], cfg: Any
-                ) -> dict[str, Any]:
-    """The log's row of an attempt with the seeds run so far (``status`` says how many)."""
-    from bindcore.store import _git_commit
-
+def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[dict[str, Any]],
+                code: dict[str, Any]) -> dict[str, Any]:
+    """The log's row of an attempt with the seeds run so far (``status`` says how many);
+    ``code``: the training code as it was when the attempt started."""
     steps = [r["steps_to_target"] if r["steps_to_target"] is not None else float("inf") for r in runs]
     median = statistics.median(steps)
     done = len(runs) == len(args.seeds) and not runs[-1]["interrupted"]
@@ -95,7 +94,7 @@ def attempt_row(args: argparse.Namespace, changes: dict[str, Any], runs: list[di
             "every seed fitted": done and all(s != float("inf") for s in steps),
             "status": status,
             "runs": runs, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "code": {"fingerprint": cfg.store_kind.fingerprint(), "git": _git_commit()}}
+            "code": code}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,14 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     from bindcore.controlled.recipes import recipe
 
     torch.set_num_threads(1)
+    from bindcore.store import _git_commit
+
     changes = json.loads(args.changes)
+    first = recipe(args.base, **{**changes, "seed": args.seeds[0]})
+    code = {"fingerprint": first.store_kind.fingerprint(), "git": _git_commit()}  # before any training
     runs = []
     for seed in args.seeds:
         cfg = recipe(args.base, **{**changes, "seed": seed})
         print(f"{args.name} seed {seed}", flush=True)
         runs.append(fit_run(cfg, args.target, args.stop_at))
         # logged after every seed, so that an attempt cut short keeps the seeds it finished
-        row = attempt_row(args, changes, runs, cfg)
+        row = attempt_row(args, changes, runs, code)
         append(row, args.log)
         if runs[-1]["interrupted"]:
             print(f"{args.name}: {row['status']} (logged)", file=sys.stderr)

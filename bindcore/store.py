@@ -498,6 +498,17 @@ class Kind:
         return code_fingerprint(self.code)
 
 
+def _code_record(kind: Kind | None) -> dict[str, Any] | None:
+    """What a record says of the code that made it: the fingerprint of ``kind``'s code,
+    its modules, the package version and the git commit."""
+    from . import __version__
+
+    if kind is None:
+        return None
+    return {"fingerprint": kind.fingerprint(), "modules": list(kind.code), "bindcore": __version__,
+            "git": _git_commit()}
+
+
 def machine_info() -> dict[str, Any]:
     import torch
 
@@ -522,6 +533,9 @@ class Entry:
     source: str
     kind: Kind | None = field(default=None, compare=False)
     stale: bool = False
+    # the code that computes it, as it was when the computation started (ResultStore.prepare):
+    # what finish() records, even if the files change while it runs
+    code: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -700,15 +714,12 @@ class ResultStore:
                 quarantine(path, exc.why)
         if not path.exists():
             atomic_write_json(path, config)
-        return Entry(d, "local", kind)
+        return Entry(d, "local", kind, code=_code_record(kind))
 
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
-        """Write ``result.json``: ``result``, the machine, the time and the code."""
-        from . import __version__
-
-        code = None if entry.kind is None else {"fingerprint": entry.kind.fingerprint(),
-                                                "modules": list(entry.kind.code), "bindcore": __version__,
-                                                "git": _git_commit()}
+        """Write ``result.json``: ``result``, the machine, the time and the code (as it
+        was when :meth:`prepare` started the entry)."""
+        code = entry.code if entry.code is not None else _code_record(entry.kind)
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "code": code}
         weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())

@@ -229,3 +229,15 @@ def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_n
     assert calls == [] and not store.local_dir(kind, {"a": 2}).exists()
     monkeypatch.setenv(STORED_ONLY_ENV, "0")
     assert store.cached(kind, {"a": 2}, lambda: {"x": 2})["x"] == 2
+
+
+def test_a_record_names_the_code_as_it_was_when_its_computation_started(tmp_path, monkeypatch):
+    """A run that trains while its source files are edited records the code it started
+    with, not the edited one."""
+    store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap", ("bindcore.analysis.metrics",))
+    source = {"now": "at the start"}  # what the module files hold
+    monkeypatch.setattr(Kind, "fingerprint", lambda self: source["now"])
+    entry = store.prepare(kind, {"a": 1})
+    source["now"] = "after an edit"  # edited while the computation runs
+    store.finish(entry, {"x": 1})
+    assert json.loads((entry.path / "result.json").read_text())["code"]["fingerprint"] == "at the start"
