@@ -39,6 +39,7 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
     """Train ``cfg`` until ``task_object_2 >= target``, its last step or the first
     evaluation at or after ``stop_at``; the training-only curve, the step at which the
     target was reached (None: never) and CPU time."""
+    from bindcore.cli import Terminated
     from bindcore.controlled.search import search_view
     from bindcore.controlled.training import run_training
 
@@ -62,7 +63,7 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
         run_training(cfg, progress=False, on_eval=on_eval)
     except Fitted:
         pass
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):
         interrupted = True
     return {"seed": cfg.seed, "steps_to_target": reached[0] if reached else None,
             "last_task_object_2": curve[-1]["task_object_2"] if curve else None,
@@ -113,33 +114,31 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    def _stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
-
+    from bindcore.cli import _terminate
     from bindcore.controlled.recipes import recipe
+    from bindcore.store import _code_record
 
     torch.set_num_threads(1)
-    from bindcore.store import _git_commit
-
     changes = json.loads(args.changes)
     first = recipe(args.base, **{**changes, "seed": args.seeds[0]})
-    code = {"fingerprint": first.store_kind.fingerprint(), "git": _git_commit()}  # before any training
-    runs = []
-    for seed in args.seeds:
-        cfg = recipe(args.base, **{**changes, "seed": seed})
-        print(f"{args.name} seed {seed}", flush=True)
-        runs.append(fit_run(cfg, args.target, args.stop_at))
-        # logged after every seed, so that an attempt cut short keeps the seeds it finished
-        row = attempt_row(args, changes, runs, code)
-        append(row, args.log)
-        if runs[-1]["interrupted"]:
-            print(f"{args.name}: {row['status']} (logged)", file=sys.stderr)
-            return 130
+    code = _code_record(first.store_kind)  # before any training
+    before = signal.signal(signal.SIGTERM, _terminate)  # unwinds as Ctrl-C does: the attempt is logged
+    try:
+        runs = []
+        for seed in args.seeds:
+            cfg = recipe(args.base, **{**changes, "seed": seed})
+            print(f"{args.name} seed {seed}", flush=True)
+            runs.append(fit_run(cfg, args.target, args.stop_at))
+            # logged after every seed, so that an attempt cut short keeps the seeds it finished
+            row = attempt_row(args, changes, runs, code)
+            append(row, args.log)
+            if runs[-1]["interrupted"]:
+                print(f"{args.name}: {row['status']} (logged)", file=sys.stderr)
+                return 130
+    finally:
+        signal.signal(signal.SIGTERM, before)
     print(json.dumps({k: v for k, v in row.items() if k != "runs"}, default=str))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
