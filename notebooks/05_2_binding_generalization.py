@@ -420,7 +420,7 @@ display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_out
 # %% [markdown]
 # ## The recipe search
 #
-# The earlier `scale` recipe (half of today's batch and of its object candidates) bound
+# The earlier `scale` recipe (before attempt V1 below set its batch size and its object candidates) bound
 # on some seeds and not on others, and its records (rows `V0` below) say why a recipe
 # binds at one seed and not at another: at the larger
 # coverages, held-out recognition follows how well a run fits its *own* training
