@@ -554,7 +554,57 @@ def _run_data_make(args: argparse.Namespace) -> int:
     return 0
 
 
-REGISTRARS: list[Callable[..., None]] = [register_book, register_sync, register_train, register_sweep, register_data]
+def publishable_kinds() -> dict:
+    """The store kinds whose records a book build reuses from published/ (by folder
+    name): training runs (token and pixel inputs), approximator sweeps and geometry
+    analyses. Embeddings are not among them: they are computed again from their encoder."""
+    from bindcore.analysis.complexity import APPROX_STORE_KIND
+    from bindcore.analysis.geometry_sets import GEOMETRY_STORE_KIND
+    from bindcore.controlled.pixels import PIXEL_STORE_KIND
+    from bindcore.controlled.training import STORE_KIND
+
+    return {k.name: k for k in (STORE_KIND, PIXEL_STORE_KIND, APPROX_STORE_KIND, GEOMETRY_STORE_KIND)}
+
+
+def register_publish(subparsers) -> None:
+    p = subparsers.add_parser(
+        "publish", help="copy a result store's finished records to published/, where a fresh build reuses them",
+        description="Copy every finished record made by the current code from a result store (e.g. the "
+        "store of `bindcore book --recompute`, <build-dir>/recomputed-results) to published/: its config and "
+        "result, which name the machine, the time and the code that made it. Records made by other code are "
+        "listed and left out.")
+    p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
+    p.add_argument("--kind", action="append", default=None, metavar="NAME",
+                   help="only this kind of record (a folder of the store: train-2, train-pixels-1, approximators-1, "
+                   "geometry-1); repeatable (default: all four)")
+    p.add_argument("--weights", action="store_true",
+                   help="also copy the weights of records that have them, where each file is small (larger "
+                   "ones are published without weights, and listed)")
+    p.set_defaults(func=_run_publish)
+
+
+def _run_publish(args: argparse.Namespace) -> int:
+    from bindcore.store import ResultStore
+
+    kinds = publishable_kinds()
+    try:
+        for name in args.kind or ():
+            if name not in kinds:
+                raise OptionError("--kind", f"{name!r} is not one of {', '.join(kinds)}")
+        store = ResultStore(args.results)
+        if not store.root.is_dir():
+            raise OptionError("--results", f"{store.root} is not a folder")
+        rows = store.publish_all([kinds[n] for n in (args.kind or kinds)], weights=args.weights)
+    except ValueError as exc:
+        return _fail(args, exc)
+    for entry, dest, what in rows:
+        print(f"{entry.kind}/{entry.path.name}: " + (f"published to {dest}, {what}" if dest else what))
+    done = [r for r in rows if r[1] is not None]
+    print(f"{len(done)} of {len(rows)} records of {store.root} published to {store.published}")
+    return 0
+
+
+REGISTRARS: list[Callable[..., None]] = [register_book, register_sync, register_train, register_sweep, register_data, register_publish]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,8 +6,11 @@ Layout of one entry: ``<root>/<kind>/<config hash>/`` holding ``config.json`` an
 ``checkpoint.pt`` (state dicts while a run is in progress), ``model.pt`` (final
 weights) or ``embeddings.npz``. A second, read-only root (``published/`` in the
 repository, shipped inside an installed package as ``bindcore/published``,
-:func:`published_root`) holds committed records of runs a CPU cannot redo (paper profile on a
-GPU); it is consulted after the local root. Only JSON, ``.npz`` and torch state dicts
+:func:`published_root`) holds committed records: runs a CPU cannot redo (the scale sweep, the
+paper profile on a GPU) and the quick book's expensive records, so that a fresh build reuses
+them. It is consulted after the local root. A published record holds no checkpoint, and
+its weights only where it was published with them (:meth:`ResultStore.publish`: small
+files that an analysis of the record needs). Only JSON, ``.npz`` and torch state dicts
 (loaded with ``weights_only=True``) are stored; nothing is pickled.
 
 **Which code made a record.** A :class:`Kind` (a folder of the store) names the
@@ -81,7 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_json, config_hash, digest
+from .io import atomic_write_bytes, atomic_write_json, config_hash, digest
 
 log = logging.getLogger(__name__)
 
@@ -300,6 +303,9 @@ def quarantine(path: str | Path, why: str) -> Path | None:
 # claims: one computation of a config at a time, across processes and machines
 # ---------------------------------------------------------------------------------
 CLAIM_FILE = "claim.json"
+# the largest weights file a published record may carry (``ResultStore.publish(weights=True)``):
+# weights ship only where an analysis needs them and they are small
+PUBLISHED_WEIGHTS_LIMIT = 2 * 2**20
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
 _BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process that died
@@ -556,7 +562,8 @@ class Entry:
 
         p = self.path / name
         if not p.exists():
-            raise FileNotFoundError(f"{p} does not exist (published records carry no weights)")
+            raise FileNotFoundError(f"{p} does not exist" + (" (this published record was published without its "
+                                    "weights)" if self.source == "published" else ""))
         try:
             return torch.load(p, map_location=map_location, weights_only=True)
         except Exception as exc:  # a truncated or foreign file: zip, unpickling or EOF errors
@@ -568,10 +575,11 @@ class Entry:
         return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
 
 
-def _check_weights(e: Entry, result: dict[str, Any]) -> None:
+def _check_weights(e: Entry, result: dict[str, Any], missing_ok: bool = False) -> None:
     """:class:`CorruptRecord` naming a weights file of ``e`` (``kind.weights``) that the
-    record says it has (``result["weights"]``: name -> bytes) but that is missing or of
-    another size, or that is there but is not a torch file (a zip archive with its end)."""
+    record says it has (``result["weights"]``: name -> bytes) but that is missing (unless
+    ``missing_ok``: a published record ships its weights or not) or of another size, or
+    that is there but is not a torch file (a zip archive with its end)."""
     import zipfile
 
     sizes = result.get("weights") if isinstance(result.get("weights"), dict) else {}
@@ -579,7 +587,7 @@ def _check_weights(e: Entry, result: dict[str, Any]) -> None:
         path = e.path / name
         expected = sizes.get(name)
         if not path.exists():
-            if expected is not None:
+            if expected is not None and not missing_ok:
                 raise CorruptRecord(path, "missing (its record lists it)")
             continue
         size = path.stat().st_size
@@ -597,8 +605,8 @@ class ResultStore:
         self.published = Path(published) if published is not None else None
         committed = {REPO_ROOT / "published", PACKAGE_DIR / "published", self.published}
         if any(p is not None and self.root.resolve() == p.resolve() for p in committed):
-            # a published record carries no weights: as a local record it would read as
-            # corrupt and be moved aside
+            # a published record may lack the weights its result lists: as a local record it
+            # would read as corrupt and be moved aside
             raise ValueError(f"{self.root} holds the published records, which are read-only: "
                              "give the result store another folder")
 
@@ -622,8 +630,8 @@ class ResultStore:
             if missing:
                 raise CorruptRecord(e.path / "result.json", "an incomplete record: no " + ", ".join(
                     repr(k) for k in missing))
-            if e.source == "local" and e.kind is not None:
-                _check_weights(e, result)
+            if e.kind is not None:
+                _check_weights(e, result, missing_ok=e.source != "local")
         except CorruptRecord as exc:
             if e.source == "local":
                 if exc.path.name != "result.json":  # weights: the record goes too, so the entry is computed again
@@ -755,19 +763,55 @@ class ResultStore:
                     code = result.get("code") or {}
                     yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
 
-    def publish(self, entry: Entry) -> Path:
+    def publish(self, entry: Entry, weights: bool = False) -> Path:
         """Copy a finished local entry's ``config.json`` and ``result.json`` (no
-        weights, no checkpoint) to the published root, atomically; its path there."""
+        checkpoint) to the published root, atomically, and with ``weights`` its weights
+        files (``kind.weights``, each at most :data:`PUBLISHED_WEIGHTS_LIMIT` bytes, else a
+        ``ValueError`` before anything is copied); its path there. The result is written
+        last, so that a publication cut short reads as not there."""
         if self.published is None:
             raise ValueError("this store has no published root")
         if entry.source != "local" or not entry.done:
             raise ValueError(f"{entry.path}: only a finished local entry can be published")
+        files = [entry.path / name for name in (entry.kind.weights if weights and entry.kind else ())
+                 if (entry.path / name).exists()]
+        for f in files:
+            if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT:
+                raise ValueError(f"{f}: {f.stat().st_size:,} bytes, more than a published record carries "
+                                 f"({PUBLISHED_WEIGHTS_LIMIT:,}); publish it without weights")
         kind_dir = entry.path.parent.name
         dest = self.published / kind_dir / entry.path.name
         dest.mkdir(parents=True, exist_ok=True)
+        for name in (entry.kind.weights if entry.kind else ()):
+            if not weights:
+                (dest / name).unlink(missing_ok=True)  # a record published again without them
+        for f in files:
+            atomic_write_bytes(dest / f.name, f.read_bytes())
         atomic_write_json(dest / "config.json", entry.config)
         atomic_write_json(dest / "result.json", entry.result)
         return dest
+
+    def publish_all(self, kinds: Iterable[Kind], weights: bool = False) -> list[tuple[Entry, Path | None, str]]:
+        """Publish every finished local record of ``kinds`` made by the current code
+        (:meth:`publish`; with ``weights``, the weights of those that have them and whose
+        files are small enough, the others without). One row per local record: the entry,
+        its published path (None: not published) and what was done, in words."""
+        rows: list[tuple[Entry, Path | None, str]] = []
+        for kind in kinds:
+            for e in self.entries(kind):
+                if e.source != "local":
+                    continue
+                if e.stale:
+                    rows.append((e, None, "not published: made by other code (" + code_version(e.result.get("code"))
+                                 + ")"))
+                    continue
+                files = [e.path / n for n in kind.weights if (e.path / n).exists()] if weights else []
+                small = all(f.stat().st_size <= PUBLISHED_WEIGHTS_LIMIT for f in files)
+                dest = self.publish(e, weights=bool(files) and small)
+                what = ("with its weights" if files and small else
+                        f"without its weights (larger than {PUBLISHED_WEIGHTS_LIMIT:,} bytes)" if files else "")
+                rows.append((e, dest, what or "record only"))
+        return rows
 
     # -- claims ---------------------------------------------------------------------
     def claim_path(self, kind: Kind, config: dict[str, Any]) -> Path:

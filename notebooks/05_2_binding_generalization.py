@@ -70,6 +70,8 @@ executor = None  # where the runs execute: "local" (default), "ray" or "ray:<add
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
 # %% tags=["hide-input"]
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
@@ -496,8 +498,9 @@ if P["ablations"]:
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", [ABLATION_LABELS[key] for key in variants])
     ab_table["additive R² of object queries"] = [
-        object_query_additivity(TrainConfig.from_dict(r["config"]), load_model(r)) if r["source"] == "local"
-        else float("nan") for r in ab]  # published records carry no weights
+        object_query_additivity(TrainConfig.from_dict(r["config"]), load_model(r))
+        if (Path(r["path"]) / "model.pt").exists() else float("nan")  # a record published without its weights
+        for r in ab]
     display(ab_table[["variant", "objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_2",
                       "boc_ceiling_test_object_2", "test_object_1", "test_concept_2", "train_object_2",
                       "additive R² of object queries"]].round(3))

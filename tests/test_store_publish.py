@@ -1,0 +1,100 @@
+"""Published records (bindcore.store.ResultStore.publish, `bindcore publish`): a record
+published with its weights is reused by a store that has nothing local, down to its
+model; weights too large, cut short or left out; only the current code's records go."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from bindcore.cli import main
+from bindcore.controlled.recipes import recipe
+from bindcore.controlled.runs import load_model, train
+from bindcore.controlled.training import STORE_KIND
+from bindcore.store import ResultStore
+
+
+def tiny(**kw):
+    return recipe("smoke", **{"steps": 4, "eval_every": 2, "eval_scenes": 16, **kw})
+
+
+def trained(root: Path, **kw) -> tuple[ResultStore, dict]:
+    store = ResultStore(root / "results", published=root / "published")
+    return store, train(tiny(**kw), store=store, device="cpu", progress=False)
+
+
+def test_a_record_published_with_its_weights_gives_the_same_model_to_a_store_with_nothing_local(tmp_path):
+    import torch
+
+    store, rec = trained(tmp_path)
+    entry = store.find(STORE_KIND, tiny().to_dict())
+    dest = store.publish(entry, weights=True)
+    assert sorted(p.name for p in dest.iterdir()) == ["config.json", "model.pt", "result.json"]
+
+    fresh = ResultStore(tmp_path / "elsewhere", published=tmp_path / "published")
+    again = train(tiny(), store=fresh, device="cpu", progress=False)  # found, not trained
+    assert again["source"] == "published" and again["metrics"] == rec["metrics"]
+    assert not (tmp_path / "elsewhere" / STORE_KIND).exists()
+    a, b = load_model(rec), load_model(again)
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name
+
+
+def test_a_record_published_without_weights_is_found_and_says_so_when_its_model_is_asked_for(tmp_path):
+    store, _ = trained(tmp_path)
+    dest = store.publish(store.find(STORE_KIND, tiny().to_dict()))
+    assert "model.pt" not in {p.name for p in dest.iterdir()}
+    again = train(tiny(), store=ResultStore(tmp_path / "elsewhere", published=tmp_path / "published"),
+                  device="cpu", progress=False)
+    assert again["source"] == "published"  # its result lists weights that were not shipped: not corrupt
+    with pytest.raises(FileNotFoundError, match="published without its weights"):
+        load_model(again)
+
+
+def test_publishing_weights_larger_than_the_limit_is_refused_before_anything_is_copied(tmp_path, monkeypatch):
+    import bindcore.store as store_mod
+
+    store, _ = trained(tmp_path)
+    entry = store.find(STORE_KIND, tiny().to_dict())
+    monkeypatch.setattr(store_mod, "PUBLISHED_WEIGHTS_LIMIT", 100)
+    with pytest.raises(ValueError, match="more than a published record carries"):
+        store.publish(entry, weights=True)
+    assert not (tmp_path / "published").exists()
+    (row,) = store.publish_all([STORE_KIND], weights=True)  # the whole store: published without them
+    assert row[1] is not None and "without its weights" in row[2]
+    assert not (row[1] / "model.pt").exists()
+
+
+def test_published_weights_cut_short_are_reported_and_the_record_skipped(tmp_path, caplog):
+    store, _ = trained(tmp_path)
+    dest = store.publish(store.find(STORE_KIND, tiny().to_dict()), weights=True)
+    weights = dest / "model.pt"
+    weights.write_bytes(weights.read_bytes()[:100])
+    fresh = ResultStore(tmp_path / "elsewhere", published=tmp_path / "published")
+    with caplog.at_level(logging.WARNING):
+        assert fresh.find(STORE_KIND, tiny().to_dict()) is None
+    assert str(weights) in caplog.text and weights.exists()  # read-only: reported, left as it is
+
+
+def test_publish_command_copies_the_current_codes_records_and_lists_the_others(tmp_path, monkeypatch, capsys):
+    import bindcore.store as store_mod
+
+    monkeypatch.setattr(store_mod.ResultStore.__init__, "__defaults__", (None, tmp_path / "published"))
+    store, _ = trained(tmp_path, seed=0)
+    _, other = trained(tmp_path, seed=1)
+    result = Path(other["path"]) / "result.json"
+    record = json.loads(result.read_text())
+    result.write_text(json.dumps({**record, "code": {**record["code"], "fingerprint": "0" * 64}}))
+
+    assert main(["publish", "--results", str(tmp_path / "results"), "--weights"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 2 records" in out and "made by other code" in out and "with its weights" in out
+    (published,) = (tmp_path / "published" / STORE_KIND).iterdir()
+    assert published.name == Path(store.find(STORE_KIND, tiny(seed=0).to_dict()).path).name
+    assert (published / "model.pt").exists()
+
+    assert main(["publish", "--results", str(tmp_path / "results"), "--kind", "bogus"]) == 2
+    assert "--kind" in capsys.readouterr().err
