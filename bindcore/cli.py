@@ -577,9 +577,12 @@ def register_publish(subparsers) -> None:
     p.add_argument("--kind", action="append", default=None, metavar="NAME",
                    help="only this kind of record (a folder of the store: train-2, train-pixels-1, approximators-1, "
                    "geometry-1); repeatable (default: all four)")
-    p.add_argument("--weights", action="store_true",
-                   help="also copy the weights of records that have them, where each file is small (larger "
-                   "ones are published without weights, and listed)")
+    weights = p.add_mutually_exclusive_group()
+    weights.add_argument("--weights", dest="weights", action="store_const", const="read", default=None,
+                         help="also copy the weights that an analysis loaded from this store (e.g. the §5.2 models "
+                         "that §4 embeds), where each file is small (larger ones are published without, and listed)")
+    weights.add_argument("--all-weights", dest="weights", action="store_const", const="all",
+                         help="also copy every record's weights, where each file is small")
     p.set_defaults(func=_run_publish)
 
 

@@ -306,6 +306,9 @@ CLAIM_FILE = "claim.json"
 # the largest weights file a published record may carry (``ResultStore.publish(weights=True)``):
 # weights ship only where an analysis needs them and they are small
 PUBLISHED_WEIGHTS_LIMIT = 2 * 2**20
+# an empty file ``<weights>.read`` beside a local entry's weights: an analysis loaded them
+# (Entry.load_state), so publishing the store with its weights ships these
+READ_MARK = ".read"
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
 _BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process that died
@@ -565,10 +568,14 @@ class Entry:
             raise FileNotFoundError(f"{p} does not exist" + (" (this published record was published without its "
                                     "weights)" if self.source == "published" else ""))
         try:
-            return torch.load(p, map_location=map_location, weights_only=True)
+            state = torch.load(p, map_location=map_location, weights_only=True)
         except Exception as exc:  # a truncated or foreign file: zip, unpickling or EOF errors
             raise CorruptRecord(p, f"unreadable weights ({type(exc).__name__}: {exc}); delete {self.path} "
                                    f"to compute this entry again") from None
+        if self.source == "local":  # what `bindcore publish --weights` ships: the weights an analysis read
+            with contextlib.suppress(OSError):
+                (self.path / (name + READ_MARK)).touch()
+        return state
 
     def record(self) -> dict[str, Any]:
         """The result with where it lies: ``source``, ``path`` and ``stale``."""
@@ -791,11 +798,14 @@ class ResultStore:
         atomic_write_json(dest / "result.json", entry.result)
         return dest
 
-    def publish_all(self, kinds: Iterable[Kind], weights: bool = False) -> list[tuple[Entry, Path | None, str]]:
+    def publish_all(self, kinds: Iterable[Kind], weights: str | None = None) -> list[tuple[Entry, Path | None, str]]:
         """Publish every finished local record of ``kinds`` made by the current code
-        (:meth:`publish`; with ``weights``, the weights of those that have them and whose
-        files are small enough, the others without). One row per local record: the entry,
-        its published path (None: not published) and what was done, in words."""
+        (:meth:`publish`). ``weights``: None, none; ``"read"``, the weights files that an
+        analysis loaded (:meth:`Entry.load_state` marks them); ``"all"``, every one; each
+        only if small enough, else the record goes without them. One row per local record:
+        the entry, its published path (None: not published) and what was done, in words."""
+        if weights not in (None, "read", "all"):
+            raise ValueError(f"weights must be None, 'read' or 'all', got {weights!r}")
         rows: list[tuple[Entry, Path | None, str]] = []
         for kind in kinds:
             for e in self.entries(kind):
@@ -805,7 +815,8 @@ class ResultStore:
                     rows.append((e, None, "not published: made by other code (" + code_version(e.result.get("code"))
                                  + ")"))
                     continue
-                files = [e.path / n for n in kind.weights if (e.path / n).exists()] if weights else []
+                files = [e.path / n for n in kind.weights if (e.path / n).exists()
+                         and (weights == "all" or (weights == "read" and (e.path / (n + READ_MARK)).exists()))]
                 small = all(f.stat().st_size <= PUBLISHED_WEIGHTS_LIMIT for f in files)
                 dest = self.publish(e, weights=bool(files) and small)
                 what = ("with its weights" if files and small else

@@ -63,7 +63,7 @@ def test_publishing_weights_larger_than_the_limit_is_refused_before_anything_is_
     with pytest.raises(ValueError, match="more than a published record carries"):
         store.publish(entry, weights=True)
     assert not (tmp_path / "published").exists()
-    (row,) = store.publish_all([STORE_KIND], weights=True)  # the whole store: published without them
+    (row,) = store.publish_all([STORE_KIND], weights="all")  # the whole store: published without them
     assert row[1] is not None and "without its weights" in row[2]
     assert not (row[1] / "model.pt").exists()
 
@@ -79,22 +79,31 @@ def test_published_weights_cut_short_are_reported_and_the_record_skipped(tmp_pat
     assert str(weights) in caplog.text and weights.exists()  # read-only: reported, left as it is
 
 
-def test_publish_command_copies_the_current_codes_records_and_lists_the_others(tmp_path, monkeypatch, capsys):
+def test_publish_command_copies_the_current_codes_records_and_the_weights_an_analysis_read(tmp_path, monkeypatch,
+                                                                                          capsys):
     import bindcore.store as store_mod
 
     monkeypatch.setattr(store_mod.ResultStore.__init__, "__defaults__", (None, tmp_path / "published"))
-    store, _ = trained(tmp_path, seed=0)
+    store, read = trained(tmp_path, seed=0)
+    _, unread = trained(tmp_path, seed=2)
     _, other = trained(tmp_path, seed=1)
+    load_model(read)  # an analysis loads this run's model: --weights ships it
     result = Path(other["path"]) / "result.json"
     record = json.loads(result.read_text())
     result.write_text(json.dumps({**record, "code": {**record["code"], "fingerprint": "0" * 64}}))
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--weights"]) == 0
     out = capsys.readouterr().out
-    assert "1 of 2 records" in out and "made by other code" in out and "with its weights" in out
-    (published,) = (tmp_path / "published" / STORE_KIND).iterdir()
-    assert published.name == Path(store.find(STORE_KIND, tiny(seed=0).to_dict()).path).name
-    assert (published / "model.pt").exists()
+    assert "2 of 3 records" in out and "made by other code" in out and "with its weights" in out
+    published = tmp_path / "published" / STORE_KIND
+    assert sorted(p.name for p in published.iterdir()) == sorted(Path(r["path"]).name for r in (read, unread))
+    assert (published / Path(read["path"]).name / "model.pt").exists()
+    assert not (published / Path(unread["path"]).name / "model.pt").exists()
+
+    assert main(["publish", "--results", str(tmp_path / "results"), "--all-weights"]) == 0
+    assert (published / Path(unread["path"]).name / "model.pt").exists()
+    assert main(["publish", "--results", str(tmp_path / "results")]) == 0  # again without: the weights go
+    assert not any(published.glob("*/model.pt"))
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--kind", "bogus"]) == 2
     assert "--kind" in capsys.readouterr().err
