@@ -157,8 +157,8 @@ def _run_book(args: argparse.Namespace) -> int:
             book.execute_book(args.profile, Path(build_dir) / "dry-run", force=args.force, only=args.only,
                               parameters=dry_run_parameters(), recompute=args.recompute, jobs=args.jobs)
         elif args.no_html:
-            book.execute_book(args.profile, build_dir, force=args.force, only=args.only, recompute=args.recompute,
-                              jobs=args.jobs)
+            book.execute_and_time(args.profile, build_dir, force=args.force, only=args.only,
+                                  recompute=args.recompute, jobs=args.jobs)
         else:
             book.build_book(args.profile, build_dir, force=args.force, only=args.only, strict=args.strict,
                             recompute=args.recompute, jobs=args.jobs)

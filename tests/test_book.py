@@ -213,6 +213,16 @@ def test_build_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path, 
     assert times["profile"] == "smoke" and times["total_seconds"] >= times["html_seconds"] >= 0
 
 
+def test_a_build_without_html_measures_itself_too(fake_repo, fake_papermill, tmp_path, capsys):
+    """`bindcore book --no-html` writes <build-dir>/build-times.json, as a full build writes
+    it beside the HTML: what benchmarks/book_times.py reads."""
+    runs = book.execute_and_time("smoke", tmp_path / "build", root=fake_repo)
+    times = json.loads((tmp_path / "build" / book.BUILD_TIMES).read_text())
+    assert [c["chapter"] for c in times["chapters"]] == [r.name for r in runs] == ["ch1", "ch2"]
+    assert times["html_seconds"] == 0.0 and times["total_seconds"] >= 0 and not any(c["cached"] for c in times["chapters"])
+    assert "[book]   ch1" in capsys.readouterr().out
+
+
 def test_failure_names_notebook_and_cell_and_leaves_nothing_half_written(fake_repo, monkeypatch, tmp_path):
     out = tmp_path / "out"
     monkeypatch.setattr(book, "_run_papermill", FakePapermill())

@@ -538,20 +538,37 @@ def build_book(
     html_start = time.perf_counter()
     index = build_html(profile, build_dir, force=force, strict=strict, root=root)
     html_seconds = time.perf_counter() - html_start
-    times = build_times(runs, profile, html_seconds, time.perf_counter() - start)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(index.parent / BUILD_TIMES, json.dumps(times, indent=1).encode("utf-8"))
-    print(f"[book] summary (profile={profile}):", flush=True)
+    write_build_times(build_times(runs, profile, html_seconds, time.perf_counter() - start), index.parent)
+    print(f"[book] open {index}", flush=True)
+    return index
+
+
+def execute_and_time(profile: str, build_dir: Path | str, **execute: Any) -> list[NotebookRun]:
+    """:func:`execute_book` without the HTML (``bindcore book --no-html``), its
+    measurement written to ``<build_dir>/build-times.json`` as a full build writes it
+    beside the HTML."""
+    start = time.perf_counter()
+    runs = execute_book(profile, build_dir, **execute)
+    write_build_times(build_times(runs, profile, 0.0, time.perf_counter() - start), Path(build_dir))
+    return runs
+
+
+def write_build_times(times: dict[str, Any], folder: Path) -> Path:
+    """Write a build's measurement (:func:`build_times`) as ``folder/build-times.json`` and
+    print it: per chapter its time and three slowest cells, the HTML build, the total."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = atomic_write_bytes(folder / BUILD_TIMES, json.dumps(times, indent=1).encode("utf-8"))
+    print(f"[book] summary (profile={times['profile']}):", flush=True)
     for chapter in times["chapters"]:
         status = (f"cached (executed in {chapter['seconds']:.1f} s)" if chapter["cached"]
                   else f"{chapter['seconds']:8.1f} s")
         slow = "; ".join(f"{c['seconds']:.1f} s: {c['source']}" for c in chapter["slowest_cells"])
         print(f"[book]   {chapter['chapter']:<40} {status}" + (f"   slowest cells: {slow}" if slow else ""), flush=True)
-    print(f"[book]   {'HTML build':<40} {html_seconds:8.1f} s", flush=True)
+    if times["html_seconds"]:
+        print(f"[book]   {'HTML build':<40} {times['html_seconds']:8.1f} s", flush=True)
     print(f"[book]   {'total':<40} {times['total_seconds']:8.1f} s", flush=True)
-    print(f"[book] measured times: {index.parent / BUILD_TIMES}", flush=True)
-    print(f"[book] open {index}", flush=True)
-    return index
+    print(f"[book] measured times: {path}", flush=True)
+    return path
 
 
 if __name__ == "__main__":  # one chapter of a build that runs chapters side by side
