@@ -107,3 +107,24 @@ def test_publish_command_copies_the_current_codes_records_and_the_weights_an_ana
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--kind", "bogus"]) == 2
     assert "--kind" in capsys.readouterr().err
+
+
+def test_a_page_that_loads_models_trains_again_a_run_published_without_its_weights(tmp_path, monkeypatch, capsys):
+    """bindcore.experiments.generalization.with_weights: the run comes back with weights in
+    the local store, with the same metrics; a run published with them is used as it is."""
+    from bindcore.experiments.generalization import with_weights
+
+    store, rec = trained(tmp_path)
+    store.publish(store.find(STORE_KIND, tiny().to_dict()))  # without weights
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "fresh"))
+    fresh = ResultStore(published=tmp_path / "published")
+    (found,) = [train(tiny(), store=fresh, device="cpu", progress=False)]
+    assert found["source"] == "published" and not (Path(found["path"]) / "model.pt").exists()
+    (again,) = with_weights([found], workers=1, device="cpu")
+    assert again["source"] == "local" and Path(again["path"]).is_relative_to(tmp_path / "fresh")
+    assert (Path(again["path"]) / "model.pt").exists() and again["metrics"] == rec["metrics"]
+    assert "published without the weights" in capsys.readouterr().out
+
+    dest = store.publish(store.find(STORE_KIND, tiny().to_dict()), weights=True)
+    published = {**found, "path": str(dest)}
+    assert with_weights([published]) == [published]  # nothing trained

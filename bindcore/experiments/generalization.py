@@ -58,8 +58,30 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, p52: Mappi
 
     runs = run_sweep(generalizing_configs(profile, params, p52), workers=workers, device=device, progress=False,
                      executor=executor)
+    runs = with_weights(runs, workers=workers, device=device, executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs
+
+
+def with_weights(records: list[dict[str, Any]], workers: int | None = None, device: str | None = None,
+                 executor: Any = None) -> list[dict[str, Any]]:
+    """``records`` of runs whose models a page loads, each with its weights here: a run
+    found published without them (``bindcore publish`` without ``--weights``) is trained
+    again into the local store, which every later lookup reads first."""
+    from bindcore.controlled.training import TrainConfig
+    from bindcore.store import ResultStore
+    from bindcore.sweep import run_sweep
+
+    lacking = [i for i, r in enumerate(records) if not (Path(r["path"]) / "model.pt").exists()]
+    if not lacking:
+        return list(records)
+    print(f"{len(lacking)} stored run(s) were published without the weights this page loads: trained here", flush=True)
+    fresh = run_sweep([TrainConfig.from_dict(records[i]["config"]) for i in lacking], store=ResultStore(published=None),
+                      workers=workers, device=device, progress=False, executor=executor)
+    out = list(records)
+    for i, rec in zip(lacking, fresh):
+        out[i] = rec
+    return out
 
 
 # ---------------------------------------------------------------------------------

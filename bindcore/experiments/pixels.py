@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from .complexity import controlled_sweeps
-from .generalization import chapter_recipe, note_stored
+from .generalization import chapter_recipe, note_stored, with_weights
 
 
 def pixel_base(profile: str, params: dict[str, Any]):
@@ -42,7 +42,7 @@ def pixel_binding_data(runs: Iterable[Mapping[str, Any]], params: dict[str, Any]
     from bindcore.controlled.pixels import generalizing_pixel_runs
 
     return [controlled_binding_data(r, max_objects=params["max_objects"], renders=params["renders"], device="cpu")
-            for r in generalizing_pixel_runs(list(runs))]
+            for r in with_weights(generalizing_pixel_runs(list(runs)))]
 
 
 def pixel_approximator_params(params: dict[str, Any]) -> dict[str, Any]:
