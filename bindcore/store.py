@@ -582,6 +582,12 @@ class Entry:
         return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
 
 
+def has_weights(record: dict[str, Any], name: str = "model.pt") -> bool:
+    """Whether the stored run ``record`` (:meth:`Entry.record`: it has ``path``) has its
+    weights file here: a local run does, a published one only if it was published with it."""
+    return (Path(record["path"]) / name).exists()
+
+
 def _check_weights(e: Entry, result: dict[str, Any], missing_ok: bool = False) -> None:
     """:class:`CorruptRecord` naming a weights file of ``e`` (``kind.weights``) that the
     record says it has (``result["weights"]``: name -> bytes) but that is missing (unless

@@ -70,8 +70,6 @@ executor = None  # where the runs execute: "local" (default), "ray" or "ray:<add
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
@@ -94,6 +92,7 @@ from bindcore.experiments.generalization import (
 from bindcore.figures import plot_binding_curves, plot_fit_search, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
+from bindcore.store import has_weights
 from bindcore.sweep import (
     ABLATION_LABELS,
     ABLATION_NAMES,
@@ -499,7 +498,7 @@ if P["ablations"]:
     ab_table.insert(0, "variant", [ABLATION_LABELS[key] for key in variants])
     ab_table["additive R² of object queries"] = [
         object_query_additivity(TrainConfig.from_dict(r["config"]), load_model(r))
-        if (Path(r["path"]) / "model.pt").exists() else float("nan")  # a record published without its weights
+        if has_weights(r) else float("nan")  # a record published without its weights
         for r in ab]
     display(ab_table[["variant", "objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_2",
                       "boc_ceiling_test_object_2", "test_object_1", "test_concept_2", "train_object_2",

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.io import arrays_hash, atomic_savez, config_hash
-from bindcore.store import Kind, ResultStore
+from bindcore.store import Kind, ResultStore, has_weights
 
 from .approximators import (
     TREE_GRIDS,
@@ -218,7 +218,7 @@ def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_p
     found = store.find(APPROX_STORE_KIND, key)
     if found is not None:
         return found.result["record"]
-    if not (Path(record["path"]) / "model.pt").exists():  # a run published without its weights
+    if not has_weights(record):  # a run published without its weights
         return None
 
     def compute() -> dict[str, Any]:

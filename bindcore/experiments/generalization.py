@@ -69,10 +69,10 @@ def with_weights(records: list[dict[str, Any]], workers: int | None = None, devi
     found published without them (``bindcore publish`` without ``--weights``) is trained
     again into the local store, which every later lookup reads first."""
     from bindcore.controlled.training import TrainConfig
-    from bindcore.store import ResultStore
+    from bindcore.store import ResultStore, has_weights
     from bindcore.sweep import run_sweep
 
-    lacking = [i for i, r in enumerate(records) if not (Path(r["path"]) / "model.pt").exists()]
+    lacking = [i for i, r in enumerate(records) if not has_weights(r)]
     if not lacking:
         return list(records)
     print(f"{len(lacking)} stored run(s) were published without the weights this page loads: trained here", flush=True)
