@@ -582,6 +582,12 @@ class Entry:
         return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
 
 
+def _too_large(files: Iterable[Path]) -> list[Path]:
+    """The weights files among ``files`` that a published record may not carry
+    (more than :data:`PUBLISHED_WEIGHTS_LIMIT` bytes)."""
+    return [f for f in files if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT]
+
+
 def has_weights(record: dict[str, Any], name: str = "model.pt") -> bool:
     """Whether the stored run ``record`` (:meth:`Entry.record`: it has ``path``) has its
     weights file here: a local run does, a published one only if it was published with it."""
@@ -786,18 +792,15 @@ class ResultStore:
             raise ValueError("this store has no published root")
         if entry.source != "local" or not entry.done:
             raise ValueError(f"{entry.path}: only a finished local entry can be published")
-        files = [entry.path / name for name in (entry.kind.weights if weights and entry.kind else ())
-                 if (entry.path / name).exists()]
-        for f in files:
-            if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT:
-                raise ValueError(f"{f}: {f.stat().st_size:,} bytes, more than a published record carries "
-                                 f"({PUBLISHED_WEIGHTS_LIMIT:,}); publish it without weights")
-        kind_dir = entry.path.parent.name
-        dest = self.published / kind_dir / entry.path.name
+        names = entry.kind.weights if entry.kind else ()
+        files = [entry.path / n for n in names if (entry.path / n).exists()] if weights else []
+        for f in _too_large(files):
+            raise ValueError(f"{f}: {f.stat().st_size:,} bytes, more than a published record carries "
+                             f"({PUBLISHED_WEIGHTS_LIMIT:,}); publish it without weights")
+        dest = self.published / entry.path.parent.name / entry.path.name
         dest.mkdir(parents=True, exist_ok=True)
-        for name in (entry.kind.weights if entry.kind else ()):
-            if not weights:
-                (dest / name).unlink(missing_ok=True)  # a record published again without them
+        for name in names if not weights else ():
+            (dest / name).unlink(missing_ok=True)  # a record published again without them
         for f in files:
             atomic_write_bytes(dest / f.name, f.read_bytes())
         atomic_write_json(dest / "config.json", entry.config)
@@ -823,7 +826,7 @@ class ResultStore:
                     continue
                 files = [e.path / n for n in kind.weights if (e.path / n).exists()
                          and (weights == "all" or (weights == "read" and (e.path / (n + READ_MARK)).exists()))]
-                small = all(f.stat().st_size <= PUBLISHED_WEIGHTS_LIMIT for f in files)
+                small = not _too_large(files)
                 dest = self.publish(e, weights=bool(files) and small)
                 what = ("with its weights" if files and small else
                         f"without its weights (larger than {PUBLISHED_WEIGHTS_LIMIT:,} bytes)" if files else "")
