@@ -1,6 +1,7 @@
 """Stacked training against the same runs one by one, printed (not asserted).
 
-The scale recipe at |O| = 2,500 (C = 2, V = 50, coverage 0.5), on one CPU thread:
+A recipe (``--profile``: scale by default, or quick, the book's own §5.2 runs) at
+|O| = 2,500 (C = 2, V = 50, coverage 0.5) unless told otherwise, on one CPU thread:
 seconds per training step of one lone run (each seed's lone run, by
 :func:`bindcore.controlled.training.optimizer_step`) and of stacks of 3 and 4 runs
 (seeds 0..R-1, :func:`bindcore.controlled.stacked.stacked_step`), and the ratio
@@ -8,8 +9,9 @@ stacked / (sum of the same runs' lone steps): below 1, the stack saves time.
 Measurements alternate lone and stacked steps over several rounds; each figure is the
 median over rounds (another process on the machine disturbs single rounds).
 
-Usage: ``python benchmarks/bench_stacked.py [--steps 10] [--rounds 3] [--sizes 3 4]
-[--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
+Usage: ``python benchmarks/bench_stacked.py [--profile scale|quick] [--steps 10] [--rounds 3]
+[--sizes 3 4] [--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
+(the quick book's points: ``--profile quick --values 10 --coverage 0.8``)
 """
 
 from __future__ import annotations
@@ -86,21 +88,22 @@ def seconds_per_step(trainer, steps: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", choices=["scale", "quick"], default="scale", help="recipe to stack")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median reported)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[3, 4], help="stack sizes")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--values", type=int, default=50)
     ap.add_argument("--coverage", type=float, default=0.5)
-    ap.add_argument("--batch-size", type=int, default=None, help="instead of the recipe's (256)")
+    ap.add_argument("--batch-size", type=int, default=None, help="instead of the recipe's")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dev = torch.device("cpu")
     n_seeds = max(args.sizes)
     extra = {} if args.batch_size is None else {"batch_size": args.batch_size}
-    cfgs = [recipe("scale", n_values=args.values, coverage=args.coverage, seed=s, **extra) for s in range(n_seeds)]
+    cfgs = [recipe(args.profile, n_values=args.values, coverage=args.coverage, seed=s, **extra) for s in range(n_seeds)]
     c = cfgs[0]
-    print(f"scale recipe: C={c.n_concepts} V={c.n_values} coverage={c.coverage} batch {c.batch_size}, "
+    print(f"{args.profile} recipe: C={c.n_concepts} V={c.n_values} coverage={c.coverage} batch {c.batch_size}, "
           f"d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {torch.get_num_threads()} thread(s), "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}")
     lones = [Lone(cfg, dev) for cfg in cfgs]
