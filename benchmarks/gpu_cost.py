@@ -298,7 +298,7 @@ def chapter_work(chapter: str, profile: str, costs: Costs, token_runs: list) -> 
         base = chapter_recipe(profile, p["steps"], p.get("eval_scenes"))
         configs = generalization_configs(base, p)
         if p["ablations"]:
-            configs += list(ablation_configs(base, p).values())
+            configs += [cfg for _, cfg in ablation_configs(base, p)]
         return Work(configs, [])
     if chapter in ("04_1_geometry", "04_2_component_attribution"):
         p = chapter_parameters("geometry", profile)

@@ -74,15 +74,17 @@ ABLATION_LABELS = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase (concept lo
 ABLATION_NAMES = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase", RELEASE_NEGATIVES: "release negatives"}
 
 
-def ablation_variants(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
-    """At the largest object space and the largest coverage: the main recipe
-    (:data:`MAIN_RECIPE`), the one-phase objective (:data:`ONE_PHASE`: concept loss from
-    step 0, no trigger) and the released code's negatives (:data:`RELEASE_NEGATIVES`:
-    held-out objects used as training negatives). A variant that is the main recipe
-    itself (the paper and colab recipes have the concept loss from step 0) is left out:
-    one run under two names would read as a replication."""
+def ablation_variants(base: TrainConfig, params: dict[str, Any], seed: int | None = None) -> dict[str, TrainConfig]:
+    """At the largest object space and the largest coverage, for one training ``seed``
+    (default: the chapter's first): the main recipe (:data:`MAIN_RECIPE`), the one-phase
+    objective (:data:`ONE_PHASE`: concept loss from step 0, no trigger) and the released
+    code's negatives (:data:`RELEASE_NEGATIVES`: held-out objects used as training
+    negatives). A variant that is the main recipe itself (the paper and colab recipes
+    have the concept loss from step 0) is left out: one run under two names would read
+    as a replication."""
     c0, v0 = max(params["sizes"], key=lambda cv: cv[1] ** cv[0])
-    main = base.with_(n_concepts=c0, n_values=v0, coverage=max(params["coverages"]), seed=params["seeds"][0])
+    seed = params["seeds"][0] if seed is None else seed
+    main = base.with_(n_concepts=c0, n_values=v0, coverage=max(params["coverages"]), seed=seed)
     variants = {
         MAIN_RECIPE: main,
         ONE_PHASE: main.with_(concept_loss_start=0.0, concept_loss_trigger=0.0),
@@ -91,10 +93,52 @@ def ablation_variants(base: TrainConfig, params: dict[str, Any]) -> dict[str, Tr
     return {key: cfg for key, cfg in variants.items() if key == MAIN_RECIPE or cfg != main}
 
 
-def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> dict[str, TrainConfig]:
-    """:func:`ablation_variants` under their labels (:data:`ABLATION_LABELS`), as a
-    table's ``variant`` column shows them."""
-    return {ABLATION_LABELS[key]: cfg for key, cfg in ablation_variants(base, params).items()}
+def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> list[tuple[str, TrainConfig]]:
+    """Every variant of :func:`ablation_variants` for every seed of the chapter, seed by
+    seed, as ``(variant key, config)``: a claim about a training change rests on all the
+    seeds the chapter trains, not on one."""
+    return [(key, cfg) for seed in params["seeds"] for key, cfg in ablation_variants(base, params, seed).items()]
+
+
+def ablation_summary(table) -> Any:
+    """Per ablation variant of ``table`` (:func:`results_table` of the runs of
+    :func:`ablation_configs`, with a ``variant`` column of keys): the seeds, and the median
+    and range over them of held-out swap pairs and strict two-object recognition; for a
+    variant other than the main recipe, the median of its per-seed difference to the main
+    recipe's run of the same seed and on how many seeds it is below."""
+    import pandas as pd
+
+    main = table[table["variant"] == MAIN_RECIPE].set_index("seed")
+    rows = []
+    for key in ABLATION_LABELS:
+        runs = table[table["variant"] == key]
+        if runs.empty:
+            continue
+        row = {"variant": ABLATION_LABELS[key], "seeds": len(runs)}
+        for name, col in (("swap pairs", "test_swap_pair"), ("strict two objects", "test_object_2")):
+            vals = runs[col].astype(float)
+            row[name] = float(vals.median())
+            row[f"{name} range"] = _range({"min": vals.min(), "max": vals.max()})
+        if key != MAIN_RECIPE:
+            diff = (runs.set_index("seed")["test_swap_pair"] - main["test_swap_pair"]).dropna()
+            row["swap pairs - main (median over seeds)"] = float(diff.median()) if len(diff) else float("nan")
+            row["seeds below the main recipe"] = f"{int((diff < 0).sum())} of {len(diff)}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ablation_sentence(summary) -> str:
+    """One line of :func:`ablation_summary`: each variant's median held-out swap-pair score
+    with its range and its median difference to the main recipe, per seed."""
+    parts = []
+    for _, row in summary.iterrows():
+        text = f"{row['variant'].split(' (')[0]} {row['swap pairs']:.2f} ({row['swap pairs range']})"
+        if "seeds below the main recipe" in row and isinstance(row["seeds below the main recipe"], str):
+            text += (f", {row['swap pairs - main (median over seeds)']:+.2f} against the main recipe, "
+                     f"below it on {row['seeds below the main recipe']} seeds")
+        parts.append(text)
+    n = int(summary["seeds"].max()) if len(summary) else 0
+    return f"held-out swap pairs, median (range) over {n} seed(s): " + "; ".join(parts)
 
 
 def default_workers(n_pending: int, device: str | None = None) -> int:

@@ -69,6 +69,7 @@ from bindcore.experiments.report import gather_results
 from bindcore.paper import paper_items
 from bindcore.sweep import (
     ablation_configs,
+    ablation_summary,
     results_table,
     run_sweep,
 )
@@ -213,12 +214,11 @@ top[["objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_
 # %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab_runs = run_sweep(list(variants.values()), workers=workers, device=device, progress=False)
+    ab_runs = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, progress=False)
     note_stored(ab_runs, what="ablation runs")
     ab = results_table(ab_runs)
-    ab.insert(0, "variant", list(variants))
-    display(ab[["variant", "objects", "coverage", "test_object_2", "boc_test_object_2", "test_concept_2"]]
-            .round(3).assign(profile=profile))
+    ab.insert(0, "variant", [key for key, _ in variants])
+    display(ablation_summary(ab).round(3).assign(profile=profile))
 
 # %% [markdown]
 # ## §5.4 Figure 9

@@ -11,7 +11,12 @@ from bindcore.controlled.training import STORE_KIND, concept_loss_onset
 from bindcore.runtime import PROFILES
 from bindcore.store import ResultStore
 from bindcore.sweep import (
+    MAIN_RECIPE,
+    ONE_PHASE,
+    RELEASE_NEGATIVES,
     ablation_configs,
+    ablation_summary,
+    ablation_variants,
     generalization_configs,
     generalization_summary,
     grid,
@@ -95,17 +100,21 @@ def test_recipes_and_profiles():
     cfgs = generalization_configs(recipe("smoke"), chapter_parameters("binding_generalization", "smoke"))
     assert len(cfgs) == 2
     quick = chapter_parameters("binding_generalization", "quick")
-    ab = ablation_configs(recipe("quick"), quick)
+    pairs = ablation_configs(recipe("quick"), quick)
+    assert len(quick["seeds"]) >= 3, "a claim about a training change needs three seeds"
+    assert len(pairs) == 3 * len(quick["seeds"]) and len({cfg for _, cfg in pairs}) == len(pairs)
+    assert [cfg.seed for _, cfg in pairs] == [s for s in quick["seeds"] for _ in range(3)]
+    ab = ablation_variants(recipe("quick"), quick, seed=quick["seeds"][1])
     assert len(set(ab.values())) == 3, "every ablation variant must differ from the main recipe"
-    assert ab["release negatives (held-out objects as negatives)"].heldout_as_negatives
-    one_phase = ab["one-phase (concept loss from step 0)"]
-    assert concept_loss_onset(one_phase, []) == 0
-    main = ab["main recipe"]
+    assert {cfg.seed for cfg in ab.values()} == {quick["seeds"][1]}
+    assert ab[RELEASE_NEGATIVES].heldout_as_negatives
+    assert concept_loss_onset(ab[ONE_PHASE], []) == 0
+    main = ab[MAIN_RECIPE]
     assert main.n_values ** main.n_concepts == max(v**c for c, v in quick["sizes"])
     # the paper and colab recipes have the concept loss from step 0: no one-phase run under a second name
     for profile in ("paper", "colab"):
-        ab = ablation_configs(recipe(profile), chapter_parameters("binding_generalization", profile))
-        assert list(ab) == ["main recipe", "release negatives (held-out objects as negatives)"], profile
+        ab = ablation_variants(recipe(profile), chapter_parameters("binding_generalization", profile))
+        assert list(ab) == [MAIN_RECIPE, RELEASE_NEGATIVES], profile
 
 
 @pytest.mark.parametrize("kind,args,n", [("clevr2d", ["--size", "64"], 576), ("clevr3d-singles", ["--size", "64"], 24),
@@ -186,3 +195,30 @@ def test_the_runs_of_the_scale_plan_not_computed_yet_are_named_by_space_coverage
     assert text.startswith("|O| = 100: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2)")
     assert "; |O| = 2,500: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2), 0.3 (seed 2), 0.7 (seeds 0, 1, 2)" in text
     assert missing_runs_text([]) == ""
+
+
+def test_ablation_summary_compares_each_variant_with_the_main_run_of_its_seed():
+    import pandas as pd
+
+    from bindcore.sweep import ablation_sentence
+
+    main = {0: 0.6, 1: 0.2, 2: 0.5}
+    rows = [{"variant": MAIN_RECIPE, "seed": s, "test_swap_pair": v, "test_object_2": v + 0.1} for s, v in main.items()]
+    # one-phase: below the main run of its own seed on two seeds, above on one (0.1 > 0.2 - 0.3 across seeds
+    # would mislead: the comparison is seed by seed)
+    rows += [{"variant": ONE_PHASE, "seed": s, "test_swap_pair": v, "test_object_2": v}
+             for s, v in {0: 0.4, 1: 0.3, 2: 0.1}.items()]
+    # release negatives: the same numbers as the main recipe, a null: no seed below it
+    rows += [{**r, "variant": RELEASE_NEGATIVES} for r in rows[:3]]
+    summary = ablation_summary(pd.DataFrame(rows)).set_index("variant")
+    one = summary.loc["one-phase (concept loss from step 0)"]
+    assert one["seeds"] == 3 and one["swap pairs"] == pytest.approx(0.3)
+    assert one["swap pairs range"] == "0.10-0.40"
+    assert one["swap pairs - main (median over seeds)"] == pytest.approx(-0.2)  # -0.2, +0.1, -0.4
+    assert one["seeds below the main recipe"] == "2 of 3"
+    null = summary.loc["release negatives (held-out objects as negatives)"]
+    assert null["swap pairs - main (median over seeds)"] == 0 and null["seeds below the main recipe"] == "0 of 3"
+    assert summary.loc["main recipe", "swap pairs"] == pytest.approx(0.5)
+    text = ablation_sentence(ablation_summary(pd.DataFrame(rows)))
+    assert "over 3 seed(s)" in text and "one-phase 0.30 (0.10-0.40), -0.20 against the main recipe" in text
+    assert "below it on 2 of 3 seeds" in text and "below it on 0 of 3 seeds" in text

@@ -127,7 +127,11 @@ def test_release_deviations_read_measured_effects():
     ablation = pd.DataFrame({"variant": ["main recipe", "release negatives (held-out objects as negatives)"],
                              "test_object_2": [0.6, 0.02]})
     t = DV.release_deviations("smoke", b["geometry"], b["pretrained_complexity"], trees=trees, ablation=ablation)
-    assert "0.02 with the release's negatives, 0.60 without" in t.iloc[0]["effect"]
+    assert "0.02 with the release's negatives, 0.60 without (one seed)" in t.iloc[0]["effect"]
+    seeds = pd.DataFrame({"variant": ["main_recipe"] * 3 + ["release_negatives"] * 3,
+                          "test_object_2": [0.6, 0.2, 0.5, 0.02, 0.4, 0.0]})
+    med = DV.release_deviations("smoke", b["geometry"], b["pretrained_complexity"], ablation=seeds)
+    assert "0.02 with the release's negatives, 0.50 without (median of 3 seeds)" in med.iloc[0]["effect"]
     assert "xgboost: 8: 0.01, all: 0.30" in t[t["component"].str.startswith("XGBoost")]["effect"].iloc[0]
 
 
