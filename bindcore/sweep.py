@@ -130,9 +130,10 @@ def ablation_summary(table) -> Any:
 def ablation_sentence(summary) -> str:
     """One line of :func:`ablation_summary`: each variant's median held-out swap-pair score
     with its range and its median difference to the main recipe, per seed."""
+    short = {ABLATION_LABELS[key]: ABLATION_NAMES[key] for key in ABLATION_LABELS}
     parts = []
     for _, row in summary.iterrows():
-        text = f"{row['variant'].split(' (')[0]} {row['swap pairs']:.2f} ({row['swap pairs range']})"
+        text = f"{short[row['variant']]} {row['swap pairs']:.2f} ({row['swap pairs range']})"
         if "seeds below the main recipe" in row and isinstance(row["seeds below the main recipe"], str):
             text += (f", {row['swap pairs - main (median over seeds)']:+.2f} against the main recipe, "
                      f"below it on {row['seeds below the main recipe']} seeds")
