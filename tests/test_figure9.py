@@ -14,7 +14,7 @@ from bindcore.book.tables import figure9_correlations
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
 from bindcore.controlled.training import STORE_KIND, TrainConfig
-from bindcore.experiments.complexity import figure9_table
+from bindcore.experiments.complexity import figure9_table, training_objects_embedded
 from bindcore.store import ResultStore
 from bindcore.verdicts import core as CL
 from bindcore.verdicts.approximators import figure9_claims
@@ -54,6 +54,23 @@ def test_figure9_table_local_and_published(tmp_path):
     # a published run without a stored fit: shown, with no probe number
     shutil.rmtree(published / APPROX_STORE_KIND)
     assert np.isnan(figure9_table(PROTOCOL, max_objects=16, store=store)["global product: held-out objects"]).all()
+
+
+def test_a_run_none_of_whose_training_objects_is_embedded_is_shown_without_a_fit(tmp_path):
+    """A smoke build sees published quick models: at 16 embedded objects (the first 4
+    values of each concept) a V = 10 model at coverage 0.2 has no training object among
+    them, so there is nothing to fit the global product on."""
+    store = ResultStore(tmp_path, published=None)
+    runs = [train(recipe("smoke", steps=2, n_values=v, coverage=c), store=store, progress=False)
+            for v, c in ((10, 0.2), (4, 0.5))]
+    for rec in runs:  # the count read from the config is the one the embedded data shows
+        data = controlled_binding_data(rec, max_objects=16)
+        train_objects = TrainConfig.from_dict(rec["config"]).split.train.numpy()
+        assert training_objects_embedded(rec["config"], 16) == np.isin(np.unique(data.object_ids()), train_objects).sum()
+    assert training_objects_embedded(runs[0]["config"], 16) == 0 < training_objects_embedded(runs[0]["config"], 400)
+    table = figure9_table(PROTOCOL, max_objects=16, store=store).set_index("V")
+    assert np.isnan(table.loc[10, "global product: held-out objects"])
+    assert table.loc[4, "global product: held-out objects"] >= 0
 
 
 def test_figure9_correlations_need_three_models():
