@@ -134,7 +134,7 @@ def ablation_sentence(summary) -> str:
     parts = []
     for _, row in summary.iterrows():
         text = f"{short[row['variant']]} {row['swap pairs']:.2f} ({row['swap pairs range']})"
-        if "seeds below the main recipe" in row and isinstance(row["seeds below the main recipe"], str):
+        if row["variant"] != ABLATION_LABELS[MAIN_RECIPE]:  # the others are compared with it
             text += (f", {row['swap pairs - main (median over seeds)']:+.2f} against the main recipe, "
                      f"below it on {row['seeds below the main recipe']} seeds")
         parts.append(text)
