@@ -9,12 +9,12 @@ import numpy as np
 
 from bindcore.analysis.approximators import get_protocol
 from bindcore.analysis.complexity import APPROX_STORE_KIND, own_split_fit
-from bindcore.analysis.probes import controlled_binding_data, split_by_objects
+from bindcore.analysis.probes import controlled_binding_data, split_by_objects, sub_grid_objects
 from bindcore.book.tables import figure9_correlations
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
 from bindcore.controlled.training import STORE_KIND, TrainConfig
-from bindcore.experiments.complexity import figure9_table, training_objects_embedded
+from bindcore.experiments.complexity import figure9_table
 from bindcore.store import ResultStore
 from bindcore.verdicts import core as CL
 from bindcore.verdicts.approximators import figure9_claims
@@ -63,11 +63,15 @@ def test_a_run_none_of_whose_training_objects_is_embedded_is_shown_without_a_fit
     store = ResultStore(tmp_path, published=None)
     runs = [train(recipe("smoke", steps=2, n_values=v, coverage=c), store=store, progress=False)
             for v, c in ((10, 0.2), (4, 0.5))]
-    for rec in runs:  # the count read from the config is the one the embedded data shows
+    for rec in runs:  # the sub-grid read from the config is the set of objects the embedded data shows
+        cfg = TrainConfig.from_dict(rec["config"])
         data = controlled_binding_data(rec, max_objects=16)
-        train_objects = TrainConfig.from_dict(rec["config"]).split.train.numpy()
-        assert training_objects_embedded(rec["config"], 16) == np.isin(np.unique(data.object_ids()), train_objects).sum()
-    assert training_objects_embedded(runs[0]["config"], 16) == 0 < training_objects_embedded(runs[0]["config"], 400)
+        assert np.array_equal(np.unique(data.object_ids()), sub_grid_objects(cfg.space, 16).numpy())
+    cfg = TrainConfig.from_dict(runs[0]["config"])
+    embedded = [np.isin(sub_grid_objects(cfg.space, m).numpy(), cfg.split.train.numpy()).sum() for m in (16, 400)]
+    assert embedded[0] == 0 < embedded[1]
+    assert own_split_fit(runs[0], PROTOCOL, max_objects=16, store=store) is None
+    assert own_split_fit(runs[0], PROTOCOL, max_objects=400, store=store) is not None
     table = figure9_table(PROTOCOL, max_objects=16, store=store).set_index("V")
     assert np.isnan(table.loc[10, "global product: held-out objects"])
     assert table.loc[4, "global product: held-out objects"] >= 0

@@ -207,11 +207,16 @@ def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_p
     :func:`~bindcore.analysis.probes.controlled_binding_data`), stored under the run's
     config hash, so a record computed where the weights are (published/) serves a build
     that has none. Returns the selected record (learning rate chosen on validation
-    scenes), or None when the run's weights are not here and no record is stored."""
+    scenes), or None when the run's weights are not here and no record is stored, and
+    when the embedded sub-grid holds none of the run's training objects (nothing to fit
+    on: e.g. 16 objects of a V = 10 space at coverage 0.2)."""
     from bindcore.controlled.training import TrainConfig
 
-    from .probes import controlled_binding_data
+    from .probes import controlled_binding_data, sub_grid_objects
 
+    cfg = TrainConfig.from_dict(record["config"])
+    if not np.isin(sub_grid_objects(cfg.space, max_objects).numpy(), cfg.split.train.numpy()).any():
+        return None
     store = store or ResultStore()
     key = {"analysis": "own split", "run": config_hash(record["config"]), "family": family,
            "protocol": asdict(protocol), "max_objects": max_objects}
@@ -223,7 +228,7 @@ def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_p
 
     def compute() -> dict[str, Any]:
         data = controlled_binding_data(record, max_objects=max_objects, device=device or "cpu")
-        split = split_by_objects(data, TrainConfig.from_dict(record["config"]).split.train.numpy())
+        split = split_by_objects(data, cfg.split.train.numpy())
         specs = make_specs(data, split, family, None, protocol.lrs, (0,), 0.2, 0)
         recs = select_best(train_models(data, specs, protocol, device=device, progress=False))
         rec = recs[0]

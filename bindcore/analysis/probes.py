@@ -397,12 +397,15 @@ class LinearProbes:
 # ---------------------------------------------------------------------------------
 # controlled dual encoders as binding functions (reference-spec §7)
 # ---------------------------------------------------------------------------------
-def sub_grid_side(n_values: int, n_concepts: int, max_objects: int) -> int:
-    """Values per concept of the sub-grid of :func:`controlled_binding_data` (``objects="all"``):
-    the first ceil(max_objects ** (1/C)) values of each concept, at most all ``n_values``."""
+def sub_grid_objects(space: Any, max_objects: int) -> torch.Tensor:
+    """The object ids (sorted) of the sub-grid that :func:`controlled_binding_data` embeds
+    with ``objects="all"``: every combination of the first ceil(max_objects ** (1/C))
+    values of each concept (at most all of ``space``'s values)."""
     import math
 
-    return min(n_values, math.ceil(max_objects ** (1 / n_concepts) - 1e-9))
+    side = min(space.n_values, math.ceil(max_objects ** (1 / space.n_concepts) - 1e-9))
+    grid = torch.cartesian_prod(*[torch.arange(side)] * space.n_concepts).reshape(-1, space.n_concepts)
+    return space.object_ids(grid).sort().values
 
 
 def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
@@ -426,9 +429,7 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     model = load_model(record, map_location=device)
     space = cfg.space
     if objects == "all":
-        n = sub_grid_side(cfg.n_values, cfg.n_concepts, max_objects)
-        grid = np.stack(np.meshgrid(*[np.arange(n)] * cfg.n_concepts, indexing="ij"), -1).reshape(-1, cfg.n_concepts)
-        ids = space.object_ids(torch.as_tensor(grid)).sort().values
+        ids = sub_grid_objects(space, max_objects)
     elif objects in ("train", "test"):
         pool = getattr(cfg.split, objects)
         ids = pool if len(pool) <= max_objects else pool[torch.randperm(len(pool), generator=torch.Generator()

@@ -95,22 +95,6 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
 # ---------------------------------------------------------------------------------
 # §5.4 figure 9: the global product over every stored controlled model
 # ---------------------------------------------------------------------------------
-def training_objects_embedded(config: Mapping[str, Any], max_objects: int) -> int:
-    """How many of a controlled run's training objects lie among the objects that
-    :func:`~bindcore.analysis.probes.controlled_binding_data` embeds for it at
-    ``max_objects`` (the sub-grid of the first values of each concept), read from the
-    config alone (no weights)."""
-    import torch
-
-    from bindcore.analysis.probes import sub_grid_side
-    from bindcore.controlled.training import TrainConfig
-
-    cfg = TrainConfig.from_dict(dict(config))
-    n = sub_grid_side(cfg.n_values, cfg.n_concepts, max_objects)
-    grid = torch.cartesian_prod(*[torch.arange(n)] * cfg.n_concepts).reshape(-1, cfg.n_concepts)
-    return int(np.isin(cfg.space.object_ids(grid).numpy(), cfg.split.train.numpy()).sum())
-
-
 def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
     """One row per stored training run of the controlled models (§5.2 sweeps and their
     ablations; local runs and published records): the model's own held-out two-object
@@ -130,8 +114,7 @@ def figure9_table(protocol: Any, max_objects: int, device: str | None = None, st
     for e in store.entries(STORE_KIND):
         rec = e.record()
         c, m = rec["config"], rec.get("metrics", {})
-        fit = (own_split_fit(rec, protocol, "global_product", max_objects, device, store)
-               if training_objects_embedded(c, max_objects) else None)
+        fit = own_split_fit(rec, protocol, "global_product", max_objects, device, store)
         rows.append({
             "objects": c["n_values"] ** c["n_concepts"], "C": c["n_concepts"], "V": c["n_values"],
             "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
