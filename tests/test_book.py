@@ -18,6 +18,7 @@ from bindcore.book import render
 from bindcore.book.colab import colab_link, repository
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
+from bindcore.executors import cpu_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -303,7 +304,9 @@ def _tracked_status() -> str | None:
 def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))  # keep the repository's results/ clean
     before = _tracked_status()
-    index = book.build_book("smoke", build_dir=tmp_path)
+    # two chapters side by side where two cores are free: each runs _execute in its own process, as
+    # a one-at-a-time build runs it in this one (tests above); the suite's second-longest test
+    index = book.build_book("smoke", build_dir=tmp_path, jobs=min(2, cpu_budget()))
     assert index == tmp_path / "html" / "index.html"
     assert index.is_file()
     times = json.loads((tmp_path / "html" / book.BUILD_TIMES).read_text())  # the build's measurement of itself
