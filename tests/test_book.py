@@ -498,3 +498,14 @@ def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, 
         book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
     assert ticks and len(started) == 2 and all(p.poll() is not None for p in started)
     assert not [p.name for p in executed.iterdir() if p.name.startswith(".ch")]  # no chapter's work folder left
+
+
+def test_pages_that_read_other_chapters_wait_for_them_side_by_side():
+    """Under --jobs, the report (gathers every chapter), a page that reads the parameters other
+    chapters ran with, and §5.4 (figure 9 over every stored training run) start only after the
+    chapters before them; a chapter that reads only its own work does not wait."""
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    waits = {name: book._waits_for_earlier((root / f"{name}.py").read_text(encoding="utf-8"))
+             for name in book.toc_notebooks()}
+    assert waits["reproduction_report"] and waits["05_4_functional_form"]
+    assert not waits["05_2_binding_generalization"] and not waits["03_formalisation"]

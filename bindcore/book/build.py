@@ -58,6 +58,9 @@ READS_CHAPTERS = "ran_with("
 # A page that calls this (the reproduction report) gathers every chapter's results: in the
 # build it reads only what the chapters stored ($BINDCORE_STORED_ONLY) and computes nothing new.
 GATHERS_CHAPTERS = "gather_results("
+# A page that calls this (§5.4's figure 9) reads every training run in the store, so under
+# --jobs it must not start while an earlier chapter may still be training runs.
+READS_EVERY_RUN = "figure9_table("
 
 
 class NotebookExecutionError(RuntimeError):
@@ -368,8 +371,9 @@ def _report(run: NotebookRun) -> None:
 
 def _waits_for_earlier(source: str) -> bool:
     """A page that reads what other chapters ran or stored (:data:`READS_CHAPTERS`,
-    :data:`GATHERS_CHAPTERS`) starts once every chapter before it has finished."""
-    return READS_CHAPTERS in source or GATHERS_CHAPTERS in source
+    :data:`GATHERS_CHAPTERS`, :data:`READS_EVERY_RUN`) starts once every chapter before it
+    has finished."""
+    return any(marker in source for marker in (READS_CHAPTERS, GATHERS_CHAPTERS, READS_EVERY_RUN))
 
 
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
