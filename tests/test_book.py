@@ -12,13 +12,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import side_by_side_jobs
 
 from bindcore.book import build as book
 from bindcore.book import render
 from bindcore.book.colab import colab_link, repository
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
-from bindcore.executors import cpu_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -304,9 +304,8 @@ def _tracked_status() -> str | None:
 def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))  # keep the repository's results/ clean
     before = _tracked_status()
-    # two chapters side by side where two cores are free: each runs _execute in its own process, as
-    # a one-at-a-time build runs it in this one (tests above); the suite's second-longest test
-    index = book.build_book("smoke", build_dir=tmp_path, jobs=min(2, cpu_budget()))
+    # side by side, each chapter runs _execute in its own process, as a one-at-a-time build runs it here
+    index = book.build_book("smoke", build_dir=tmp_path, jobs=side_by_side_jobs())
     assert index == tmp_path / "html" / "index.html"
     assert index.is_file()
     times = json.loads((tmp_path / "html" / book.BUILD_TIMES).read_text())  # the build's measurement of itself
@@ -504,8 +503,7 @@ def test_pages_that_read_other_chapters_wait_for_them_side_by_side():
     """Under --jobs, the report (gathers every chapter), a page that reads the parameters other
     chapters ran with, and §5.4 (figure 9 over every stored training run) start only after the
     chapters before them; a chapter that reads only its own work does not wait."""
-    root = Path(__file__).resolve().parents[1] / "notebooks"
-    waits = {name: book._waits_for_earlier((root / f"{name}.py").read_text(encoding="utf-8"))
+    waits = {name: book._waits_for_earlier((ROOT / "notebooks" / f"{name}.py").read_text(encoding="utf-8"))
              for name in book.toc_notebooks()}
     assert waits["reproduction_report"] and waits["05_4_functional_form"]
     assert not waits["05_2_binding_generalization"] and not waits["03_formalisation"]

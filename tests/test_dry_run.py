@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import side_by_side_jobs
 
 from bindcore.book import build as book
 from bindcore.book.profiles import NOTEBOOK_TABLES, check_parameter, dry_run_parameters
@@ -28,12 +29,10 @@ def test_dry_run_covers_every_chapter_with_valid_parameters():
 def test_paper_path_dry_run(tmp_path, monkeypatch):
     """Executes the whole book on `paper` with DRY_RUN (prints each chapter's time), two
     chapters side by side where two cores are free (a third of the suite's time when run
-    one after another; the serial path is the smoke build's, tests/test_book.py)."""
-    from bindcore.executors import cpu_budget
-
+    one after another)."""
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
     start = time.perf_counter()
-    runs = book.execute_book("paper", tmp_path, parameters=DRY_RUN, jobs=min(2, cpu_budget()))
+    runs = book.execute_book("paper", tmp_path, parameters=DRY_RUN, jobs=side_by_side_jobs())
     print(f"\npaper-path dry run: {time.perf_counter() - start:.0f} s in all")
     for run in runs:
         print(f"  {run.name:<40} {run.seconds:7.1f} s")
