@@ -342,6 +342,41 @@ def test_stored_sweep_is_keyed_by_content(small_data, tmp_path):
     assert set(table["encoder"]) == {"synthetic"} and len(table) == 1
 
 
+def test_stored_sweep_is_keyed_by_origin_where_the_data_names_one(small_data, tmp_path):
+    """Data that names what made it (a model's weights, stored embeddings) is keyed by
+    that name: the same weights embedded on another machine or thread count give other
+    last bits, and must find the record stored there; another origin is other data."""
+    from dataclasses import replace
+
+    from bindcore.analysis.complexity import (
+        binding_data_hash,
+        load_binding_data,
+        save_binding_data,
+        stored_sweep,
+    )
+    from bindcore.store import ResultStore
+
+    store = ResultStore(tmp_path, published=None)
+    proto = A.get_protocol("release", steps=10, eval_every=5)
+    origin = {"model": "abc", "weights": "0123", "objects": "all", "code": "f00"}
+    named = replace(small_data, origin=origin)
+    noisy = replace(small_data, embeddings=small_data.embeddings + np.float32(1e-6), origin=dict(origin))
+    assert binding_data_hash(named) == binding_data_hash(noisy) != binding_data_hash(small_data)
+    first = stored_sweep(named, [0.5], ["additive"], proto, store=store)
+    assert stored_sweep(noisy, [0.5], ["additive"], proto, store=store) == first
+    assert len(list((tmp_path / "approximators-1").iterdir())) == 1
+    other = replace(small_data, origin={**origin, "weights": "4567"})
+    assert binding_data_hash(other) != binding_data_hash(named)
+    stored_sweep(other, [0.5], ["additive"], proto, store=store)
+    assert len(list((tmp_path / "approximators-1").iterdir())) == 2
+    # a subset is other data; its origin says which rows
+    assert binding_data_hash(named.subset(np.arange(10))) != binding_data_hash(named)
+    # the origin travels with the data to a worker (.npz, no pickle) and keys it the same there
+    back = load_binding_data(save_binding_data(named, tmp_path / "d.npz"))
+    assert back.origin == origin and binding_data_hash(back) == binding_data_hash(named)
+    assert load_binding_data(save_binding_data(small_data, tmp_path / "e.npz")).origin is None
+
+
 def test_true_embedding_ceiling_reads_the_data_itself(additive_data):
     from bindcore.analysis.complexity import true_embedding_ceiling
 

@@ -212,3 +212,28 @@ def test_heldout_bag_ceiling_matches_the_metric():
     data = _grid_binding_data(V=6, n=6)
     c = heldout_bag_ceiling(data, 0.5)
     assert 0.25 <= c <= 1.0
+
+
+def test_a_set_that_names_its_embeddings_is_keyed_by_that_name(store):
+    """A stored analysis of a set with an ``origin`` (stored embeddings, a model's weights)
+    is found again for the same origin and labels whatever the last bits of the floats,
+    and not for another origin; a set without one is keyed by its content."""
+    from dataclasses import replace
+
+    s = make_set(False, n=60)
+    named = replace(s, origin={"embeddings": {"encoder": "x", "dataset": "y"}, "code": "z"})
+    noisy = replace(named, Z=named.Z + 1e-6)
+    assert named.content_hash() == noisy.content_hash() != s.content_hash()
+    assert replace(s, Z=s.Z + 1e-6).content_hash() != s.content_hash()
+    assert replace(named, origin={**named.origin, "code": "w"}).content_hash() != named.content_hash()
+    relabelled = replace(named, objects=named.objects[::-1].copy())
+    assert relabelled.content_hash() != named.content_hash()
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"a": [1.0]})
+
+    GS.stored_frame(named, "test", {"p": 1}, compute, store)
+    GS.stored_frame(noisy, "test", {"p": 1}, compute, store)
+    assert len(calls) == 1

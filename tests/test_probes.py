@@ -147,3 +147,37 @@ def test_controlled_binding_data_from_a_stored_run(tmp_path):
     assert set(sub.object_ids().ravel().tolist()) <= held
     with pytest.raises(ValueError, match="objects"):
         controlled_binding_data(rec, objects="some")
+
+
+def test_controlled_binding_data_is_keyed_by_the_weights_not_the_floats(tmp_path):
+    """The binding data of a stored model names the run and a digest of its weights: the
+    same key at any thread count (the floats may differ in their last bits), another key
+    for other weights, other objects and for the Gaussian null of its embedding set."""
+    import torch
+
+    from bindcore.analysis.complexity import binding_data_hash
+    from bindcore.analysis.embedding_sets import controlled_set, gaussian_null
+    from bindcore.controlled.recipes import recipe
+    from bindcore.controlled.runs import train
+    from bindcore.store import ResultStore
+
+    store = ResultStore(tmp_path, published=None)
+    rec = train(recipe("smoke", steps=4), store=store, progress=False)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = controlled_binding_data(rec)
+        torch.set_num_threads(2)
+        two = controlled_binding_data(rec)
+    finally:
+        torch.set_num_threads(threads)
+    assert one.origin["weights"] and one.origin == two.origin
+    assert np.allclose(one.embeddings, two.embeddings, atol=1e-5)
+    assert binding_data_hash(one) == binding_data_hash(two)
+    assert controlled_set(one).content_hash() == controlled_set(two).content_hash()
+    assert gaussian_null(controlled_set(one)).content_hash() != controlled_set(one).content_hash()
+    assert binding_data_hash(controlled_binding_data(rec, objects="test")) != binding_data_hash(one)
+    longer = train(recipe("smoke", steps=6), store=store, progress=False)
+    other = controlled_binding_data(longer)
+    assert other.origin["weights"] != one.origin["weights"]
+    assert binding_data_hash(other) != binding_data_hash(one)

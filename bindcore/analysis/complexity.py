@@ -6,6 +6,7 @@ fitting)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.io import arrays_hash, atomic_savez, config_hash
+from bindcore.io import arrays_hash, atomic_savez, config_hash, digest
 from bindcore.store import Kind, ResultStore, has_weights
 
 from .approximators import (
@@ -50,7 +51,11 @@ def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def binding_data_hash(data: Any) -> str:
-    """Content hash of a :class:`~bindcore.analysis.probes.BindingData` (scenes, embeddings, probes)."""
+    """The key of a :class:`~bindcore.analysis.probes.BindingData`: its ``origin`` (what
+    made the arrays: the same on every machine) with its scenes, where it has one; else
+    the content of its arrays (scenes, embeddings, probes)."""
+    if data.origin is not None:
+        return digest("binding data", data.origin, np.asarray(data.objects))
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
 
 
@@ -89,17 +94,21 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
 # independent stacked sweeps (one per binding data set) on an executor
 # ---------------------------------------------------------------------------------
 def save_binding_data(data: BindingData, path: Path) -> Path:
-    """The arrays of ``data`` as an ``.npz`` (no pickle; ``info`` is not kept)."""
+    """The arrays of ``data`` as an ``.npz``, its ``origin`` as a JSON string (no pickle;
+    ``info`` is not kept)."""
     probes = {f"concept_probe_{i}": p for i, p in enumerate(data.concept_probes)}
+    origin = {} if data.origin is None else {"origin": np.asarray(json.dumps(data.origin, sort_keys=True))}
     return atomic_savez(path, objects=data.objects, embeddings=data.embeddings, object_probe=data.object_probe,
-                        values_per_concept=np.asarray(data.values_per_concept), name=np.asarray(data.name), **probes)
+                        values_per_concept=np.asarray(data.values_per_concept), name=np.asarray(data.name),
+                        **probes, **origin)
 
 
 def load_binding_data(path: str | Path) -> BindingData:
     with np.load(path, allow_pickle=False) as z:
         values = [int(v) for v in z["values_per_concept"]]
+        origin = json.loads(str(z["origin"])) if "origin" in z.files else None
         return BindingData(z["objects"], z["embeddings"], values, [z[f"concept_probe_{i}"] for i in range(len(values))],
-                           z["object_probe"], str(z["name"]))
+                           z["object_probe"], str(z["name"]), origin=origin)
 
 
 def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:

@@ -32,9 +32,21 @@ from bindcore.data import (
 )
 from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
+from bindcore.encoders.cache import embedding_config
 
 from .geometry_sets import EmbeddingSet
-from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, scene_split
+from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, data_origin, scene_split
+
+# the code that turns datasets into the sets and binding data here (with its imports: the
+# encoders, the datasets, the probes)
+ORIGIN_CODE = ("bindcore.analysis.embedding_sets",)
+
+
+def embedded(encoder: Any, ds: Any, modality: str) -> dict[str, Any]:
+    """What names the embeddings of ``ds`` by ``encoder`` wherever they are computed: their
+    store key (:func:`bindcore.encoders.cache.embedding_config`: the encoder's identity,
+    the dataset's content, the modality)."""
+    return embedding_config(encoder.identity, ds.content_hash(), modality)
 
 THREE_OBJECT_DATASETS = {False: "CLEVR-like 3-D, three objects", True: "CLEVR-like 3-D, three objects, occluded"}
 THREE_OBJECT_SEED = 0
@@ -51,9 +63,12 @@ def _from_dataset(ds: Any, encoder: Any, modality: str, dataset: str, source: st
                   singles: Any | None = None, progress: bool = False) -> EmbeddingSet:
     z = embed_dataset(encoder, ds, modality, progress=progress)
     zs = embed_dataset(encoder, singles, modality, progress=progress) if singles is not None else None
+    origin = data_origin({"embeddings": embedded(encoder, ds, modality),
+                          "singles": embedded(encoder, singles, modality) if singles is not None else None},
+                         ORIGIN_CODE)
     return EmbeddingSet(dataset, encoder.name, source, pretrained, z, ds.objects[:, :2], ds.values_per_concept,
                         list(ds.concept_names), [list(v) for v in ds.value_names], zs,
-                        singles.objects[:, :2] if singles is not None else None)
+                        singles.objects[:, :2] if singles is not None else None, origin)
 
 
 def caption_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
@@ -114,8 +129,10 @@ def controlled_set(data: BindingData) -> EmbeddingSet:
         objects[..., c] = np.where(col >= 0, renumber[col.clip(0)], -1)
         vpc.append(len(present))
         names.append([str(v) for v in present])
+    origin = None if data.origin is None else {**data.origin, "view": "controlled set"}
     return EmbeddingSet(data.name, "controlled dual encoder (scene tower)", "controlled", True,
-                        data.embeddings, objects, vpc, [f"concept {c}" for c in range(len(vpc))], names)
+                        data.embeddings, objects, vpc, [f"concept {c}" for c in range(len(vpc))], names,
+                        origin=origin)
 
 
 NULL_SUFFIX = " (Gaussian null)"
@@ -141,9 +158,10 @@ def gaussian_null(s: EmbeddingSet, seed: int = 0) -> EmbeddingSet:
     labels (objects), Gaussian embeddings of the same size and spectrum
     (:func:`gaussian_like`, single-object scenes too)."""
     singles = gaussian_like(s.Z_single, seed + 1) if s.Z_single is not None and len(s.Z_single) > 1 else s.Z_single
+    origin = None if s.origin is None else {"null": "gaussian", "seed": seed, "of": s.origin}
     return EmbeddingSet(s.dataset, s.encoder + NULL_SUFFIX, s.source, s.pretrained, gaussian_like(s.Z, seed),
                         s.objects, list(s.values_per_concept), list(s.concept_names), list(s.value_names),
-                        singles, s.objects_single)
+                        singles, s.objects_single, origin)
 
 
 def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dict[bool, Any]:
@@ -171,7 +189,8 @@ def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool
             z = embed_dataset(enc, ds, "image", progress=progress)
             out.append(EmbeddingSet(THREE_OBJECT_DATASETS[bool(occ)], enc.name, "image", bool(pre), z, ds.objects,
                                     list(ds.values_per_concept), list(ds.concept_names),
-                                    [list(v) for v in ds.value_names]))
+                                    [list(v) for v in ds.value_names],
+                                    origin=data_origin({"embeddings": embedded(enc, ds, "image")}, ORIGIN_CODE)))
     return out
 
 
@@ -272,5 +291,9 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], dataset
             s = probes.scores(emb[te], space.objects[te])
             rows.append({"encoder": key, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
                          "probe object recognition (test scenes)": s["object"]})
-            binding[key] = probes.binding_data(space.objects, emb, name=key)
+            origin = data_origin({"embeddings": embedded(enc, space, modality),
+                                  "probes": {"epochs": params["probe_epochs"], "lr": params["probe_lr"], "seed": 0,
+                                             "train_fraction": PROBE_TRAIN_FRACTION, "split_seed": 0}},
+                                 ORIGIN_CODE)
+            binding[key] = probes.binding_data(space.objects, emb, name=key, origin=origin)
     return binding, pd.DataFrame(rows)

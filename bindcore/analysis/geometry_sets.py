@@ -6,7 +6,7 @@ takes: scene embeddings of one dataset by one encoder, the scene label table, an
 where the dataset has them, single-object scenes (:mod:`bindcore.analysis.embedding_sets`
 makes the sets of the chapters). The analyses here (additive decomposition, component
 attribution, editing, three-object scenes, MDS) are stored in the result store under a
-hash of the set's content and the parameters (:data:`GEOMETRY_STORE_KIND`), so a
+hash of the set (what made its embeddings, or their content) and the parameters (:data:`GEOMETRY_STORE_KIND`), so a
 chapter re-executes, and the reproduction report reads them, in seconds; a stored
 analysis made by other code is computed again.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.io import arrays_hash
+from bindcore.io import arrays_hash, digest
 from bindcore.store import Kind, ResultStore
 
 from .geometry import (
@@ -53,6 +53,9 @@ class EmbeddingSet:
     value_names: list[list[str]] = field(default_factory=list)
     Z_single: np.ndarray | None = None
     objects_single: np.ndarray | None = None
+    # what made Z (and Z_single), as JSON: stored embeddings or a trained model's weights
+    # (:func:`bindcore.analysis.probes.data_origin`); None: only the arrays say
+    origin: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_inputs(self.Z, self.objects, self.values_per_concept)
@@ -66,6 +69,11 @@ class EmbeddingSet:
         return f"{self.dataset} | {self.encoder}"
 
     def content_hash(self) -> str:
+        """The key of the set's analyses: its ``origin`` with its labels where it has one
+        (the same on every machine, while the floats of its embeddings are not), else the
+        content of its arrays."""
+        if self.origin is not None:
+            return digest("embedding set", self.origin, np.asarray(self.objects), self.objects_single)
         return arrays_hash(self.Z, self.objects, self.Z_single, self.objects_single)
 
     def args(self) -> tuple[np.ndarray, np.ndarray, list[int]]:

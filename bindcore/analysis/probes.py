@@ -11,6 +11,12 @@ The object-level split (§5.1) holds out a fraction of *objects*: approximators 
 only on scenes whose two objects are both training objects and evaluated on scenes
 whose two objects are both held out ("functional binding": the predicted embedding is
 fed to the frozen probes).
+
+Where the arrays come from something stored (a trained model's weights, stored
+embeddings), a :class:`BindingData` names that source in ``origin``, and the analyses of
+it are stored under that name instead of under the arrays' float contents: the same
+weights embed to slightly different floats on another machine or thread count, and a
+content key would never find a record computed there (:func:`data_origin`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import numpy as np
 import torch
 
 from bindcore.ids import object_ids, object_values
+from bindcore.io import config_hash, digest
+from bindcore.store import code_fingerprint
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
@@ -47,6 +55,8 @@ class BindingData:
     object_probe: np.ndarray
     name: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    # what made the arrays, as JSON (:func:`data_origin`); None: only the arrays themselves say
+    origin: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         objects = np.asarray(self.objects)
@@ -89,8 +99,29 @@ class BindingData:
         return self.objects.reshape(len(self.objects), -1)
 
     def subset(self, index: np.ndarray) -> BindingData:
+        origin = None if self.origin is None else {**self.origin, "rows": digest(np.asarray(index))}
         return BindingData(self.objects[index], self.embeddings[index], list(self.values_per_concept),
-                           self.concept_probes, self.object_probe, self.name, dict(self.info))
+                           self.concept_probes, self.object_probe, self.name, dict(self.info), origin)
+
+
+def data_origin(source: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Any]:
+    """The ``origin`` of arrays computed from a stored ``source`` (JSON naming it: a
+    model's config hash and weights digest, or the store key of embeddings, and how they
+    were read) by the code of ``modules`` (with their imports): the fingerprint of that
+    code joins the source, so a change to it keys the analyses anew, as a change of the
+    arrays would."""
+    return {**source, "code": code_fingerprint(modules)}
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """Hash of a model's parameters and buffers (names, dtypes, shapes and exact bytes):
+    the identity of trained weights, the same wherever they are loaded."""
+    state = model.state_dict()
+    parts: list[Any] = []
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous()
+        parts += [name, str(t.dtype), list(t.shape), t.reshape(-1).view(torch.uint8).numpy()]
+    return digest(*parts)
 
 
 # ---------------------------------------------------------------------------------
@@ -385,13 +416,15 @@ class LinearProbes:
         s = self.scores(X, objects)
         return s.get("object", s["concept"])
 
-    def binding_data(self, objects: np.ndarray, embeddings: np.ndarray, name: str = "") -> BindingData:
-        """The two-object scenes of ``objects`` with these probes frozen, for approximators."""
+    def binding_data(self, objects: np.ndarray, embeddings: np.ndarray, name: str = "",
+                     origin: dict[str, Any] | None = None) -> BindingData:
+        """The two-object scenes of ``objects`` with these probes frozen, for approximators
+        (``origin``: what made ``embeddings`` and fitted the probes, :func:`data_origin`)."""
         self._check_fitted()
         objects = np.asarray(objects)
         two = (objects[..., 0] >= 0).sum(1) == 2
         return BindingData(objects[two][:, :2], np.asarray(embeddings)[two], list(self.values_per_concept),
-                           self.concept_weights_, self.object_weights_, name=name)
+                           self.concept_weights_, self.object_weights_, name=name, origin=origin)
 
 
 # ---------------------------------------------------------------------------------
@@ -454,6 +487,10 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     V = cfg.n_values
     concept_probes = [con_probe[c * V:(c + 1) * V].cpu().numpy() for c in range(cfg.n_concepts)]
     vals = space.object_values(pairs[:, :2]).numpy()
+    origin = data_origin({"model": config_hash(record["config"]), "weights": weights_digest(model),
+                          "objects": objects, "max_objects": max_objects, "renders": renders},
+                         ("bindcore.analysis.probes",))
     return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
                        name=cfg.short_name(),
-                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders})
+                       info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders},
+                       origin=origin)
