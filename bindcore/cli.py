@@ -207,7 +207,9 @@ def _parse_sets(pairs: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def _config_from_args(args: argparse.Namespace):
+def _config_from_args(args: argparse.Namespace, plan_steps: bool = True):
+    """The config of ``--config`` / ``--profile`` / ``--set``; ``plan_steps``: at the scale
+    plan's steps for its size (:func:`_plan_steps`)."""
     import json
 
     from bindcore.controlled.recipes import recipe
@@ -232,7 +234,18 @@ def _config_from_args(args: argparse.Namespace):
                   f"defaults, the paper's ({', '.join(missing)}); add --profile NAME to take them from a profile",
                   file=sys.stderr)
         return cfg
-    return recipe(profile_of(args), **overrides)
+    cfg = recipe(profile_of(args), **overrides)
+    return _plan_steps(args, cfg) if plan_steps else cfg
+
+
+def _plan_steps(args: argparse.Namespace, cfg):
+    """``--profile scale`` without ``--config`` or ``--set steps=``: the scale plan's steps
+    for the config's object space (:func:`bindcore.controlled.recipes.scale_steps`)."""
+    from bindcore.controlled.recipes import scale_steps
+
+    if profile_of(args) != "scale" or args.config is not None or "steps" in _parse_sets(args.set):
+        return cfg
+    return scale_steps(cfg)
 
 
 def profile_of(args: argparse.Namespace) -> str:
@@ -393,16 +406,17 @@ def sweep_configs(args: argparse.Namespace) -> list:
     """The configs of a sweep command: every combination of the axes given
     (``--coverages``, ``--values``, ...) on the base config of ``--profile`` /
     ``--config`` / ``--set``; ``--profile scale`` without axes: the scale plan
-    (:func:`bindcore.controlled.recipes.scale_plan`) with the ``--set`` fields applied."""
+    (:func:`bindcore.controlled.recipes.scale_plan`) with the ``--set`` fields applied,
+    with axes: each size at the plan's steps unless ``--set steps=`` says otherwise."""
     from bindcore.controlled.recipes import scale_plan
     from bindcore.sweep import grid
 
-    base = _config_from_args(args)
+    base = _config_from_args(args, plan_steps=False)
     axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                               ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
     if profile_of(args) == "scale" and not axes and args.config is None:
         return [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
-    return grid(base, **axes)
+    return [_plan_steps(args, c) for c in grid(base, **axes)]
 
 
 def sweep_executor(args: argparse.Namespace):

@@ -156,6 +156,27 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
         recipe("huge")
 
 
+def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
+    """``bindcore sweep --profile scale --values 10 ...`` names the plan's runs of that size
+    (its steps are the plan's, not the recipe's default), so it resumes and fills the plan;
+    ``--set steps=`` still overrides, and ``train`` follows the same rule."""
+    from bindcore.cli import _config_from_args, build_parser, sweep_configs
+    from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
+
+    def configs(*argv):
+        return sweep_configs(build_parser().parse_args(["sweep", "--profile", "scale", *argv]))
+
+    assert SCALE_STEPS[(2, 10)] != recipe("scale").steps  # the case this guards
+    asked = configs("--values", "10", "--coverages", "0.7", "--seeds", "0", "1", "2")
+    assert asked == [c for c in scale_plan() if c.n_values == 10 and c.coverage == 0.7]
+    assert {c.steps for c in configs("--values", "10", "--set", "steps=50")} == {50}
+    assert {c.steps for c in configs("--values", "7")} == {recipe("scale").steps}  # a size off the plan
+    one = _config_from_args(build_parser().parse_args(["train", "--profile", "scale", "--set", "n_values=10"]))
+    assert one.steps == SCALE_STEPS[(2, 10)]
+    quick = _config_from_args(build_parser().parse_args(["train", "--set", "n_values=10"]))
+    assert quick.steps == recipe("quick").steps
+
+
 def test_sweep_command_publishes_config_and_result_without_weights(tmp_path, monkeypatch, capsys):
     import bindcore.store as store_mod
 

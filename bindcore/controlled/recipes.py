@@ -98,6 +98,14 @@ SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {}
 SCALE_SEEDS = (0, 1, 2)
 
 
+def scale_steps(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with the scale plan's steps for its object space (:data:`SCALE_STEPS`), so
+    that a run of the plan asked for by its axes (``bindcore sweep --profile scale --values
+    10``) is the plan's run; a size the plan does not hold keeps ``cfg``'s steps."""
+    steps = SCALE_STEPS.get((cfg.n_concepts, cfg.n_values))
+    return cfg if steps is None or type(cfg) is not TrainConfig else cfg.with_(steps=steps)
+
+
 def scale_plan() -> list[TrainConfig]:
     """The configs of the ``scale`` sweep, smallest object space first, then coverage,
     then seed."""
