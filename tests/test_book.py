@@ -196,6 +196,27 @@ def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeyp
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
+def test_a_page_that_reads_a_named_chapter_is_cached_in_the_second_build(fake_repo, fake_papermill, tmp_path):
+    """A page reading one chapter's run parameters (``ran_with("ch1", ...)``) is keyed on
+    that chapter alone: a chapter after it in the book, which the first build executes
+    after it, does not make it stale in the second; a page that names its chapters
+    through a variable is keyed on every other one."""
+    assert book.chapters_read('P = ran_with("ch1", "c", profile)') == {"ch1"}
+    assert book.chapters_read("P = ran_with(nb, t, profile)") is None
+    assert book.chapters_read('ran_with("a", "c", p); gather_results(p)') is None
+    (fake_repo / "notebooks" / "ch3.py").write_text(
+        NOTEBOOK.replace("print(profile)", 'print(profile)  # ran_with("ch1", "geometry", profile)'))
+    (fake_repo / "notebooks" / "ch4.py").write_text(NOTEBOOK.replace("A chapter", "A last chapter"))
+    toc = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n      - file: notebooks/ch4\n"
+    (fake_repo / "_toc.yml").write_text(toc)
+    build = tmp_path / "build"
+    assert not any(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
+    assert all(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
+    # what it reads still keys it: ch1's record, and no other
+    src = (fake_repo / "notebooks" / "ch3.py").read_text()
+    assert set(book._run_records(build / "executed" / "smoke", "ch3", book.chapters_read(src))) == {"ch1"}
+
+
 def test_build_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path, monkeypatch):
     html_calls = []
 

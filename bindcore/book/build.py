@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -204,12 +205,23 @@ def _failure_message(name: str, source_nb, exc: BaseException, partial: Path) ->
     return f"notebook {name} (notebooks/{name}.py) failed in {where}\n{ename}: {evalue}{detail}"
 
 
-def _run_records(out_dir: Path, but: str) -> dict[str, Any]:
+def chapters_read(source: str) -> set[str] | None:
+    """The notebooks whose run parameters a page reads: those its ``ran_with("...")`` calls
+    name; None (every other notebook) for a page that gathers every chapter or names one
+    through a variable. Only these key the page's cache, so that a chapter after it in the
+    book, executed after it in the first build, does not make it stale in the second."""
+    if GATHERS_CHAPTERS in source:
+        return None
+    named = re.findall(r'ran_with\(\s*"([^"]+)"', source)
+    return set(named) if named and len(named) == source.count(READS_CHAPTERS) else None
+
+
+def _run_records(out_dir: Path, but: str, only: set[str] | None = None) -> dict[str, Any]:
     """{notebook: the parameters it ran with} of the executed notebooks in ``out_dir``
-    (all but ``but``)."""
+    (all but ``but``; ``only``: these alone)."""
     records = {}
     for path in sorted(out_dir.glob("*.ipynb")):
-        if path.stem == but:
+        if path.stem == but or (only is not None and path.stem not in only):
             continue
         try:
             records[path.stem] = json.loads(path.read_text(encoding="utf-8"))["metadata"][METADATA_KEY].get(
@@ -256,7 +268,7 @@ def _execute(
     source = py_path.read_text(encoding="utf-8")
     params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
     out_dir.mkdir(parents=True, exist_ok=True)
-    chapters = _run_records(out_dir, but=name) if READS_CHAPTERS in source else None
+    chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
     key = cache_key(source, params, library if library is not None else library_hash(root / "bindcore"), chapters)
 
     executed = out_dir / f"{name}.ipynb"
