@@ -117,9 +117,10 @@ def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
 
 PUBLISHED_ROOT = published_root()
 
-# Modules that keep records, or dispatch their computations to workers (executors), but
-# compute none of their numbers: not part of a fingerprint.
-RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors")
+# Modules that keep records (the store, the embeddings cache), or dispatch their
+# computations to workers (executors), but compute none of their numbers: not part of a
+# fingerprint.
+RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors", "bindcore.encoders.cache")
 
 
 def default_root() -> Path:
@@ -496,6 +497,9 @@ class Kind:
     # finished, and a record whose weights are gone, cut short or not a torch file is
     # moved aside like a corrupt one
     weights: tuple[str, ...] = ()
+    # files a record's result lies in (the embeddings kind's ``embeddings.npz``): published
+    # with the record always, each at most :data:`PUBLISHED_WEIGHTS_LIMIT` bytes
+    data: tuple[str, ...] = ()
 
     def __fspath__(self) -> str:
         return self.name
@@ -785,18 +789,27 @@ class ResultStore:
     def publish(self, entry: Entry, weights: bool = False) -> Path:
         """Copy a finished local entry's ``config.json`` and ``result.json`` (no
         checkpoint) to the published root, atomically, and with ``weights`` its weights
-        files (``kind.weights``, each at most :data:`PUBLISHED_WEIGHTS_LIMIT` bytes, else a
-        ``ValueError`` before anything is copied); its path there. The result is written
+        files (``kind.weights``) and always its data files (``kind.data``), each at most
+        :data:`PUBLISHED_WEIGHTS_LIMIT` bytes, else a ``ValueError`` before anything is
+        copied; its path there. The result is written
         last, so that a publication cut short reads as not there."""
         if self.published is None:
             raise ValueError("this store has no published root")
         if entry.source != "local" or not entry.done:
             raise ValueError(f"{entry.path}: only a finished local entry can be published")
         names = entry.kind.weights if entry.kind else ()
+        data = [entry.path / n for n in (entry.kind.data if entry.kind else ())]
+        missing = [f for f in data if not f.exists()]
+        if missing:
+            raise ValueError(f"{missing[0]}: missing; a {entry.kind} record is published with it")
+        for f in _too_large(data):
+            raise ValueError(f"{f}: {f.stat().st_size:,} bytes, more than a published record carries "
+                             f"({PUBLISHED_WEIGHTS_LIMIT:,})")
         files = [entry.path / n for n in names if (entry.path / n).exists()] if weights else []
         for f in _too_large(files):
             raise ValueError(f"{f}: {f.stat().st_size:,} bytes, more than a published record carries "
                              f"({PUBLISHED_WEIGHTS_LIMIT:,}); publish it without weights")
+        files += data
         dest = self.published / entry.path.parent.name / entry.path.name
         dest.mkdir(parents=True, exist_ok=True)
         for name in names if not weights else ():

@@ -182,6 +182,35 @@ def test_cache_hit_does_not_build_the_model(tmp_path, monkeypatch):
         E.embed_dataset(fresh, ds, "text", cache=cache, progress=False)
 
 
+def test_published_embeddings_ship_their_array_and_are_read(tmp_path, monkeypatch):
+    from bindcore.store import ResultStore
+
+    ds = scene_dataset(3)
+    made = E.EmbeddingCache(tmp_path / "a" / "embeddings", published=tmp_path / "published")
+    first = E.embed_dataset(tiny(0), ds, "image", cache=made, progress=False)
+    rows = ResultStore(tmp_path / "a", published=tmp_path / "published").publish_all([E.EMBEDDINGS])
+    assert len(rows) == 1 and rows[0][1] is not None
+    key = E.cache_key(tiny(0).identity, ds.content_hash(), "image")
+    assert (tmp_path / "published" / "embeddings" / key / "embeddings.npz").is_file()
+
+    def boom(self):
+        raise AssertionError("the model was built although its embeddings are published")
+
+    monkeypatch.setattr(E.RandomInitClipEncoder, "_build", boom)
+    fresh = E.EmbeddingCache(tmp_path / "b" / "embeddings", published=tmp_path / "published")
+    assert np.array_equal(E.embed_dataset(tiny(0), ds, "image", cache=fresh, progress=False), first)
+    assert not (tmp_path / "b" / "embeddings").exists()  # read from published/, nothing written locally
+    without = E.EmbeddingCache(tmp_path / "c" / "embeddings", published=None)  # bindcore book --recompute
+    with pytest.raises(AssertionError, match="published"):
+        E.embed_dataset(tiny(0), ds, "image", cache=without, progress=False)
+    # published by other code of the encoders: not read (embeddings are cheap, made again)
+    result = tmp_path / "published" / "embeddings" / key / "result.json"
+    record = json.loads(result.read_text())
+    result.write_text(json.dumps({**record, "code": {**record["code"], "fingerprint": "0" * 16}}))
+    with pytest.raises(AssertionError, match="published"):
+        E.embed_dataset(tiny(0), ds, "image", cache=fresh, progress=False)
+
+
 def test_cache_keys_differ(tmp_path):
     ds, ds2 = scene_dataset(3), scene_dataset(3, first_caption="a blue cube and a red sphere")
     h, h2 = ds.content_hash(), ds2.content_hash()

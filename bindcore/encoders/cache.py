@@ -5,8 +5,9 @@
 encoder's identity, the dataset's content and the modality:
 ``<results>/embeddings/<key>/`` holds ``config.json`` (those three), ``result.json``
 (encoder name, dataset, shape, device, time, the code that computed them) and
-``embeddings.npz`` (float32, read with ``allow_pickle=False``). Embeddings made by other
-code of the encoders are computed again, as every cheap kind of the store is; so are
+``embeddings.npz`` (float32, read with ``allow_pickle=False``). The repository's
+``published/embeddings/`` is read after the local folder (the quick book's image
+embeddings ship there). Embeddings made by other code of the encoders are computed again, as every cheap kind of the store is; so are
 embeddings whose file cannot be read (it is reported and moved aside as
 ``embeddings.npz.corrupt-<time>``) or that hold a NaN or infinite entry (reported; such
 embeddings are never stored).
@@ -23,14 +24,14 @@ from typing import Any
 import numpy as np
 
 from bindcore.io import atomic_savez, config_hash
-from bindcore.store import Kind, ResultStore, default_root, quarantine
+from bindcore.store import PUBLISHED_ROOT, Kind, ResultStore, default_root, quarantine
 
 from .availability import package_version
 from .base import MODALITIES, Encoder
 
 log = logging.getLogger(__name__)
 
-EMBEDDINGS = Kind("embeddings", ("bindcore.encoders",))
+EMBEDDINGS = Kind("embeddings", ("bindcore.encoders",), data=("embeddings.npz",))
 
 
 def embedding_config(identity: dict[str, Any], dataset_hash: str, modality: str) -> dict[str, Any]:
@@ -48,11 +49,13 @@ def cache_key(identity: dict[str, Any], dataset_hash: str, modality: str) -> str
 
 class EmbeddingCache:
     """The embeddings kind of a result store whose folder is ``root`` (default
-    ``<results root>/embeddings``)."""
+    ``<results root>/embeddings``), read after it from ``published`` (default: the
+    repository's ``published/``, none under ``bindcore book --recompute``), where the
+    quick book's embeddings ship (``bindcore publish --kind embeddings``)."""
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
         self.root = Path(root) if root is not None else default_root() / EMBEDDINGS.name
-        self._store = ResultStore(self.root.parent, published=None)
+        self._store = ResultStore(self.root.parent, published=published)
         self._kind = replace(EMBEDDINGS, name=self.root.name)
 
     def paths(self, key: str) -> tuple[Path, Path]:
@@ -63,7 +66,7 @@ class EmbeddingCache:
         """The stored embeddings of ``config`` made by the current code, or None (also,
         with a logged note, when the file is unreadable or holds NaN or infinite entries)."""
         entry = self._store.find(self._kind, config)
-        if entry is None:
+        if entry is None or entry.stale:  # a published entry made by other code of the encoders
             return None
         npz = entry.path / "embeddings.npz"
         if not npz.exists():
