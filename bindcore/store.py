@@ -824,7 +824,8 @@ class ResultStore:
         """Publish every finished local record of ``kinds`` made by the current code
         (:meth:`publish`). ``weights``: None, none; ``"read"``, the weights files that an
         analysis loaded (:meth:`Entry.load_state` marks them); ``"all"``, every one; each
-        only if small enough, else the record goes without them. One row per local record:
+        only if small enough, else the record goes without them. A record whose data file
+        (``kind.data``) is too large stays unpublished. One row per local record:
         the entry, its published path (None: not published) and what was done, in words."""
         if weights not in (None, "read", "all"):
             raise ValueError(f"weights must be None, 'read' or 'all', got {weights!r}")
@@ -836,6 +837,11 @@ class ResultStore:
                 if e.stale:
                     rows.append((e, None, "not published: made by other code (" + code_version(e.result.get("code"))
                                  + ")"))
+                    continue
+                large = _too_large([e.path / n for n in kind.data if (e.path / n).exists()])
+                if large:
+                    rows.append((e, None, f"not published: {large[0].name} has {large[0].stat().st_size:,} bytes, "
+                                 f"more than a published record carries ({PUBLISHED_WEIGHTS_LIMIT:,})"))
                     continue
                 files = [e.path / n for n in kind.weights if (e.path / n).exists()
                          and (weights == "all" or (weights == "read" and (e.path / (n + READ_MARK)).exists()))]

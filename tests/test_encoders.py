@@ -192,6 +192,10 @@ def test_published_embeddings_ship_their_array_and_are_read(tmp_path, monkeypatc
     assert len(rows) == 1 and rows[0][1] is not None
     key = E.cache_key(tiny(0).identity, ds.content_hash(), "image")
     assert (tmp_path / "published" / "embeddings" / key / "embeddings.npz").is_file()
+    monkeypatch.setattr("bindcore.store.PUBLISHED_WEIGHTS_LIMIT", 100)  # an array too large to ship
+    big = ResultStore(tmp_path / "a", published=tmp_path / "elsewhere").publish_all([E.EMBEDDINGS])
+    assert big[0][1] is None and "not published" in big[0][2] and not (tmp_path / "elsewhere").exists()
+    monkeypatch.undo()
 
     def boom(self):
         raise AssertionError("the model was built although its embeddings are published")
