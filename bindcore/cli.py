@@ -389,6 +389,9 @@ def register_sweep(subparsers) -> None:
     p.add_argument("--seeds", type=field_value("seed"), nargs="+", default=None, help="training seeds")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="runs at once (local default: CPU cores, 1 on a GPU; ray default: what the cluster holds)")
+    p.add_argument("--stack", type=positive_int, default=1,
+                   help="token runs that differ only in seed, split, coverage or sampling train together, up to "
+                   "this many in one process (stacked parameters; each run is its own record; default 1: alone)")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local (default: this machine) or ray (a Ray cluster, or a local Ray instance)")
     p.add_argument("--address", default=None,
@@ -462,7 +465,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     set_threads(args.threads)  # the runs trained in this process (--workers 1); worker processes use one each
     t0 = time.perf_counter()
     try:
-        recs = run_sweep(configs, store=store, device=args.device, progress=not args.quiet, executor=executor)
+        recs = run_sweep(configs, store=store, device=args.device, progress=not args.quiet, executor=executor,
+                         stack=args.stack)
     except SweepError as exc:
         print(f"bindcore sweep: {exc}", file=sys.stderr)
         return 1

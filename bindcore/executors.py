@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 # task name -> "module:function"; each takes a JSON object and returns one
 TASKS: dict[str, str] = {
     "train": "bindcore.sweep:train_task",
+    "train_stack": "bindcore.sweep:train_stack_task",
     "approximators": "bindcore.analysis.complexity:approximator_task",
 }
 EXECUTORS = ("local", "ray")

@@ -197,14 +197,43 @@ def train_task(payload: dict[str, Any]) -> dict[str, Any]:
     return {**rec, "worker": socket.gethostname()}
 
 
+def train_stack_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """A stack of sweep runs where a worker runs it: train the token configs of
+    ``payload`` (``configs``) as one stack (:func:`~bindcore.controlled.stacked.train_stacked`),
+    each stored as its own record; their config hashes, as JSON."""
+    from .controlled.stacked import train_stacked
+
+    cfgs = [TrainConfig.from_dict(c) for c in payload["configs"]]
+    check_same_code(cfgs[0].store_kind, payload.get("code"))
+    recs = train_stacked(cfgs, store=worker_store(payload), device=payload.get("device"),
+                         progress=payload.get("progress", False))
+    return {"runs": [config_hash(c.to_dict()) for c in cfgs], "stacked": [bool(r.get("stacked_with")) for r in recs],
+            "worker": socket.gethostname()}
+
+
 def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | None = None,
-                progress: bool = False) -> list[Task]:
+                progress: bool = False, stack: int = 1) -> list[Task]:
     """The ``train`` tasks of ``configs`` (each entry's folder prepared, its log there;
-    each config in the store folder of its class, token or pixel runs)."""
+    each config in the store folder of its class, token or pixel runs). ``stack`` > 1:
+    token runs that can share a stack (:func:`bindcore.controlled.stacked.stacks`) go
+    in ``train_stack`` tasks of up to ``stack`` runs, one process training them together."""
+    from .controlled.stacked import stacks
+
     where = {**store_payload(store), "device": device, "progress": progress}
     code = {kind: kind.fingerprint() for kind in {cfg.store_kind for cfg in configs}}
+    tokens = [c for c in configs if type(c) is TrainConfig] if stack > 1 else []
+    groups = [g for g in stacks(tokens, stack) if len(g) > 1] if tokens else []
+    stacked = {config_hash(c.to_dict()) for g in groups for c in g}
     tasks = []
+    for group in groups:
+        kind = group[0].store_kind
+        entries = [store.prepare(kind, c.to_dict()) for c in group]
+        label = f"{kind}/stack of {len(group)}: " + ", ".join(config_hash(c.to_dict())[:8] for c in group)
+        tasks.append(Task("train_stack", {"configs": [c.to_dict() for c in group], **where, "code": code[kind]},
+                          label, entries[0].path / "worker.log"))
     for cfg in configs:
+        if config_hash(cfg.to_dict()) in stacked:
+            continue
         kind = cfg.store_kind
         entry = store.prepare(kind, cfg.to_dict())
         tasks.append(Task("train", {"config": cfg.to_dict(), **where, "code": code[kind]},
@@ -220,10 +249,13 @@ def run_sweep(
     progress: bool = True,
     executor: Any = None,
     estimate: bool = True,
+    stack: int = 1,
 ) -> list[dict[str, Any]]:
     """Train every config (or fetch its stored result); results in the order given.
     Before training, print the number of runs to train and an estimate of their time
-    here (``estimate``, :func:`training_estimate`).
+    here (``estimate``, :func:`training_estimate`). ``stack`` > 1: token runs that differ
+    only in seed, split, coverage or sampling train together, up to ``stack`` per process
+    (:func:`train_tasks`); each is still its own record.
 
     ``executor``: ``"local"`` (default; ``workers`` runs at once, default one per CPU
     core, one on a GPU; one runs in this process), ``"ray"``, ``"ray:<address>"`` or an
@@ -241,7 +273,8 @@ def run_sweep(
         if estimate:
             n_workers = getattr(ex, "workers", None) or 1
             print(f"{training_estimate(pending, device, n_workers)[1]}; {len(unique) - len(pending)} stored", flush=True)
-        run_tasks(train_tasks(pending, store, device, progress=progress and in_process), ex, progress=progress)
+        run_tasks(train_tasks(pending, store, device, progress=progress and in_process, stack=stack), ex,
+                  progress=progress)
     return [stored_run(c, store) for c in configs]
 
 

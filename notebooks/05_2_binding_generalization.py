@@ -66,6 +66,7 @@ seeds = [0, 1, 2]  # training seeds (every claim about training rests on all of 
 ablations = True  # also run the one-phase and release-negatives variants
 show_scale = True  # show the scale sweep's stored records (published/)
 workers = None  # parallel CPU runs (default: number of cores; 1 on a GPU)
+stack = 3  # runs of one object space and recipe trained together in one process (1: each alone)
 executor = None  # where the runs execute: "local" (default), "ray" or "ray:<address>" (a Ray cluster)
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
@@ -262,10 +263,12 @@ plt.show()
 # their config (`results/train-2/<hash>/`) with the version of the code that trained them,
 # so re-executing this chapter costs seconds once they exist (a run made by other code is
 # shown with a note naming that code); on a CPU, runs go to parallel one-thread worker
-# processes.
+# processes, each training up to `stack` runs of one object space together (their
+# parameters stacked along a leading dimension; each run is stored as its own record and
+# equals a lone run of its config up to float rounding).
 
 # %%
-records = run_sweep(configs, workers=workers, device=device, executor=executor)
+records = run_sweep(configs, workers=workers, device=device, executor=executor, stack=P["stack"])
 note_stored(records)
 table = results_table(records)
 table["profile"] = profile
@@ -495,7 +498,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 # %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, executor=executor)
+    ab = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, executor=executor, stack=P["stack"])
     note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", [key for key, _ in variants])

@@ -243,3 +243,11 @@ def test_ablation_summary_compares_each_variant_with_the_main_run_of_its_seed():
     text = ablation_sentence(ablation_summary(pd.DataFrame(rows)))
     assert "over 3 seed(s)" in text and "one-phase 0.30 (0.10-0.40), -0.20 against the main recipe" in text
     assert "below it on 2 of 3 seeds" in text and "below it on 0 of 3 seeds" in text
+
+
+def test_sweep_stack_option_trains_the_seeds_of_a_point_together(tmp_path, capsys):
+    assert main(["sweep", *TINY, "--set", "coverage=0.5", "--seeds", "0", "1", "--workers", "1", "--stack", "2",
+                 "--results", str(tmp_path), "--quiet"]) == 0
+    entries = list(ResultStore(tmp_path, published=None).entries(STORE_KIND))
+    assert len(entries) == 2 and all(len(e.record()["stacked_with"]) == 2 for e in entries)
+    assert main(["sweep", *TINY, "--stack", "0", "--results", str(tmp_path), "--quiet"]) == 2

@@ -243,3 +243,23 @@ def test_configs_already_stored_are_not_trained_again(tmp_path):
     records = train_stacked(cfgs, store=store, progress=False)
     assert records[0] == records[2] == lone and "stacked_with" not in lone
     assert records[1]["stacked_with"] == [records[1]["hash"]]
+
+
+def test_a_sweep_with_stack_trains_stackable_runs_together(tmp_path):
+    from bindcore.executors import LocalExecutor
+    from bindcore.sweep import run_sweep, train_tasks
+
+    store = ResultStore(tmp_path, published=None)
+    seeds = [tiny(seed=s, steps=4) for s in (0, 1, 2)]
+    other = tiny(steps=4, d_ff=16)  # another width: a stack of its own, of one, so trained alone
+    tasks = train_tasks(seeds + [other], store, stack=2)
+    assert [t.name for t in tasks] == ["train_stack", "train", "train"]
+    assert [len(t.payload["configs"]) for t in tasks[:1]] == [2]
+    recs = run_sweep(seeds + [other], store=store, executor=LocalExecutor(workers=1), progress=False,
+                     estimate=False, stack=2)
+    assert [r["config"] for r in recs] == [c.to_dict() for c in seeds + [other]]
+    stacked = [sorted(r.get("stacked_with") or []) for r in recs]
+    pair = sorted(config_hash(c.to_dict()) for c in seeds[:2])
+    assert stacked[0] == stacked[1] == pair and not stacked[2] and not stacked[3]
+    again = run_sweep(seeds + [other], store=store, executor=LocalExecutor(workers=1), progress=False, stack=2)
+    assert [r["finished_at"] for r in again] == [r["finished_at"] for r in recs]  # stored: none trained again
