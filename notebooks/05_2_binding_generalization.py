@@ -268,7 +268,7 @@ plt.show()
 # equals a lone run of its config up to float rounding).
 
 # %%
-records = run_sweep(configs, workers=workers, device=device, executor=executor, stack=P["stack"])
+records = run_sweep(configs, workers=workers, device=device, executor=executor, stack=stack)
 note_stored(records)
 table = results_table(records)
 table["profile"] = profile
@@ -498,7 +498,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 # %% tags=["hide-input", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
-    ab = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, executor=executor, stack=P["stack"])
+    ab = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, executor=executor, stack=stack)
     note_stored(ab, what="ablation runs")
     ab_table = results_table(ab)
     ab_table.insert(0, "variant", [key for key, _ in variants])

@@ -65,7 +65,6 @@ RULES: dict[str, Rule] = {
     "coverages": Rule(list, item=_FRACTION),
     "seeds": Rule(list, item=Rule(int, low=-(2**40) + 1, high=2**40 - 1)),
     "ablations": Rule(bool),
-    "stack": Rule(int, low=1, note="runs trained together per process (stacked parameters); 1: each alone"),
     "show_scale": Rule(bool, note="show the scale sweep's stored records (published/)"),
     "levels": Rule(list, item=Rule(str, choices=LEVELS)),
     "approx_steps": Rule(int, low=1),
