@@ -330,10 +330,11 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
         reached = not math.isnan(t)
         trans.append((objects, t if reached else float(sub["coverage"].max()), reached, colour))
     axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
-    axes[0].set_title("strict recognition; dotted: bag ceiling" + ("; dashed: release protocol" if release else ""))
+    axes[0].set_title("strict recognition; dotted: bag ceiling" + ("\ndashed: release protocol" if release else ""),
+                      fontsize=10)
     axes[1].axhline(transition, color="grey", ls="--", lw=1)
     axes[1].set_ylabel("held-out swap pairs recognised")
-    axes[1].set_title("swap pairs (any bag of concepts: 0); dots: seeds")
+    axes[1].set_title("swap pairs (any bag of concepts: 0)\ndots: seeds", fontsize=10)
     for ax in axes[:2]:
         ax.set_xlabel("object coverage")
         ax.set_ylim(-0.03, 1.03)
@@ -346,26 +347,43 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
     axes[2].set_xlabel("|O| (objects in the space)")
     axes[2].set_ylabel(f"transition coverage (median swap pairs >= {transition:g})")
     axes[2].set_ylim(0, 1)
-    axes[2].set_title("open marker: no transition up to that coverage")
+    axes[2].set_title("open marker: no transition\nup to that coverage", fontsize=10)
 
 
-def plot_binding_curves(ax: Any, records: Sequence[dict[str, Any]], metric: str = "test_swap_pair") -> None:
-    """``metric`` over training steps, one line per run (colour: object-space size,
-    line weight: coverage)."""
-    sizes = sorted({r["config"]["n_values"] ** r["config"]["n_concepts"] for r in records})
-    covs = sorted({r["config"]["coverage"] for r in records})
-    for r in records:
-        c = r["config"]
-        objects = c["n_values"] ** c["n_concepts"]
-        h = pd.DataFrame(r["history"])
-        if metric not in h:
-            continue
-        w = 0.8 + 2.2 * (covs.index(c["coverage"]) / max(1, len(covs) - 1))
-        ax.plot(h["step"], h[metric], "-", lw=w, color=PALETTE[sizes.index(objects) % len(PALETTE)],
-                label=f"|O| = {objects:,}, coverage {c['coverage']:g}")
-    ax.set_xlabel("training step")
-    ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=7, ncol=2)
+def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair", ncols: int = 4):
+    """``metric`` over training steps: one panel per object-space size, one colour per
+    coverage (darker: higher), one thin line per run (every seed drawn) and the median over
+    a coverage's runs at the steps they share in the same colour, thick. Returns the
+    figure (None when no record has ``metric`` in its history)."""
+    runs = [(r["config"], pd.DataFrame(r["history"])) for r in records]
+    runs = [(c, h) for c, h in runs if metric in h]
+    if not runs:
+        return None
+    sizes = sorted({c["n_values"] ** c["n_concepts"] for c, _ in runs})
+    covs = sorted({c["coverage"] for c, _ in runs})
+    cmap = mpl.colormaps["viridis_r"]
+    colour = {cov: cmap(0.15 + 0.75 * i / max(1, len(covs) - 1)) for i, cov in enumerate(covs)}
+    ncols = min(ncols, len(sizes))
+    nrows = math.ceil(len(sizes) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), sharey=True, squeeze=False)
+    for ax, objects in zip(axes.flat, sizes):
+        for cov in covs:
+            mine = [h.set_index("step")[metric] for c, h in runs
+                    if c["coverage"] == cov and c["n_values"] ** c["n_concepts"] == objects]
+            for h in mine:
+                ax.plot(h.index, h.values, "-", lw=0.7, alpha=0.6, color=colour[cov])
+            if mine:
+                median = pd.concat(mine, axis=1, join="inner").median(axis=1)
+                ax.plot(median.index, median.values, "-", lw=2.2, color=colour[cov],
+                        label=f"coverage {cov:g} ({len(mine)} run{'s' if len(mine) > 1 else ''})")
+        ax.set_title(f"|O| = {objects:,}", fontsize=10)
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.03, 1.03)
+        ax.legend(fontsize=7, loc="upper left")
+    for ax in axes.flat[len(sizes):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
 
 
 def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]], float]]:

@@ -391,16 +391,19 @@ if scale_recs:
 # %% [markdown]
 # ### Binding appears suddenly during training
 #
-# Swap-pair recognition of held-out objects over the course of training (colour: object
-# space; thicker lines: higher coverage).
+# Swap-pair recognition of held-out objects over the course of training: a panel per
+# object space, a colour per coverage, a thin line per seed and the median over the seeds
+# thick.
 
 # %% tags=["hide-input"]
 curves = scale_recs if scale_recs else records
-fig, ax = plt.subplots(figsize=(8, 4.2))
-plot_binding_curves(ax, curves)
-ax.set_ylabel("held-out swap pairs recognised")
-ax.set_title("scale sweep (published records)" if scale_recs else f"this build's runs ('{profile}')")
-plt.show()
+fig = plot_binding_curves(curves)
+if fig is None:
+    print("no run has a training history of held-out swap pairs")
+else:
+    fig.axes[0].set_ylabel("held-out swap pairs recognised")
+    fig.suptitle("scale sweep (published records)" if scale_recs else f"this build's runs ('{profile}')", y=1.02)
+    plt.show()
 
 # %% [markdown]
 # ## The paper's claims next to ours

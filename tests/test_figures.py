@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 
-from bindcore.figures import plot_fit_search  # noqa: E402
+from bindcore.figures import plot_binding_curves, plot_fit_search  # noqa: E402
 
 
 def _attempt(name, curves, target=0.9):
@@ -40,3 +40,25 @@ def test_fit_search_figure_puts_the_seeds_of_one_recipe_logged_apart_in_one_pane
     assert {"seed 0", "seed 1", "seed 2", "median"} <= set(lines)
     assert np.allclose(lines["median"].get_ydata(), [0.2, 0.6])
     assert lines["seed 1"].get_color() != lines["seed 0"].get_color()
+
+
+def _run(v, coverage, seed, values):
+    return {"config": {"n_values": v, "n_concepts": 2, "coverage": coverage, "seed": seed},
+            "history": [{"step": 500 * (i + 1), "test_swap_pair": x} for i, x in enumerate(values)]}
+
+
+def test_binding_curves_draw_a_panel_per_size_every_seed_and_the_median_per_coverage():
+    runs = [_run(10, 0.5, 0, [0.0, 0.2, 0.4]), _run(10, 0.5, 1, [0.0, 0.4, 0.8]), _run(10, 0.5, 2, [0.1, 0.3]),
+            _run(10, 0.7, 0, [0.5, 0.9]), _run(20, 0.7, 0, [0.2, 0.6]),
+            {"config": {"n_values": 50, "n_concepts": 2, "coverage": 0.7, "seed": 0}, "history": [{"step": 500}]}]
+    fig = plot_binding_curves(runs)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == ["|O| = 100", "|O| = 400"]  # V = 50 has no swap-pair history
+    lines = shown[0].get_lines()
+    assert len(lines) == 3 + 1 + 1 + 1  # three seeds and their median at 0.5; one seed and its median at 0.7
+    medians = {ln.get_label(): ln for ln in lines if not ln.get_label().startswith("_")}
+    assert set(medians) == {"coverage 0.5 (3 runs)", "coverage 0.7 (1 run)"}
+    m = medians["coverage 0.5 (3 runs)"]
+    assert list(m.get_xdata()) == [500, 1000] and np.allclose(m.get_ydata(), [0.0, 0.3])  # steps every seed has
+    assert m.get_color() != medians["coverage 0.7 (1 run)"].get_color()
+    assert plot_binding_curves(runs[-1:]) is None
