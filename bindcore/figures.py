@@ -350,38 +350,52 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
     axes[2].set_title("open marker: no transition\nup to that coverage", fontsize=10)
 
 
+def _panel_grid(n: int, ncols: int, width: float, height: float, **kw: Any):
+    """A figure of ``n`` panels, ``ncols`` to a row, each ``width`` x ``height`` inches; the
+    unused panels of the last row hidden."""
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kw)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+        ax.set_visible(False)
+    return fig, axes
+
+
+def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
+    """The median over ``curves`` (values indexed by step) at the steps every one has."""
+    return pd.concat(list(curves), axis=1, join="inner").median(axis=1)
+
+
 def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair", ncols: int = 4):
     """``metric`` over training steps: one panel per object-space size, one colour per
     coverage (darker: higher), one thin line per run (every seed drawn) and the median over
     a coverage's runs at the steps they share in the same colour, thick. Returns the
     figure (None when no record has ``metric`` in its history)."""
-    runs = [(r["config"], pd.DataFrame(r["history"])) for r in records]
-    runs = [(c, h) for c, h in runs if metric in h]
+    runs = []  # (objects, coverage, the metric by step)
+    for r in records:
+        c, h = r["config"], pd.DataFrame(r["history"])
+        if metric in h:
+            runs.append((c["n_values"] ** c["n_concepts"], c["coverage"], h.set_index("step")[metric]))
     if not runs:
         return None
-    sizes = sorted({c["n_values"] ** c["n_concepts"] for c, _ in runs})
-    covs = sorted({c["coverage"] for c, _ in runs})
+    sizes = sorted({objects for objects, _, _ in runs})
+    covs = sorted({cov for _, cov, _ in runs})
     cmap = mpl.colormaps["viridis_r"]
     colour = {cov: cmap(0.15 + 0.75 * i / max(1, len(covs) - 1)) for i, cov in enumerate(covs)}
-    ncols = min(ncols, len(sizes))
-    nrows = math.ceil(len(sizes) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), sharey=True, squeeze=False)
+    fig, axes = _panel_grid(len(sizes), min(ncols, len(sizes)), 3.4, 2.8, sharey=True)
     for ax, objects in zip(axes.flat, sizes):
         for cov in covs:
-            mine = [h.set_index("step")[metric] for c, h in runs
-                    if c["coverage"] == cov and c["n_values"] ** c["n_concepts"] == objects]
-            for h in mine:
-                ax.plot(h.index, h.values, "-", lw=0.7, alpha=0.6, color=colour[cov])
+            mine = [curve for o, cv, curve in runs if o == objects and cv == cov]
+            for curve in mine:
+                ax.plot(curve.index, curve.values, "-", lw=0.7, alpha=0.6, color=colour[cov])
             if mine:
-                median = pd.concat(mine, axis=1, join="inner").median(axis=1)
+                median = _median_at_shared_steps(mine)
                 ax.plot(median.index, median.values, "-", lw=2.2, color=colour[cov],
                         label=f"coverage {cov:g} ({len(mine)} run{'s' if len(mine) > 1 else ''})")
         ax.set_title(f"|O| = {objects:,}", fontsize=10)
         ax.set_xlabel("training step")
         ax.set_ylim(-0.03, 1.03)
         ax.legend(fontsize=7, loc="upper left")
-    for ax in axes.flat[len(sizes):]:
-        ax.set_visible(False)
     fig.tight_layout()
     return fig
 
@@ -406,27 +420,22 @@ def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
     if not attempts:
         return None
     recipes = _same_recipe(attempts)
-    nrows = math.ceil(len(recipes) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.4 * nrows), sharex=True, sharey=True,
-                             squeeze=False)
+    fig, axes = _panel_grid(len(recipes), ncols, 3.1, 2.4, sharex=True, sharey=True)
     for ax, (name, runs, target) in zip(axes.flat, recipes):
         curves = {}
         for run in runs:
             steps = [c["step"] for c in run["curve"]]
             values = [c["task_object_2"] for c in run["curve"]]
-            curves[run["seed"]] = dict(zip(steps, values))
+            curves[run["seed"]] = pd.Series(values, index=steps)
             ax.plot(steps, values, "-o", ms=2, lw=1, color=PALETTE[run["seed"] % len(PALETTE)],
                     label=f"seed {run['seed']}")
-        shared = sorted(set.intersection(*(set(c) for c in curves.values()))) if curves else []
-        if len(curves) > 1 and shared:
-            ax.plot(shared, [float(np.median([c[s] for c in curves.values()])) for s in shared], "-", lw=2.2,
-                    color="black", label="median")
+        median = _median_at_shared_steps(curves.values()) if len(curves) > 1 else None
+        if median is not None and len(median):
+            ax.plot(median.index, median.values, "-", lw=2.2, color="black", label="median")
         ax.axhline(target, color="grey", ls="--", lw=1)
         ax.set_title(name, fontsize=8)
         ax.set_ylim(-0.03, 1.03)
         ax.tick_params(labelsize=7)
-    for ax in axes.flat[len(recipes):]:
-        ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("training task (task_object_2)", fontsize=8)
     for ax in axes[-1]:
