@@ -389,7 +389,7 @@ if scale_recs:
                                                  "transition coverage per seed"]])
 
 # %% [markdown]
-# ### Binding appears suddenly during training
+# ### Binding over the course of training
 #
 # Swap-pair recognition of held-out objects over the course of training: a panel per
 # object space, a colour per coverage, a thin line per seed and the median over the seeds
