@@ -164,16 +164,28 @@ def test_execute_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path
     assert [r.cached for r in runs] == [False, False]
     assert len(fake_papermill.calls) == 6
 
+    # A newly published record, or a changed one, invalidates every notebook (a chapter
+    # shows the committed records: after a pull that brings records it shows them).
+    record = fake_repo / "published" / "train-2" / "abc" / "result.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"metrics": {"test_object_2": 0.5}}')
+    runs = book.execute_book("smoke", build, root=fake_repo)
+    assert [r.cached for r in runs] == [False, False]
+    record.write_text('{"metrics": {"test_object_2": 0.6}}')
+    assert not any(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
+    assert all(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
+    assert len(fake_papermill.calls) == 10
+
     # A source change invalidates that notebook only.
     (fake_repo / "notebooks" / "ch2.py").write_text(NOTEBOOK + "\n# %%\nprint('more')\n")
     runs = book.execute_book("smoke", build, root=fake_repo)
     assert [r.cached for r in runs] == [True, False]
-    assert len(fake_papermill.calls) == 7
+    assert len(fake_papermill.calls) == 11
 
     # --force re-executes; --only restricts.
     runs = book.execute_book("smoke", build, force=True, only=["ch1"], root=fake_repo)
     assert [(r.name, r.cached) for r in runs] == [("ch1", False)]
-    assert len(fake_papermill.calls) == 8
+    assert len(fake_papermill.calls) == 12
 
 
 def test_execute_notebook_parameters_are_part_of_the_key(fake_repo, fake_papermill, tmp_path):

@@ -48,7 +48,7 @@ from .toc import toc_files, toc_notebooks
 
 __all__ = [
     "BookBuildError", "NotebookExecutionError", "NotebookRun", "build_book", "build_html", "cache_key", "execute_book",
-    "execute_notebook", "library_hash", "reader_page", "repo_root", "sync_pairs", "toc_files", "toc_notebooks",
+    "execute_notebook", "inputs_hash", "library_hash", "published_hash", "reader_page", "repo_root", "sync_pairs", "toc_files", "toc_notebooks",
 ]
 
 logger = logging.getLogger(__name__)
@@ -93,9 +93,25 @@ def library_hash(package_dir: Path | str | None = None) -> str:
                   length=None)
 
 
+def published_hash(published_dir: Path | str) -> str:
+    """Hash of the relative path and content of every file of the committed records
+    (``published/``; empty when there is none)."""
+    published_dir = Path(published_dir)
+    files = sorted(p for p in published_dir.rglob("*") if p.is_file()) if published_dir.is_dir() else []
+    return digest(*(part for p in files for part in (p.relative_to(published_dir).as_posix(), p.read_bytes())),
+                  length=None)
+
+
+def inputs_hash(root: Path) -> str:
+    """What a chapter reads besides its source and parameters: the library code and the
+    committed records a chapter shows (a newly published record executes it again)."""
+    return digest(library_hash(root / "bindcore"), published_hash(root / "published"), length=None)
+
+
 def cache_key(source: str, parameters: Mapping[str, Any], library: str, chapters: Any = None) -> str:
-    """Key of one execution: the notebook source, its parameters and the library code
-    (which includes this build code), and for a page that reads other chapters'
+    """Key of one execution: the notebook source, its parameters and ``library``, the
+    hash of what it reads (:func:`inputs_hash`: the library code, which includes this
+    build code, and the published records), and for a page that reads other chapters'
     parameters, those (``chapters``)."""
     return digest(source, json.dumps(parameters, sort_keys=True), library, chapters, length=None)
 
@@ -269,7 +285,7 @@ def _execute(
     params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
     out_dir.mkdir(parents=True, exist_ok=True)
     chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
-    key = cache_key(source, params, library if library is not None else library_hash(root / "bindcore"), chapters)
+    key = cache_key(source, params, library if library is not None else inputs_hash(root), chapters)
 
     executed = out_dir / f"{name}.ipynb"
     if not force and executed.is_file() and _stored_key(executed) == key:
@@ -361,7 +377,7 @@ def execute_book(
         selected = [n for n in names if n in only]
     build_dir = _absolute(build_dir)
     out_dir = build_dir / "executed" / profile
-    library = library_hash(root / "bindcore")
+    library = inputs_hash(root)
     runs = []
     if jobs < 1:
         raise ValueError(f"jobs = {jobs}: must be at least 1")
