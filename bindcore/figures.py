@@ -361,6 +361,26 @@ def _panel_grid(n: int, ncols: int, width: float, height: float, **kw: Any):
     return fig, axes
 
 
+def _steps_axis(ax) -> None:
+    """A training-step axis with a few ticks, written in thousands (``5k``), so that long
+    runs' labels do not run into each other."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x else "0"))
+
+
+def _label_bottom_panels(axes) -> None:
+    """With a shared x axis only the bottom row is labelled; a column whose bottom panel is
+    hidden (an incomplete last row) shows its ticks on the lowest panel it draws."""
+    nrows, ncols = axes.shape
+    for col in range(ncols):
+        visible = [r for r in range(nrows) if axes[r, col].get_visible()]
+        if visible:
+            axes[visible[-1], col].xaxis.set_tick_params(labelbottom=True)
+            axes[visible[-1], col].set_xlabel(axes[nrows - 1, 0].get_xlabel(), fontsize=8)
+
+
 def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
     """The median over ``curves`` (values indexed by step) at the steps every one has."""
     return pd.concat(list(curves), axis=1, join="inner").median(axis=1)
@@ -394,6 +414,7 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
                         label=f"coverage {cov:g} ({len(mine)} run{'s' if len(mine) > 1 else ''})")
         ax.set_title(f"|O| = {objects:,}", fontsize=10)
         ax.set_xlabel("training step")
+        _steps_axis(ax)
         ax.set_ylim(-0.03, 1.03)
         ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
@@ -436,10 +457,12 @@ def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
         ax.set_title(name, fontsize=8)
         ax.set_ylim(-0.03, 1.03)
         ax.tick_params(labelsize=7)
+        _steps_axis(ax)
     for ax in axes[:, 0]:
         ax.set_ylabel("training task (task_object_2)", fontsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("step", fontsize=8)
+    _label_bottom_panels(axes)
     axes.flat[0].legend(fontsize=6, loc="upper left")
     fig.tight_layout()
     return fig
