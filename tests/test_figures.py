@@ -42,6 +42,18 @@ def test_fit_search_figure_puts_the_seeds_of_one_recipe_logged_apart_in_one_pane
     assert lines["seed 1"].get_color() != lines["seed 0"].get_color()
 
 
+def test_fit_search_figure_labels_the_steps_of_a_column_whose_bottom_panel_is_hidden():
+    long = _attempt("L", {0: [0.1] * 40})  # 20,000 steps
+    fig = plot_fit_search([_attempt("A", {0: [0.2]}), _attempt("B", {0: [0.3]}), long], ncols=2)
+    a, b, c, hidden = fig.axes
+    assert not hidden.get_visible()
+    fig.canvas.draw()
+    labels = [t.get_text() for t in b.get_xticklabels() if t.get_visible() and t.get_text()]
+    assert labels and all(t == "0" or t.endswith("k") for t in labels)  # thousands: 5k, 10k, ...
+    assert b.get_xlabel() == c.get_xlabel() == "step"
+    assert not [t for t in a.get_xticklabels() if t.get_visible() and t.get_text()]  # above c: shared
+
+
 def _run(v, coverage, seed, values):
     return {"config": {"n_values": v, "n_concepts": 2, "coverage": coverage, "seed": seed},
             "history": [{"step": 500 * (i + 1), "test_swap_pair": x} for i, x in enumerate(values)]}
