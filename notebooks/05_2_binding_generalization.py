@@ -525,8 +525,8 @@ if P["ablations"]:
 #
 # The `quick` profile trains small models for a few CPU-minutes each: the qualitative
 # pattern at small object spaces, not the paper's numbers. The scale sweep above is the
-# same science up to the paper's smaller object space, on a CPU (its larger one is not
-# run here). The `paper` profile reruns this build's
+# same science at the two-concept object spaces of its plan, on a CPU (the paper's
+# three-concept space is not run here). The `paper` profile reruns this build's
 # sweep with the released recipe at the paper's coverages and larger object spaces; run
 # it on a GPU with
 # `papermill notebooks/05_2_binding_generalization.ipynb out.ipynb -f notebooks/profiles/paper/05_2_binding_generalization.yaml`.
