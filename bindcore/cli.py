@@ -408,18 +408,29 @@ def register_sweep(subparsers) -> None:
 def sweep_configs(args: argparse.Namespace) -> list:
     """The configs of a sweep command: every combination of the axes given
     (``--coverages``, ``--values``, ...) on the base config of ``--profile`` /
-    ``--config`` / ``--set``; ``--profile scale`` without axes: the scale plan
+    ``--config`` / ``--set``. ``--profile scale`` without ``--config``: the scale plan
     (:func:`bindcore.controlled.recipes.scale_plan`) with the ``--set`` fields applied,
-    with axes: each size at the plan's steps unless ``--set steps=`` says otherwise."""
+    and the axes given replace the plan's values of those fields while the others stay
+    the plan's (``--seeds 3 4``: the whole plan at seeds 3 and 4; ``--values 10``: that
+    size at the plan's coverages and seeds), each size at the plan's steps unless
+    ``--set steps=`` says otherwise."""
     from bindcore.controlled.recipes import scale_plan
     from bindcore.sweep import grid
 
     base = _config_from_args(args, plan_steps=False)
     axes = {k: v for k, v in (("coverage", args.coverages), ("n_values", args.values),
                               ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
-    if profile_of(args) == "scale" and not axes and args.config is None:
-        return [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
-    return [_plan_steps(args, c) for c in grid(base, **axes)]
+    if profile_of(args) != "scale" or args.config is not None:
+        return [_plan_steps(args, c) for c in grid(base, **axes)]
+    plan = [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
+    if not axes:
+        return plan
+    configs: dict = {}  # in the plan's order, each config once
+    for point in plan:
+        for c in grid(point.with_(steps=base.steps), **axes):
+            c = _plan_steps(args, c)
+            configs.setdefault(c, c)
+    return list(configs)
 
 
 def sweep_executor(args: argparse.Namespace):

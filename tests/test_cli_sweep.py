@@ -171,6 +171,12 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     assert asked == [c for c in scale_plan() if c.n_values == 10 and c.coverage == 0.7]
     assert {c.steps for c in configs("--values", "10", "--set", "steps=50")} == {50}
     assert {c.steps for c in configs("--values", "7")} == {recipe("scale").steps}  # a size off the plan
+    # the axes not given are the plan's: seeds alone re-run the whole plan at those seeds
+    plan = scale_plan()
+    again = configs("--seeds", "3", "4")
+    assert again == [c.with_(seed=s) for c in plan if c.seed == plan[0].seed for s in (3, 4)]
+    assert configs("--seeds", *(str(s) for s in sorted({c.seed for c in plan}))) == plan
+    assert configs("--values", "10") == [c for c in plan if c.n_values == 10]
     one = _config_from_args(build_parser().parse_args(["train", "--profile", "scale", "--set", "n_values=10"]))
     assert one.steps == SCALE_STEPS[(2, 10)]
     quick = _config_from_args(build_parser().parse_args(["train", "--set", "n_values=10"]))
