@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,21 +85,23 @@ class NotebookRun:
 # --------------------------------------------------------------------------- cache key
 
 
+def _files_hash(base: Path, files: Sequence[Path]) -> str:
+    """Hash of the path (relative to ``base``) and content of each of ``files``."""
+    return digest(*(part for p in files for part in (p.relative_to(base).as_posix(), p.read_bytes())), length=None)
+
+
 def library_hash(package_dir: Path | str | None = None) -> str:
     """Hash of the relative path and content of every ``*.py`` file of the package."""
     package_dir = Path(package_dir) if package_dir is not None else PACKAGE_DIR
-    files = [p for p in sorted(package_dir.rglob("*.py")) if "__pycache__" not in p.parts]
-    return digest(*(part for p in files for part in (p.relative_to(package_dir).as_posix(), p.read_bytes())),
-                  length=None)
+    return _files_hash(package_dir, [p for p in sorted(package_dir.rglob("*.py")) if "__pycache__" not in p.parts])
 
 
 def published_hash(published_dir: Path | str) -> str:
     """Hash of the relative path and content of every file of the committed records
     (``published/``; empty when there is none)."""
     published_dir = Path(published_dir)
-    files = sorted(p for p in published_dir.rglob("*") if p.is_file()) if published_dir.is_dir() else []
-    return digest(*(part for p in files for part in (p.relative_to(published_dir).as_posix(), p.read_bytes())),
-                  length=None)
+    return _files_hash(published_dir, sorted(p for p in published_dir.rglob("*") if p.is_file())
+                       if published_dir.is_dir() else [])
 
 
 def inputs_hash(root: Path) -> str:
@@ -108,12 +110,12 @@ def inputs_hash(root: Path) -> str:
     return digest(library_hash(root / "bindcore"), published_hash(root / "published"), length=None)
 
 
-def cache_key(source: str, parameters: Mapping[str, Any], library: str, chapters: Any = None) -> str:
-    """Key of one execution: the notebook source, its parameters and ``library``, the
-    hash of what it reads (:func:`inputs_hash`: the library code, which includes this
-    build code, and the published records), and for a page that reads other chapters'
-    parameters, those (``chapters``)."""
-    return digest(source, json.dumps(parameters, sort_keys=True), library, chapters, length=None)
+def cache_key(source: str, parameters: Mapping[str, Any], inputs: str, chapters: Any = None) -> str:
+    """Key of one execution: the notebook source, its parameters, ``inputs`` (the hash of
+    what it reads, :func:`inputs_hash`: the library code, which includes this build code,
+    and the published records), and for a page that reads other chapters' parameters,
+    those (``chapters``)."""
+    return digest(source, json.dumps(parameters, sort_keys=True), inputs, chapters, length=None)
 
 
 def _stored_key(executed: Path) -> str | None:
@@ -273,7 +275,7 @@ def _execute(
     parameters: Mapping[str, Any] | None,
     force: bool,
     root: Path,
-    library: str | None = None,
+    inputs: str | None = None,
 ) -> NotebookRun:
     import nbformat
 
@@ -285,7 +287,7 @@ def _execute(
     params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
     out_dir.mkdir(parents=True, exist_ok=True)
     chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
-    key = cache_key(source, params, library if library is not None else inputs_hash(root), chapters)
+    key = cache_key(source, params, inputs if inputs is not None else inputs_hash(root), chapters)
 
     executed = out_dir / f"{name}.ipynb"
     if not force and executed.is_file() and _stored_key(executed) == key:
@@ -377,16 +379,16 @@ def execute_book(
         selected = [n for n in names if n in only]
     build_dir = _absolute(build_dir)
     out_dir = build_dir / "executed" / profile
-    library = inputs_hash(root)
+    inputs = inputs_hash(root)
     runs = []
     if jobs < 1:
         raise ValueError(f"jobs = {jobs}: must be at least 1")
     with recomputing(build_dir) if recompute else nullcontext():
         if jobs > 1:
             return _execute_side_by_side(selected, profile, out_dir, parameters or {}, force or recompute, root,
-                                         library, jobs)
+                                         inputs, jobs)
         for name in selected:
-            run = _execute(name, profile, out_dir, (parameters or {}).get(name), force or recompute, root, library)
+            run = _execute(name, profile, out_dir, (parameters or {}).get(name), force or recompute, root, inputs)
             _report(run)
             runs.append(run)
     return runs
@@ -405,7 +407,7 @@ def _waits_for_earlier(source: str) -> bool:
 
 
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
-                          force: bool, root: Path, library: str, jobs: int) -> list[NotebookRun]:
+                          force: bool, root: Path, inputs: str, jobs: int) -> list[NotebookRun]:
     """Execute ``names`` with up to ``jobs`` at once, each in a process of its own
     (``python -m bindcore.book.build``: :func:`_execute` there, its environment its
     own) that may use ``cores // jobs`` cores (``$BINDCORE_CPUS``: its sweeps' workers
@@ -426,7 +428,7 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
     pending, running, finished, failed = list(names), {}, {}, []
     try:
         _schedule(names, pending, running, finished, failed, waits, jobs, logs, env, {
-            "profile": profile, "out_dir": str(out_dir), "force": force, "root": str(root), "library": library},
+            "profile": profile, "out_dir": str(out_dir), "force": force, "root": str(root), "inputs": inputs},
             parameters)
     finally:  # Ctrl-C, SIGTERM or an error here: no chapter process (nor its kernel) outlives the build
         for proc, _ in running.values():
@@ -495,7 +497,7 @@ def _schedule(names: list[str], pending: list[str], running: dict[str, Any], fin
 def _execute_job(job: dict[str, Any]) -> NotebookRun:
     """One chapter of :func:`_execute_side_by_side`, in this process."""
     return _execute(job["name"], job["profile"], Path(job["out_dir"]), job["parameters"], job["force"],
-                    Path(job["root"]), job["library"])
+                    Path(job["root"]), job["inputs"])
 
 
 RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute build, in its build folder
