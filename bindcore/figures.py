@@ -370,15 +370,16 @@ def _steps_axis(ax) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x else "0"))
 
 
-def _label_bottom_panels(axes) -> None:
-    """With a shared x axis only the bottom row is labelled; a column whose bottom panel is
-    hidden (an incomplete last row) shows its ticks on the lowest panel it draws."""
+def _label_bottom_panels(axes, label: str) -> None:
+    """The x ticks and ``label`` on the lowest drawn panel of each column: with a shared x
+    axis only the bottom row shows ticks, and a column whose bottom panel is hidden (an
+    incomplete last row) would show none."""
     nrows, ncols = axes.shape
     for col in range(ncols):
         visible = [r for r in range(nrows) if axes[r, col].get_visible()]
         if visible:
             axes[visible[-1], col].xaxis.set_tick_params(labelbottom=True)
-            axes[visible[-1], col].set_xlabel(axes[nrows - 1, 0].get_xlabel(), fontsize=8)
+            axes[visible[-1], col].set_xlabel(label, fontsize=8)
 
 
 def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
@@ -460,9 +461,7 @@ def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
         _steps_axis(ax)
     for ax in axes[:, 0]:
         ax.set_ylabel("training task (task_object_2)", fontsize=8)
-    for ax in axes[-1]:
-        ax.set_xlabel("step", fontsize=8)
-    _label_bottom_panels(axes)
+    _label_bottom_panels(axes, "step")
     axes.flat[0].legend(fontsize=6, loc="upper left")
     fig.tight_layout()
     return fig
