@@ -423,14 +423,10 @@ def sweep_configs(args: argparse.Namespace) -> list:
     if profile_of(args) != "scale" or args.config is not None:
         return [_plan_steps(args, c) for c in grid(base, **axes)]
     plan = [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
-    if not axes:
-        return plan
-    configs: dict = {}  # in the plan's order, each config once
-    for point in plan:
-        for c in grid(point.with_(steps=base.steps), **axes):
-            c = _plan_steps(args, c)
-            configs.setdefault(c, c)
-    return list(configs)
+    # each point of the plan with the axes' values (no axis: the point itself), at its size's
+    # steps; in the plan's order, each config once
+    return list(dict.fromkeys(_plan_steps(args, c) for point in plan
+                              for c in grid(point.with_(steps=base.steps), **axes)))
 
 
 def sweep_executor(args: argparse.Namespace):
