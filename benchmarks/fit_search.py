@@ -49,8 +49,7 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
 
     def on_eval(step: int, metrics: dict[str, float]) -> None:
         seen = search_view(metrics)
-        curve.append({"step": step, "task_object_2": seen.get("task_object_2"),
-                      "train_object_2": seen.get("train_object_2")})
+        curve.append({"step": step, "task_object_2": seen.get("task_object_2")})
         print(f"  step {step}: task_object_2 {seen.get('task_object_2'):.3f}", flush=True)
         if seen.get("task_object_2", 0.0) >= target:
             reached.append(step)

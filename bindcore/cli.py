@@ -414,7 +414,7 @@ def sweep_configs(args: argparse.Namespace) -> list:
     the plan's (``--seeds 3 4``: the whole plan at seeds 3 and 4; ``--values 10``: that
     size at the plan's coverages and seeds), each size at the plan's steps unless
     ``--set steps=`` says otherwise."""
-    from bindcore.controlled.recipes import scale_plan
+    from bindcore.controlled.recipes import scale_plan, scale_split_seeds
     from bindcore.sweep import grid
 
     base = _config_from_args(args, plan_steps=False)
@@ -422,11 +422,15 @@ def sweep_configs(args: argparse.Namespace) -> list:
                               ("n_concepts", args.concepts), ("seed", args.seeds)) if v}
     if profile_of(args) != "scale" or args.config is not None:
         return [_plan_steps(args, c) for c in grid(base, **axes)]
-    plan = [c.with_(**{k: getattr(base, k) for k in _parse_sets(args.set)}) for c in scale_plan()]
-    # each point of the plan with the axes' values (no axis: the point itself), at its size's
-    # steps; in the plan's order, each config once
-    return list(dict.fromkeys(_plan_steps(args, c) for point in plan
-                              for c in grid(point.with_(steps=base.steps), **axes)))
+    sets = _parse_sets(args.set)
+    plan = [c.with_(**{k: getattr(base, k) for k in sets}) for c in scale_plan() if c.split_seed == 0]
+    # each point of the plan with the axes' values (no axis: the point itself), at its point's
+    # steps and on its point's object splits (unless --set names them); in the plan's order, each config once
+    return list(dict.fromkeys(_plan_steps(args, s) for point in plan
+                              for c in grid(point.with_(steps=base.steps), **axes)
+                              for s in ([c] if "split_seed" in sets else
+                                        [c.with_(split_seed=k) for k in scale_split_seeds(c.n_concepts, c.n_values,
+                                                                                          c.coverage)])))
 
 
 def sweep_executor(args: argparse.Namespace):
@@ -483,7 +487,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
         for cfg in configs:
             entry = store.find(cfg.store_kind, cfg.to_dict())
             if entry is not None and entry.source == "local":
-                print(f"published {store.publish(entry)}")
+                try:
+                    print(f"published {store.publish(entry)}")
+                except ValueError as exc:
+                    print(f"not published: {exc}", file=sys.stderr)
     for cfg, rec in zip(configs, recs):
         m = rec["metrics"]
         print(f"C={cfg.n_concepts} V={cfg.n_values} coverage={cfg.coverage:g} seed={cfg.seed}: "

@@ -592,6 +592,14 @@ def _too_large(files: Iterable[Path]) -> list[Path]:
     return [f for f in files if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT]
 
 
+def _published_result(dest: Path) -> dict[str, Any] | None:
+    """The result a published record at ``dest`` holds, None where it has none readable."""
+    try:
+        return read_record(dest / "result.json")
+    except (FileNotFoundError, CorruptRecord):
+        return None
+
+
 def has_weights(record: dict[str, Any], name: str = "model.pt") -> bool:
     """Whether the stored run ``record`` (:meth:`Entry.record`: it has ``path``) has its
     weights file here: a local run does, a published one only if it was published with it."""
@@ -811,9 +819,12 @@ class ResultStore:
                              f"({PUBLISHED_WEIGHTS_LIMIT:,}); publish it without weights")
         files += data
         dest = self.published / entry.path.parent.name / entry.path.name
+        kept = [n for n in names if (dest / n).exists() and entry.path / n not in files]
+        if kept and _published_result(dest) != entry.result:
+            # weights published with another run of this config: neither removed nor left beside this one
+            raise ValueError(f"{dest}: published with the weights of another run of this config ({kept[0]}); "
+                             "publish this record with its weights to replace them")
         dest.mkdir(parents=True, exist_ok=True)
-        for name in names if not weights else ():
-            (dest / name).unlink(missing_ok=True)  # a record published again without them
         for f in files:
             atomic_write_bytes(dest / f.name, f.read_bytes())
         atomic_write_json(dest / "config.json", entry.config)
@@ -846,7 +857,11 @@ class ResultStore:
                 files = [e.path / n for n in kind.weights if (e.path / n).exists()
                          and (weights == "all" or (weights == "read" and (e.path / (n + READ_MARK)).exists()))]
                 small = not _too_large(files)
-                dest = self.publish(e, weights=bool(files) and small)
+                try:
+                    dest = self.publish(e, weights=bool(files) and small)
+                except ValueError as exc:
+                    rows.append((e, None, f"not published: {exc}"))
+                    continue
                 what = ("with its weights" if files and small else
                         f"without its weights (larger than {PUBLISHED_WEIGHTS_LIMIT:,} bytes)" if files else "")
                 rows.append((e, dest, what or "record only"))

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from itertools import product
 from typing import Any
 
+from .controlled.recipes import fitted, steps_to_fit
 from .controlled.runs import seconds_per_step, train
 from .controlled.training import TrainConfig, check_fields
 from .executors import (
@@ -308,7 +309,9 @@ def results_table(records: list[dict[str, Any]]):
         c = rec["config"]
         row = {
             "C": c["n_concepts"], "V": c["n_values"], "objects": c["n_values"] ** c["n_concepts"],
-            "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
+            "coverage": c["coverage"], "seed": c["seed"], "split seed": c.get("split_seed", 0), "steps": c["steps"],
+            "fitted": fitted(rec), "steps to fit": steps_to_fit(rec.get("history") or []),
+            "earlier budget": bool(rec.get("earlier_budget")),
         }
         row["values seen in training"] = values_seen_in_training(TrainConfig.from_dict(c))
         row.update(rec["metrics"])
@@ -475,6 +478,9 @@ def seed_summary(table, metrics: dict[str, str] | None = None) -> Any:
     for (objects, cov), runs in table.groupby(["objects", "coverage"], sort=True):
         row = {"objects": objects, "C": int(runs["C"].iloc[0]), "V": int(runs["V"].iloc[0]), "coverage": cov,
                "seeds": len(runs)}
+        if "fitted" in runs:
+            row["steps"] = "/".join(f"{s:,}" for s in sorted(set(runs["steps"])))
+            row["fitted"] = f"{int(runs['fitted'].sum())} of {len(runs)}"
         for name, col in metrics.items():
             vals = runs[col].astype(float)
             row[name] = float(vals.median())

@@ -133,10 +133,11 @@ def test_data_make_writes_a_dataset_with_its_labels(tmp_path, capsys, kind, args
 
 def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_covers_the_sizes():
     from bindcore.controlled.recipes import (
+        MIN_TEST_OBJECTS,
         SCALE_COVERAGES,
-        SCALE_EXTRA_COVERAGES,
         SCALE_SEEDS,
         SCALE_STEPS,
+        scale_budget,
         scale_plan,
     )
 
@@ -144,16 +145,56 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
     assert set(diff) == {"batch_size", "max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger",
                          "steps"}
     plan = scale_plan()
-    extra = sum(len(v) for v in SCALE_EXTRA_COVERAGES.values())
-    assert len(plan) == (len(SCALE_STEPS) * len(SCALE_COVERAGES) + extra) * len(SCALE_SEEDS)
-    assert len(SCALE_SEEDS) >= 3 and {c.split_seed for c in plan} == {0}
-    assert {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
+    assert len(SCALE_SEEDS) >= 3 and {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
+    # the paper's coverage grid at |O| = 100 and 400, at least 0.1 to 0.7 at 2,500
+    assert SCALE_COVERAGES[(2, 10)] == SCALE_COVERAGES[(2, 20)] == tuple(round(0.1 * k, 1) for k in range(1, 10))
+    assert {0.1, 0.7} <= set(SCALE_COVERAGES[(2, 50)])
+    points: dict = {}
     for c in plan:
-        assert c.steps == SCALE_STEPS[(c.n_concepts, c.n_values)] and not c.heldout_as_negatives
+        assert c.steps == scale_budget(c.n_concepts, c.n_values, c.coverage) and not c.heldout_as_negatives
+        points.setdefault((c.n_values, c.coverage), []).append(c)
+    for runs in points.values():
+        assert {r.seed for r in runs} == set(SCALE_SEEDS)
+        splits = {r.split_seed for r in runs}
+        assert len(runs) == len(SCALE_SEEDS) * len(splits)
+        tests = sum(len(runs[0].with_(split_seed=s).split.test) for s in splits)
+        assert tests >= MIN_TEST_OBJECTS and (len(splits) == 1 or tests - len(runs[0].split.test) < MIN_TEST_OBJECTS)
+    assert len({r.split_seed for r in points[(10, 0.9)]}) == 4  # 5 test objects a split
     sizes = [c.n_values ** c.n_concepts for c in plan]
     assert sizes == sorted(sizes)  # smallest object space first: early records are the cheap ones
     with pytest.raises(ValueError, match="recipe profile"):
         recipe("huge")
+
+
+def test_the_scale_budgets_are_the_fit_rule_on_the_published_runs_read_on_training_metrics_only():
+    """Each point's steps (SCALE_BUDGETS) are what the fit-matched rule answers on the
+    published runs, and the rule reads training-task metrics alone: the same runs with
+    every test and train_object_* number scrambled give the same budgets."""
+    from bindcore.controlled.recipes import SCALE_BUDGETS, SCALE_STEPS, fit_budgets, scale_budget
+    from bindcore.controlled.search import hidden_from_choices
+    from bindcore.store import PUBLISHED_ROOT
+
+    records = [json.loads(p.read_text()) for p in (PUBLISHED_ROOT / STORE_KIND).glob("*/result.json")]
+    records = [r for r in records if r["config"].get("batch_size") == 512 and r["config"].get("max_object_queries") == 256
+               and (r["config"]["n_concepts"], r["config"]["n_values"]) in SCALE_STEPS]
+    assert len(records) >= 60
+    budgets = fit_budgets(records)
+    for point, steps in budgets.items():
+        assert scale_budget(*point) == steps, point
+    assert set(SCALE_BUDGETS) <= set(budgets)
+
+    def scrambled(d):
+        return {k: (1.0 - v if hidden_from_choices(k) and isinstance(v, float) else v) for k, v in d.items()}
+
+    other = [{**r, "metrics": scrambled(r["metrics"]), "history": [scrambled(h) for h in r["history"]]}
+             for r in records]
+    assert fit_budgets(other) == budgets
+    # a point whose runs fit late gets twice the budget; one that fits early keeps it
+    fast = {"config": {"n_concepts": 2, "n_values": 10, "coverage": 0.5, "steps": 6000},
+            "history": [{"step": 1000, "task_object_2": 0.96}]}
+    slow = {"config": {**fast["config"]}, "history": [{"step": 5000, "task_object_2": 0.96}]}
+    assert fit_budgets([fast] * 3) == {(2, 10, 0.5): 6000}
+    assert fit_budgets([slow, slow, fast]) == {(2, 10, 0.5): 12000}
 
 
 def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
@@ -174,7 +215,9 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     # the axes not given are the plan's: seeds alone re-run the whole plan at those seeds
     plan = scale_plan()
     again = configs("--seeds", "3", "4")
-    assert again == [c.with_(seed=s) for c in plan if c.seed == plan[0].seed for s in (3, 4)]
+    assert again == [c.with_(seed=s, split_seed=k) for c in plan if c.seed == plan[0].seed and c.split_seed == 0
+                     for s in (3, 4) for k in sorted({d.split_seed for d in plan if d.coverage == c.coverage
+                                                      and d.n_values == c.n_values})]
     assert configs("--seeds", *(str(s) for s in sorted({c.seed for c in plan}))) == plan
     assert configs("--values", "10") == [c for c in plan if c.n_values == 10]
     one = _config_from_args(build_parser().parse_args(["train", "--profile", "scale", "--set", "n_values=10"]))
@@ -220,7 +263,9 @@ def test_the_runs_of_the_scale_plan_not_computed_yet_are_named_by_space_coverage
     missing = [c for c in plan if not (c.n_values == 50 and (c.coverage == 0.5 or (c.coverage == 0.3 and c.seed < 2)))]
     text = missing_runs_text(missing)
     assert text.startswith("|O| = 100: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2)")
-    assert "; |O| = 2,500: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2), 0.3 (seed 2), 0.7 (seeds 0, 1, 2)" in text
+    assert "0.8 (seeds 0, 1, 2 on 2 splits), 0.9 (seeds 0, 1, 2 on 4 splits); |O| = 2,500" in text
+    assert ("; |O| = 2,500: coverage 0.1 (seeds 0, 1, 2), 0.2 (seeds 0, 1, 2), 0.3 (seed 2), 0.4 (seeds 0, 1, 2), "
+            "0.6 (seeds 0, 1, 2), 0.7 (seeds 0, 1, 2)") in text
     assert missing_runs_text([]) == ""
 
 

@@ -140,11 +140,14 @@ def test_every_evaluation_reports_validation_and_test_under_both_protocols():
 
 def test_the_search_view_hides_every_test_key():
     metrics = {"task_object_2": 0.9, "val_object_2": 0.5, "test_object_2": 0.4, "ceiling_test_object_2": 0.5,
-               "release_test_pooled": 0.6, "release_val_pooled": 0.7, "test_swap_pair": 0.1}
+               "release_test_pooled": 0.6, "release_val_pooled": 0.7, "test_swap_pair": 0.1,
+               "train_object_2": 0.8, "train_object_1": 0.9, "train_concept_2": 0.9}
     view = search_view(metrics)
-    assert set(view) == {"task_object_2", "val_object_2", "release_val_pooled"}
+    assert set(view) == {"task_object_2", "val_object_2", "release_val_pooled", "train_concept_2"}
     with pytest.raises(KeyError, match="never test objects"):
         view["test_object_2"]
+    with pytest.raises(KeyError, match="train_object"):  # its candidates hold the held-out objects
+        view["train_object_2"]
     assert view.get("release_test_pooled") is None
     assert is_test_key("ceiling_release_test_object_2") and not is_test_key("task_object_2")
 

@@ -102,8 +102,8 @@ def test_publish_command_copies_the_current_codes_records_and_the_weights_an_ana
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--all-weights"]) == 0
     assert (published / Path(unread["path"]).name / "model.pt").exists()
-    assert main(["publish", "--results", str(tmp_path / "results")]) == 0  # again without: the weights go
-    assert not any(published.glob("*/model.pt"))
+    assert main(["publish", "--results", str(tmp_path / "results")]) == 0  # again without: the weights stay
+    assert len(list(published.glob("*/model.pt"))) == 2
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--kind", "bogus"]) == 2
     assert "--kind" in capsys.readouterr().err
@@ -128,3 +128,29 @@ def test_a_page_that_loads_models_trains_again_a_run_published_without_its_weigh
     dest = store.publish(store.find(STORE_KIND, tiny().to_dict()), weights=True)
     published = {**found, "path": str(dest)}
     assert with_weights([published]) == [published]  # nothing trained
+
+
+def test_republishing_without_weights_keeps_the_weights_published_before(tmp_path, capsys):
+    """Publishing a record again without its weights (``sweep --publish``, ``publish``
+    without ``--weights``) keeps the weights published with that same run; the weights
+    of another run of the config are neither removed nor left beside the new record."""
+    store, rec = trained(tmp_path)
+    entry = store.find(STORE_KIND, tiny().to_dict())
+    dest = store.publish(entry, weights=True)
+    weights = (dest / "model.pt").read_bytes()
+    assert store.publish(entry) == dest and (dest / "model.pt").read_bytes() == weights
+    rows = store.publish_all([STORE_KIND])
+    assert [r[1] for r in rows] == [dest] and (dest / "model.pt").read_bytes() == weights
+
+    # another run of the same config (a retrained record): refused without its weights, kept as published
+    result = Path(rec["path"]) / "result.json"
+    other = {**json.loads(result.read_text()), "finished_at": "another run"}
+    result.write_text(json.dumps(other))
+    entry = store.find(STORE_KIND, tiny().to_dict())
+    with pytest.raises(ValueError, match="weights of another run"):
+        store.publish(entry)
+    (row,) = store.publish_all([STORE_KIND])
+    assert row[1] is None and "weights of another run" in row[2]
+    assert (dest / "model.pt").read_bytes() == weights and json.loads((dest / "result.json").read_text()) != other
+    assert store.publish(entry, weights=True) == dest  # with its weights: both replaced
+    assert json.loads((dest / "result.json").read_text()) == other

@@ -46,6 +46,7 @@ loss of the token recipe was worse here on the speckle level).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bindcore.runtime import RECIPE_PROFILES, check_profile
@@ -85,33 +86,111 @@ _RECIPES["scale"] = dict(_RECIPES["quick"], batch_size=512, max_object_queries=2
 # model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
 _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_scenes"])
 
-# the scale sweep: per (C, V), the steps of each run; every size at every coverage and seed
-# V = 50: attempt V1 of the recipe search (validation objects, three seeds); V = 10 and 20: the
-# steps by which the earlier scale recipe (batch 256, 128 object candidates) had fitted its training
-# task (task_object_2 >= 0.9) at every coverage it was run at; V = 100: the 20 CPU-minute budget
-# (attempt P1 of the fit search: V1's recipe there had not fitted its training task by 12,000 steps)
+# the scale sweep: per (C, V), the base steps of its runs. V = 50: attempt V1 of the recipe search
+# (validation objects, three seeds); V = 10 and 20: the steps by which the earlier scale recipe
+# (batch 256, 128 object candidates) had fitted its training task at every coverage it was run at;
+# V = 100: the 20 CPU-minute budget (attempt P1 of the fit search)
 SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 10_000, (2, 100): 10_000}
-SCALE_COVERAGES = (0.1, 0.2, 0.3, 0.5, 0.7)
-# (C, V): further coverages of one size
-SCALE_EXTRA_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {}
-# training seeds of every point (the object split, split_seed, is the same for all of them)
+# the coverages of each size: the paper's grid (every tenth) where a CPU can afford it
+SCALE_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {
+    (2, 10): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+    (2, 20): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+    (2, 50): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
+    (2, 100): (0.1, 0.2, 0.3, 0.5, 0.7),
+}
+# training seeds of every point (each on the object split of every split seed of the point)
 SCALE_SEEDS = (0, 1, 2)
+# a point whose split holds fewer test objects than this gets more split seeds (scale_split_seeds)
+MIN_TEST_OBJECTS = 20
+
+# Training to fit, read on training objects only: a run has fitted its training task when its
+# last evaluation recognises two-object training scenes among the training objects
+# (task_object_2) at FIT_TARGET or more. The fit-matched budget of a point (fit_budgets): its
+# runs' budget while the median of their steps to FIT_TARGET, times FIT_MARGIN, lies within it;
+# else twice that budget (at most the size's cap), so that the schedule's last third is spent
+# after the fit. SCALE_BUDGETS holds the rule's answer on the published runs, point by point
+# (a test recomputes it); a point without runs yet has its size's base steps.
+FIT_TARGET = 0.95
+FIT_MARGIN = 1.5
+SCALE_CAPS: dict[tuple[int, int], int] = {(2, 10): 24_000, (2, 20): 40_000, (2, 50): 80_000, (2, 100): 80_000}
+SCALE_BUDGETS: dict[tuple[int, int, float], int] = {
+    (2, 50, 0.2): 20_000, (2, 50, 0.3): 20_000, (2, 50, 0.5): 20_000, (2, 50, 0.7): 20_000,
+    (2, 100, 0.1): 20_000, (2, 100, 0.2): 20_000, (2, 100, 0.3): 20_000, (2, 100, 0.5): 20_000,
+    (2, 100, 0.7): 20_000,
+}
+
+
+def scale_budget(n_concepts: int, n_values: int, coverage: float) -> int | None:
+    """The steps of the scale plan's runs at this point (None: a size the plan does not hold)."""
+    base = SCALE_STEPS.get((n_concepts, n_values))
+    return None if base is None else SCALE_BUDGETS.get((n_concepts, n_values, coverage), base)
 
 
 def scale_steps(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with the scale plan's steps for its object space (:data:`SCALE_STEPS`), so
-    that a run of the plan asked for by its axes (``bindcore sweep --profile scale --values
-    10``) is the plan's run; a size the plan does not hold keeps ``cfg``'s steps."""
-    steps = SCALE_STEPS.get((cfg.n_concepts, cfg.n_values))
+    """``cfg`` with the scale plan's steps for its point (:func:`scale_budget`), so that a
+    run of the plan asked for by its axes (``bindcore sweep --profile scale --values 10``)
+    is the plan's run; a size the plan does not hold keeps ``cfg``'s steps."""
+    steps = scale_budget(cfg.n_concepts, cfg.n_values, cfg.coverage)
     return cfg if steps is None or type(cfg) is not TrainConfig else cfg.with_(steps=steps)
+
+
+def scale_split_seeds(n_concepts: int, n_values: int, coverage: float) -> range:
+    """The object splits of a point: enough that its runs hold at least
+    :data:`MIN_TEST_OBJECTS` test objects over all its splits (one split where one does)."""
+    n = n_values**n_concepts
+    heldout = n - int(n * coverage)
+    n_test = heldout - heldout // 2
+    return range(max(1, math.ceil(MIN_TEST_OBJECTS / n_test)))
 
 
 def scale_plan() -> list[TrainConfig]:
     """The configs of the ``scale`` sweep, smallest object space first, then coverage,
-    then seed."""
-    return [recipe("scale", n_concepts=c, n_values=v, steps=steps, coverage=cov, seed=seed)
-            for (c, v), steps in sorted(SCALE_STEPS.items(), key=lambda kv: kv[0][1] ** kv[0][0])
-            for cov in (*SCALE_COVERAGES, *SCALE_EXTRA_COVERAGES.get((c, v), ())) for seed in SCALE_SEEDS]
+    seed and split seed."""
+    return [recipe("scale", n_concepts=c, n_values=v, steps=scale_budget(c, v, cov), coverage=cov,
+                   split_seed=split, seed=seed)
+            for (c, v) in sorted(SCALE_STEPS, key=lambda cv: cv[1] ** cv[0])
+            for cov in SCALE_COVERAGES[(c, v)] for seed in SCALE_SEEDS for split in scale_split_seeds(c, v, cov)]
+
+
+def steps_to_fit(history: list[dict[str, Any]], key: str = "task_object_2", target: float = FIT_TARGET) -> float:
+    """The first evaluated step at which ``key`` (a training-task metric) reaches
+    ``target``; infinity when it never does."""
+    from .search import search_view
+
+    for h in history:
+        if search_view(h).get(key, 0.0) >= target:
+            return float(h["step"])
+    return math.inf
+
+
+def fitted(record: dict[str, Any], target: float = FIT_TARGET) -> bool:
+    """Whether a run ended with its training task fitted (``task_object_<max objects>``
+    at ``target`` or more at its last evaluation)."""
+    from .search import search_view
+
+    key = f"task_object_{record['config'].get('max_objects', 2)}"
+    return search_view(record["metrics"]).get(key, 0.0) >= target
+
+
+def fit_budgets(records: list[dict[str, Any]]) -> dict[tuple[int, int, float], int]:
+    """The fit-matched budget of every point with stored runs (see :data:`FIT_MARGIN`),
+    read from the runs at the largest budget tried there, on training-task metrics only:
+    their budget where the median of their steps to :data:`FIT_TARGET` times
+    :data:`FIT_MARGIN` lies within it, else twice it (at most the size's cap)."""
+    import statistics
+
+    points: dict[tuple[int, int, float], dict[int, list[float]]] = {}
+    for r in records:
+        c = r["config"]
+        point = (c["n_concepts"], c["n_values"], c["coverage"])
+        points.setdefault(point, {}).setdefault(c["steps"], []).append(steps_to_fit(r.get("history") or []))
+    out = {}
+    for (c, v, cov), by_budget in points.items():
+        budget = max(by_budget)
+        need = statistics.median(by_budget[budget]) * FIT_MARGIN
+        cap = SCALE_CAPS.get((c, v), budget)
+        out[(c, v, cov)] = budget if need <= budget else min(2 * budget, max(cap, budget))
+    return out
 
 
 # appendix E (bindcore.controlled.pixels): each profile's token recipe with these changes,

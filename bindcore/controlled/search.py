@@ -3,9 +3,10 @@
 A run's evaluations report three object sets: training objects (``train_*``,
 ``task_*``), validation objects (``val_*``: held out, for any choice: recipe, steps,
 reading a curve early) and test objects (``test_*``: held out, read once for the
-record, never by a choice). A recipe search sees a run only through
-:func:`search_view`, which drops every test key; reading one through the view is a
-``KeyError`` naming the rule.
+record, never by a choice). ``train_object_*`` recognises training objects among the
+whole vocabulary, held-out objects included, so no choice reads it either. A recipe
+search sees a run only through :func:`search_view`, which drops those keys; reading
+one through the view is a ``KeyError`` naming the rule.
 """
 
 from __future__ import annotations
@@ -23,16 +24,22 @@ def is_test_key(key: str) -> bool:
     return "test" in key.split("_")
 
 
+def hidden_from_choices(key: str) -> bool:
+    """Whether a choice may not read ``key``: a test key, or ``train_object_*`` (whose
+    candidates include the held-out objects)."""
+    return is_test_key(key) or key.startswith("train_object")
+
+
 class SearchView(Mapping):
-    """A read-only view of a metrics dict without its test keys."""
+    """A read-only view of a metrics dict without the keys no choice reads."""
 
     def __init__(self, metrics: Mapping[str, Any]) -> None:
-        self._m = {k: metrics[k] for k in list(metrics.keys()) if not is_test_key(k)}
+        self._m = {k: metrics[k] for k in list(metrics.keys()) if not hidden_from_choices(k)}
 
     def __getitem__(self, key: str) -> Any:
-        if is_test_key(key):
-            raise KeyError(f"{key!r}: a recipe search reads training and validation metrics only, "
-                           "never test objects (bindcore.controlled.search)")
+        if hidden_from_choices(key):
+            raise KeyError(f"{key!r}: a recipe search reads training-task and validation metrics only, "
+                           "never test objects nor train_object_* (bindcore.controlled.search)")
         return self._m[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -43,7 +50,7 @@ class SearchView(Mapping):
 
 
 def search_view(metrics: Mapping[str, Any]) -> SearchView:
-    """``metrics`` as a recipe search may read them: training and validation keys only."""
+    """``metrics`` as a recipe search may read them: training-task and validation keys only."""
     return SearchView(metrics)
 
 

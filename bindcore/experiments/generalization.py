@@ -113,9 +113,11 @@ def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, 
 # ---------------------------------------------------------------------------------
 def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
-    local or published, and the configs of the plan that have none yet. The quick book
-    shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
-    from bindcore.controlled.recipes import scale_plan
+    local or published, and the configs of the plan that have none yet. Where a point's
+    budget was raised by the fit rule and its run at the new budget is missing, its run at
+    the size's base steps is shown in its place (``earlier_budget``: True) until then. The
+    quick book shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
+    from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
     from bindcore.store import ResultStore
 
     store = store or ResultStore()
@@ -124,6 +126,11 @@ def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
         entry = store.find(cfg.store_kind, cfg.to_dict())
         if entry is None:
             missing.append(cfg)
+            base = SCALE_STEPS[(cfg.n_concepts, cfg.n_values)]
+            if cfg.steps != base:
+                entry = store.find(cfg.store_kind, cfg.with_(steps=base).to_dict())
+                if entry is not None:
+                    found.append({**entry.record(), "earlier_budget": True})
         else:
             found.append(entry.record())
     return found, missing
@@ -149,14 +156,17 @@ def describe_scale_records(records: list[dict[str, Any]], missing: list[Any]) ->
 
 
 def missing_runs_text(missing: list[Any]) -> str:
-    """Runs not computed yet, by object space and coverage with their seeds:
-    ``|O| = 2,500: coverage 0.3 (seed 2), 0.7 (seeds 0, 1, 2); |O| = ...``."""
-    by_size: dict[int, dict[float, list[int]]] = {}
+    """Runs not computed yet, by object space and coverage with their seeds (and splits):
+    ``|O| = 2,500: coverage 0.3 (seed 2), 0.7 (seeds 0, 1, 2 on 2 splits); |O| = ...``."""
+    by_size: dict[int, dict[float, list[Any]]] = {}
     for c in missing:
-        by_size.setdefault(c.n_values ** c.n_concepts, {}).setdefault(c.coverage, []).append(c.seed)
+        by_size.setdefault(c.n_values ** c.n_concepts, {}).setdefault(c.coverage, []).append(c)
     parts = []
     for size, covs in sorted(by_size.items()):
-        points = [f"{cov:g} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))})"
-                  for cov, seeds in sorted(covs.items())]
+        points = []
+        for cov, runs in sorted(covs.items()):
+            seeds, splits = sorted({c.seed for c in runs}), {c.split_seed for c in runs}
+            points.append(f"{cov:g} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+                          + (f" on {len(splits)} splits" if len(splits) > 1 else "") + ")")
         parts.append(f"|O| = {size:,}: coverage " + ", ".join(points))
     return "; ".join(parts)
