@@ -112,6 +112,19 @@ def test_width_gap_grows_with_the_object_space():
     assert statuses(width_claims(noise, "quick"))[-1] == CL.NOT_SHOWN
 
 
+def test_width_claims_are_not_testable_on_a_model_that_does_not_bind():
+    """§5.3's claims are about models that generalize: on a model whose own held-out swap
+    pairs stay below 0.5 the precondition fails ("not testable here"), whatever its
+    approximators score; the same table with a binding model is judged."""
+    table = widths({4: 0.2, 16: 0.9, 256: 0.95}).assign(**{"model: swap pairs": 0.1})
+    df = width_claims(table, "quick")
+    assert statuses(df) == [CL.NOT_TESTABLE] * 2 and "does not (held-out swap pairs 0.10" in df["why"][0]
+    assert statuses(width_claims(table.assign(**{"model: swap pairs": 0.8}), "quick"))[0] == CL.SHOWN
+    two = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64).assign(**{"model: swap pairs": 0.2}),
+                     widths({4: 0.85, 256: 0.9}, "large", 2500).assign(**{"model: swap pairs": 0.9})])
+    assert statuses(width_claims(two, "quick")) == [CL.NOT_TESTABLE, CL.SHOWN, CL.NOT_TESTABLE]
+
+
 # --------------------------------------------------------------------------- §5.4
 def forms(values: dict[str, tuple[float, float]], ceiling: float | None = 0.6) -> pd.DataFrame:
     df = pd.DataFrame([{"model": "m", "family": f, "fraction": 0.8, "heldout_concept": c, "heldout_object": o}
@@ -144,6 +157,13 @@ def test_form_claims_on_their_null():
     assert statuses(form_claims(shuffled, "quick")) == [CL.NOT_SHOWN] * 3
 
 
+def test_form_claims_are_not_testable_on_a_model_that_does_not_bind():
+    holds = forms({ADD: (0.95, 0.2), GP: (0.95, 0.9), WOP: (0.9, 0.5), MLP: (0.95, 0.85)})
+    assert statuses(form_claims(holds.assign(**{"model: swap pairs": 0.3}), "quick")) == [CL.NOT_TESTABLE] * 3
+    assert statuses(form_claims(holds.assign(**{"model: swap pairs": 0.6}), "quick")) == [CL.SHOWN] * 3
+    assert statuses(form_claims(holds.assign(**{"model: swap pairs": np.nan}), "quick")) == [CL.NOT_TESTABLE] * 3
+
+
 # --------------------------------------------------------------------------- figure 9
 def test_figure9_claims():
     x = np.linspace(0, 1, 6)
@@ -154,6 +174,8 @@ def test_figure9_claims():
     assert statuses(figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
     swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
     assert statuses(figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
+    # none of the models binds: the claim about generalizing models is not testable here
+    assert statuses(figure9_claims(good.assign(**{"model: swap pairs": x * 0.4}), "quick")) == [CL.NOT_TESTABLE] * 2
 
 
 def test_figure9_claims_on_their_null():
@@ -222,7 +244,7 @@ def test_geometry_claims_tag_controlled_models_and_substitutes():
     df = geometry_claims(sets, [decomposition(0.7, 0.8, 0.95)] * 2, [edits(0.95)] * 2, "quick", **nulls)
     assert statuses(df) == [CL.UNTESTABLE] * 3 + [CL.SHOWN] * 3
     assert df["evidence"].tolist() == [CL.CONTROLLED] * 3 + [CL.SUBSTITUTE] * 3
-    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 0}
+    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.NOT_TESTABLE: 0, CL.UNTESTABLE: 0}
     assert CL.status_counts(df, evidence=CL.SUBSTITUTE)[CL.SHOWN] == 3
     assert CL.evidence_counts(df)[CL.CONTROLLED] == 3
 
@@ -330,7 +352,7 @@ def test_above_chance_needs_a_margin():
 
 def test_status_counts_and_a_bad_status():
     df = form_claims(forms({MLP: (0.9, 0.9)}), "smoke")
-    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.UNTESTABLE: 3}
+    assert CL.status_counts(df) == {CL.SHOWN: 0, CL.NOT_SHOWN: 0, CL.NOT_TESTABLE: 0, CL.UNTESTABLE: 3}
     with pytest.raises(ValueError, match="status"):
         CL._row("c", "s", "p", "o", "maybe", "", "quick")
     with pytest.raises(ValueError, match="evidence"):

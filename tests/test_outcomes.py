@@ -64,6 +64,16 @@ def test_one_row_per_headline_finding_generated_from_the_verdicts():
     assert "; 1 not reproduced (§5.3 low complexity); " in line and "2 not run here" in line
 
 
+def test_a_finding_about_binding_models_is_not_testable_where_no_model_binds():
+    """§5.3 on a model that does not bind: the outcome is "not testable here" (a failed
+    precondition), not "not reproduced", and the reason says so."""
+    claims = claims_of()
+    claims["§5.3"] = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}).assign(**{"model: swap pairs": 0.05}), "quick")
+    row = OC.outcome_table(claims, "quick").set_index("finding").loc["§5.3 low complexity"]
+    assert row["outcome"] == OC.NOT_TESTABLE_HERE and "models that bind" in row["reason, command"]
+    assert "1 not testable here (§5.3 low complexity)" in OC.outcome_summary(OC.outcome_table(claims, "quick"), "quick")
+
+
 def test_substitutes_and_controls_are_not_the_paper_s_encoder():
     table = OC.outcome_table(claims_of(encoder="MiniLM"), "quick").set_index("finding")
     assert table.loc["§4.1 additivity", "outcome"] == OC.ON_SUBSTITUTE

@@ -85,6 +85,7 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
     tables = []
     for d, records in zip(datasets, sweeps):
         t = approximator_table(records, model=d.name, objects=d.n_object_ids)
+        t["model: swap pairs"] = d.info.get("swap_pairs", np.nan)  # the precondition of §5.3 and §5.4's claims
         # the bag-of-concepts ceiling of the same held-out scenes (split seed 0, as the sweeps)
         t["bag ceiling"] = t["fraction"].map({f: heldout_bag_ceiling(d, f) for f in set(t["fraction"])}) \
             if len(t) else []

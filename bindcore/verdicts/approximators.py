@@ -24,8 +24,10 @@ from bindcore.paper import (
 )
 
 from .core import (
+    BINDS_AT,
     CONTROL,
     NOT_SHOWN,
+    NOT_TESTABLE,
     UNTESTABLE,
     _ceiling,
     _encoder_evidence,
@@ -33,8 +35,14 @@ from .core import (
     _margin,
     _ok,
     _row,
+    binds,
+    no_binding_why,
     verdict,
 )
+
+# the column of the controlled approximator tables and figure 9's table: the model's own
+# held-out swap-pair recognition, the precondition of claims about models that bind
+SWAPS = "model: swap pairs"
 
 
 def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
@@ -142,6 +150,10 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
     for name, full in top.groupby("model", sort=False):
         sub = full.groupby("width", as_index=False)["heldout_object"].mean().sort_values("width")
         claim = "a small MLP suffices"
+        if SWAPS in full and not binds(full[SWAPS].iloc[0]):
+            rows.append(_row(claim, name, PAPER_WIDTH, "–", NOT_TESTABLE, no_binding_why(full[SWAPS].iloc[0]),
+                             profile))
+            continue
         if len(sub) < 2 or not sub["heldout_object"].notna().all():
             rows.append(_row(claim, name, PAPER_WIDTH, "–", UNTESTABLE, "needs two or more widths", profile))
             continue
@@ -171,7 +183,10 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
                          f"that width is <= {small}", profile, null=null, margin=mg))
     claim = "the gap to large widths grows with |O|"
     sized = sorted(g for g in gaps if _ok(g[0]))
-    if len({g[0] for g in sized}) < 2:
+    if len({g[0] for g in sized}) < 2 and SWAPS in top and not top[SWAPS].map(binds).all():
+        rows.append(_row(claim, "all models", PAPER_WIDTH, "–", NOT_TESTABLE,
+                         "needs models that bind of two or more object-space sizes, and fewer bind here", profile))
+    elif len({g[0] for g in sized}) < 2:
         rows.append(_row(claim, "all models", PAPER_WIDTH, "–", UNTESTABLE,
                          "needs models of two or more object-space sizes", profile))
     else:
@@ -204,6 +219,12 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
     globals_ = [FAMILY_LABELS[f] for f in ("global_product", "sum_global_product")]
     rows = []
     for name, sub in top.groupby("model", sort=False):
+        if SWAPS in sub and not binds(sub[SWAPS].iloc[0]):
+            for claim in ("the additive probe recovers concepts, not objects", "products recover binding",
+                          "the global product is best"):
+                rows.append(_row(claim, name, PAPER_FORM, "–", NOT_TESTABLE, no_binding_why(sub[SWAPS].iloc[0]),
+                                 profile))
+            continue
         best = sub.groupby("family")[["heldout_concept", "heldout_object"]].max()
         add = best.loc[FAMILY_LABELS["additive"]] if FAMILY_LABELS["additive"] in best.index else None
         prod = best.loc[best.index.intersection(products)]
@@ -281,6 +302,12 @@ def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_r
         for objects, sub in table.groupby("objects", sort=True):
             sub = sub.dropna(subset=[col, "global product: held-out objects"])
             subject = f"|O| = {objects}"
+            if len(sub) and SWAPS in sub and not sub[SWAPS].map(binds).any():
+                rows.append(_row(claim, subject, PAPER_FIGURE9, f"{len(sub)} models", NOT_TESTABLE,
+                                 f"the claim is about models that generalize, and none of these {len(sub)} binds "
+                                 f"(held-out swap pairs at most {sub[SWAPS].max():.2f} < {BINDS_AT:g})",
+                                 profile))
+                continue
             if len(sub) < min_models or sub[col].nunique() < 2:
                 rows.append(_row(claim, subject, PAPER_FIGURE9, f"{len(sub)} models", UNTESTABLE,
                                  f"needs at least {min_models} models of one size that differ", profile))

@@ -1,8 +1,10 @@
 """The vocabulary every claim of :mod:`bindcore.verdicts` shares. A claim function
 takes a chapter's results and answers, per claim and per encoder or model,
-:data:`SHOWN`, :data:`NOT_SHOWN` or :data:`UNTESTABLE` ("cannot be tested at this
-profile": the results lack what the claim needs, e.g. a pretrained encoder, a second
-object-space size, a data fraction above 0.3), with the paper's statement
+:data:`SHOWN`, :data:`NOT_SHOWN`, :data:`NOT_TESTABLE` ("not testable here": the
+claim is about models that bind and its model does not, so the precondition failed and
+nothing is said of the claim) or :data:`UNTESTABLE` ("cannot be tested at this profile":
+the results lack what the claim needs, e.g. a pretrained encoder, a second object-space
+size, a data fraction above 0.3), with the paper's statement
 (:mod:`bindcore.paper`), ours in words, and ``why``: the rule the status follows, with
 its thresholds (parameters of each function). Beside the status, each row says what its
 subject is (:data:`EVIDENCE`).
@@ -21,8 +23,25 @@ import pandas as pd
 
 SHOWN = "shown"
 NOT_SHOWN = "not shown"
+NOT_TESTABLE = "not testable here"
 UNTESTABLE = "cannot be tested at this profile"
-STATUSES = (SHOWN, NOT_SHOWN, UNTESTABLE)
+STATUSES = (SHOWN, NOT_SHOWN, NOT_TESTABLE, UNTESTABLE)
+# a controlled model binds when its held-out swap-pair recognition (a scene and its
+# attribute-swapped twin both recognised; a bag of concepts scores 0) reaches this: the
+# precondition of the claims about models that generalize (§5.3, §5.4, figure 9)
+BINDS_AT = 0.5
+
+
+def binds(swap_pairs: Any, level: float = BINDS_AT) -> bool:
+    """Whether a model with this held-out swap-pair recognition binds (NaN: no)."""
+    return _ok(swap_pairs) and float(swap_pairs) >= level
+
+
+def no_binding_why(swap_pairs: Any, level: float = BINDS_AT) -> str:
+    """The reason of a :data:`NOT_TESTABLE` row: the model's swap pairs below ``level``."""
+    shown = f"{float(swap_pairs):.2f}" if _ok(swap_pairs) else "not recorded"
+    return (f"the claim is about models that bind, and this one does not (held-out swap pairs {shown} < "
+            f"{level:g})")
 
 # what a row's subject is, beside the encoder or model the paper's claim is about
 NATIVE = "the paper's kind"  # pretrained CLIP / DINOv2 for their claims; the controlled models for §5.2-§5.4, E
@@ -135,6 +154,7 @@ def claim_outcomes(frame: pd.DataFrame) -> list[str]:
         for status, kind, words in ((SHOWN, NATIVE, "reproduced"), (NOT_SHOWN, NATIVE, "not reproduced"),
                                     (SHOWN, SUBSTITUTE, "reproduced on a substitute"),
                                     (NOT_SHOWN, SUBSTITUTE, "not reproduced on a substitute"),
+                                    (NOT_TESTABLE, None, "not testable here (no model binds)"),
                                     (UNTESTABLE, None, "not testable")):
             pick = (rows["status"] == status) & ((ev == kind) if kind else True)
             who = rows.loc[pick, "subject"].tolist()

@@ -11,6 +11,9 @@ A finding's outcome is one of :data:`OUTCOMES`:
 * *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
   paper's kind could be judged; every row judged on a substitute (another pretrained
   encoder) is shown / at least one is not (says nothing about the paper's encoder);
+* *not testable here*: no row could be judged, and some could not because their model
+  does not bind (the finding is about models that generalize: a failed precondition,
+  not a finding), with the reason and the command;
 * *not run here*: no row could be judged, with the reason (the rows' own) and the
   command that runs the chapter.
 """
@@ -22,14 +25,15 @@ from typing import Any
 
 import pandas as pd
 
-from .core import NATIVE, NOT_SHOWN, SHOWN, SUBSTITUTE, UNTESTABLE
+from .core import NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 ON_SUBSTITUTE = "reproduced on a substitute"
 NOT_ON_SUBSTITUTE = "not reproduced on a substitute"
+NOT_TESTABLE_HERE = "not testable here"
 NOT_RUN = "not run here"
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ON_SUBSTITUTE, NOT_ON_SUBSTITUTE, NOT_RUN)
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, ON_SUBSTITUTE, NOT_ON_SUBSTITUTE, NOT_TESTABLE_HERE, NOT_RUN)
 COLUMNS = ["finding", "paper", "ours", "source", "outcome", "reason, command"]
 
 
@@ -142,6 +146,10 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
         return dict(zip(COLUMNS, (h.finding, h.paper, _ours(sub), f"{source}; substitute: {names}", outcome,
                                   "the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
                                   f"Colab): {command}")))
+    precondition = rows["status"] == NOT_TESTABLE
+    if precondition.any():
+        whys = "; ".join(dict.fromkeys(rows.loc[precondition, "why"].astype(str)))
+        return dict(zip(COLUMNS, (h.finding, h.paper, _ours(rows), source, NOT_TESTABLE_HERE, f"{whys}; {command}")))
     whys = "; ".join(dict.fromkeys(rows.loc[rows["status"] == UNTESTABLE, "why"].astype(str)))
     return dict(zip(COLUMNS, (h.finding, h.paper, _ours(rows), source, NOT_RUN, f"{whys}; {command}")))
 
@@ -166,5 +174,6 @@ def outcome_summary(table: pd.DataFrame, profile: str) -> str:
         return f"{counts[o]} {o}" + (f" ({', '.join(who)})" if who else "")
 
     return (f"Of the paper's {len(table)} headline findings, {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
-            f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_RUN)} (profile '{profile}'; §5.2 from "
+            f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_TESTABLE_HERE)}; {named(NOT_RUN)} "
+            f"(profile '{profile}'; §5.2 from "
             "the published scale records where the build has them).")
