@@ -80,7 +80,15 @@ import bindcore
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
-from bindcore.controlled.recipes import SCALE_SEEDS, SCALE_STEPS, recipe_table
+from bindcore.controlled.recipes import (
+    FIT_MARGIN,
+    FIT_TARGET,
+    MIN_TEST_OBJECTS,
+    SCALE_BUDGETS,
+    SCALE_SEEDS,
+    SCALE_STEPS,
+    recipe_table,
+)
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.search import read_attempts
 from bindcore.controlled.training import TrainConfig, object_query_additivity
@@ -346,20 +354,42 @@ scale_recs, scale_missing = scale_records() if P["show_scale"] else ([], [])
 if P["show_scale"]:
     note_stored(scale_recs, what="scale runs")
     display(Markdown(describe_scale_records(scale_recs, scale_missing)))
-    steps_text = ", ".join(f"C = {c}, V = {v}: {s:,}" for (c, v), s in SCALE_STEPS.items())
-    display(Markdown(f"Steps per run by object space: {steps_text}."))
+    steps_text = ", ".join(f"|O| = {v ** c:,}: {s:,}" for (c, v), s in SCALE_STEPS.items())
+    raised = ", ".join(f"|O| = {v ** c:,} at coverage {cov:g}: {s:,}" for (c, v, cov), s in SCALE_BUDGETS.items())
+    display(Markdown(f"Base steps per run by object space: {steps_text}. Raised by the fit rule: {raised}."))
 else:
     print("show_scale is off: the scale sweep's records are not shown")
 
 # %% [markdown]
-# Every point of the scale plan is trained with {glue:text}`scale_seeds` seeds (the training seed sets
-# the initialisation, the minibatches and the evaluation scenes; the object split, and so
-# which objects are training, validation and test objects, is the same for every seed).
-# The figure draws every seed as a dot and the median as the line; the claims below are
-# judged on the median, with the range printed beside it.
+# **Training to fit.** A run that has not fitted its own training task says little about
+# binding: the fixed budget of the first scale sweep left most runs at
+# |O| = {glue:text}`paper_space` and above still climbing when it ended. So each point's
+# budget follows the fit of its training task, read on training objects only: a run has
+# fitted when its last evaluation recognises two-object training scenes among the
+# training objects (`task_object_2`) at {glue:text}`fit_target` or more. A point keeps
+# its size's base budget while the median over its runs of the steps to that level,
+# times {glue:text}`fit_margin`, lies within the budget (so that the last third of the
+# schedule, where the learning rate decays, comes after the fit); otherwise its next
+# runs get twice the budget, up to a cap per size (`bindcore.controlled.recipes.fit_budgets`;
+# a test recomputes the plan's budgets from the published runs and checks that test and
+# `train_object_*` numbers cannot change them). A run that ends unfitted is kept, shown
+# and counted (column `fitted` below). Where a point's longer runs are not computed yet,
+# its runs at the base budget stand in (their `steps` say so) and the point is listed as
+# not computed above.
+#
+# Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
+# the initialisation, the minibatches and the evaluation scenes). A point whose object
+# split holds fewer than {glue:text}`min_test_objects` test objects (the smallest object
+# space at its highest coverages) is trained on several object splits, each with every
+# seed, so that its median rests on at least that many test objects. The figure draws
+# every run as a dot and the median as the line; the claims below are judged on the
+# median, with the range printed beside it.
 
 # %% tags=["remove-cell"]
 glue("scale_seeds", len(SCALE_SEEDS))
+glue("fit_target", FIT_TARGET, ".2f")
+glue("fit_margin", FIT_MARGIN, "g")
+glue("min_test_objects", MIN_TEST_OBJECTS)
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
