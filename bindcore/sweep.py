@@ -401,12 +401,24 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "bag ceiling at chosen coverage": float(chosen["boc_ceiling_test_object_2"]),
             "every seed above the bag ceiling at chosen coverage":
                 bool((at["test_object_2"] > at["boc_ceiling_test_object_2"]).all()),
+            "fitted at transition": _fitted_at(runs, transition_coverage(sub["coverage"], sub["test_swap_pair"],
+                                                                        transition)),
+            "fitted at largest coverage": _fitted_at(runs, float(last["coverage"])),
             "release two objects at chosen coverage": float(chosen.get("release_test_object_2", float("nan"))),
             "release bag ceiling at chosen coverage":
                 float(chosen.get("boc_ceiling_release_test_object_2", float("nan"))),
             "rank correlation coverage vs objects": rho,
         })
     return pd.DataFrame(out)
+
+
+def _fitted_at(runs, coverage: float) -> str:
+    """``k of n``: how many runs at ``coverage`` ended with their training task fitted
+    (``""`` where the runs do not say, or ``coverage`` is NaN)."""
+    if "fitted" not in runs or math.isnan(coverage):
+        return ""
+    at = runs[runs["coverage"] == coverage]
+    return f"{int(at['fitted'].sum())} of {len(at)}"
 
 
 def seed_transitions(runs, transition: float = TRANSITION_SWAP) -> str:

@@ -111,3 +111,21 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              "coverage and at least once needs less (a size without a transition needs more than "
                              "its largest coverage; two such sizes cannot be compared)", profile))
     return _frame(rows)
+
+
+def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_release: str = "") -> str:
+    """Per object-space size, where the transition (swap pairs >= the threshold from there
+    on) was found and whether the runs there had fitted their training task, else up to
+    which coverage none was, with the release protocol's two-object number at the coverage
+    validation objects chose (beside the paper's ``paper_release``): the §5.2 row of the
+    report's outcome table."""
+    recs = summary.to_dict("records") if isinstance(summary, pd.DataFrame) else list(summary)
+    parts = []
+    for r in sorted(recs, key=lambda r: r["objects"]):
+        t = r["transition coverage"]
+        fit = r.get("fitted at transition") if _ok(t) else r.get("fitted at largest coverage")
+        where = (f"transition at coverage {t:g}" if _ok(t) else f"no transition up to coverage {r['largest coverage']:g}")
+        release = r.get("release two objects at chosen coverage")
+        parts.append(f"|O| = {int(r['objects']):,}: {where}" + (f" (fitted {fit})" if fit else "")
+                     + (f", release protocol {release:.2f} at {r['chosen coverage']:g}" if _ok(release) else ""))
+    return "; ".join(parts) + (f" (paper, release protocol: {paper_release})" if paper_release and parts else "")

@@ -25,7 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from bindcore.paper import PAPER_CLAIMS_5_2
+
 from .core import NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
+from .generalization import transition_sentence
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -139,7 +142,9 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
     source = f"{sources} ({keys})"
     if len(native):
         outcome = REPRODUCED if (native["status"] == SHOWN).all() else NOT_REPRODUCED
-        return dict(zip(COLUMNS, (h.finding, h.paper, _ours(native), source, outcome, "")))
+        summary = claims[keys.split(", ")[0]].attrs.get("summary")
+        ours = (transition_sentence(summary, PAPER_CLAIMS_5_2[1][1]) + ". " if summary else "") + _ours(native)
+        return dict(zip(COLUMNS, (h.finding, h.paper, ours, source, outcome, "")))
     if len(sub):
         outcome = ON_SUBSTITUTE if (sub["status"] == SHOWN).all() else NOT_ON_SUBSTITUTE
         names = ", ".join(dict.fromkeys(sub["subject"]))
