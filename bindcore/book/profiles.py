@@ -77,6 +77,9 @@ RULES: dict[str, Rule] = {
     "natural_types": Rule(int, low=1, high=5),
     "natural_patterns": Rule(int, low=1, high=5),
     "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
+    "models": Rule(str, choices=("chapter", "scale"),
+                   note="the §5.2 models analysed: 'chapter', the §5.2 chapter's own (largest coverage, first seed); "
+                   "'scale', the scale sweep's models that bind on validation objects, with published weights"),
     "controlled_steps": Rule(int, low=1, optional=True,
                              note="training steps of the §5.2 models the chapter uses; None: the profile's recipe"),
     "eval_scenes": Rule(int, low=1, optional=True,

@@ -66,7 +66,12 @@ def controlled_datasets(profile: str, params: dict[str, Any], p52: Mapping[str, 
     from bindcore.analysis.probes import controlled_binding_data
 
     runs = generalizing_runs(profile, params, p52, workers=workers, device=device, executor=executor)
-    return runs, [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
+    datasets = [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
+    names = [d.name for d in datasets]
+    for d, r in zip(datasets, runs):
+        if names.count(d.name) > 1:  # several seeds of one point: each model by its seed
+            d.name = f"{d.name} seed={r['config']['seed']}"
+    return runs, datasets
 
 
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],

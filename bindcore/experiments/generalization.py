@@ -49,13 +49,50 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, p52: Ma
     return generalization_configs(base, {**p52, "coverages": [max(p52["coverages"])], "seeds": p52["seeds"][:1]})
 
 
+def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, Any]]:
+    """The scale sweep's models that bind, chosen on validation objects: per object space,
+    the coverage whose runs (first object split, the plan's budget) have the largest
+    median validation swap pairs, if that median reaches ``level``; every seed there whose
+    weights are stored (a record published without them is left out, so that no page
+    trains it again). Test objects choose nothing."""
+    import statistics
+
+    from bindcore.controlled.search import search_view
+    from bindcore.store import has_weights
+
+    records, _ = scale_records(store)
+    points: dict[tuple[int, float], list[dict[str, Any]]] = {}
+    for r in records:
+        c = r["config"]
+        if c.get("split_seed", 0) == 0 and not r.get("earlier_budget"):
+            points.setdefault((c["n_values"] ** c["n_concepts"], c["coverage"]), []).append(r)
+    chosen = []
+    for size in sorted({size for size, _ in points}):
+        val = {cov: statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in runs)
+               for (s, cov), runs in points.items() if s == size}
+        cov = max(val, key=lambda c: (val[c], -c))
+        if val[cov] >= level:
+            chosen += sorted((r for r in points[(size, cov)] if has_weights(r)), key=lambda r: r["config"]["seed"])
+    return chosen
+
+
 def generalizing_runs(profile: str, params: Mapping[str, Any] | None, p52: Mapping[str, Any],
                       workers: int | None = None, device: str | None = None,
                       executor: Any = None) -> list[dict[str, Any]]:
-    """The controlled dual encoders of :func:`generalizing_configs` (stored runs are
-    reused; their code version is printed; ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
+    """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
+    ``"scale"``, the scale sweep's models that bind (:func:`binding_scale_runs`; none
+    stored with weights: the chapter's own, said so); else those of
+    :func:`generalizing_configs` (stored runs are reused; their code version is printed;
+    ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.sweep import run_sweep
 
+    if (params or {}).get("models") == "scale":
+        runs = binding_scale_runs()
+        if runs:
+            note_stored(runs, what="controlled models (the scale sweep's models that bind)")
+            return runs
+        print("No model of the scale sweep that binds on validation objects is stored with its weights: "
+              "the chapter's own §5.2 models stand in.")
     runs = run_sweep(generalizing_configs(profile, params, p52), workers=workers, device=device, progress=False,
                      executor=executor)
     runs = with_weights(runs, workers=workers, device=device, executor=executor)
@@ -88,24 +125,19 @@ def with_weights(records: list[dict[str, Any]], workers: int | None = None, devi
 # which code made the stored runs a chapter shows
 # ---------------------------------------------------------------------------------
 def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, what: str = "training runs") -> None:
-    """Print the code version of stored records a chapter uses: one line for those made
-    by the current code, one line for each made by other code and reused without being
-    computed again (an expensive kind, or a published record)."""
+    """Print where the stored records a chapter shows come from: per source (local or
+    published), how many, their folder (the kind's version, default ``kind``'s) and the
+    commits that made them. Every record of the kind's current version is current
+    (:mod:`bindcore.store`); the commit is provenance."""
     from bindcore.controlled.training import STORE_KIND
 
-    kind = kind or STORE_KIND
-    recs = list(records)
-    fresh = [r for r in recs if not r.get("stale")]
-    if fresh:
-        versions = sorted({code_version(r.get("code")) for r in fresh})
-        sources = sorted({r.get("source", "local") for r in fresh})
-        print(f"{len(fresh)} {what} ({', '.join(sources)}) made by the current code: {'; '.join(versions)}")
-    for r in recs:
-        if r.get("stale"):
-            print(f"Note: {what[:-1] if what.endswith('s') else what} {r.get('hash', Path(r['path']).name)} "
-                  f"({r.get('source', 'local')}, finished {r.get('finished_at', '?')}) was made by "
-                  f"{code_version(r.get('code'))}, not by the current code ({kind.fingerprint()[:12]}); it is "
-                  f"shown as stored, not recomputed (delete {shown_path(r['path'])} to compute it again).")
+    by_source: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        by_source.setdefault(r.get("source", "local"), []).append(r)
+    for source, recs in sorted(by_source.items()):
+        folder = shown_path(Path(recs[0]["path"]).parent) if recs[0].get("path") else str(kind or STORE_KIND)
+        made = "; ".join(sorted({code_version(r.get("code")) for r in recs}))
+        print(f"{len(recs)} {what} ({source}, {folder}) made by {made}")
 
 
 # ---------------------------------------------------------------------------------
