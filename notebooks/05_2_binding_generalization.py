@@ -164,22 +164,113 @@ recipe_table(profile)
 # %% [markdown]
 # ## The model and the objective (appendix B)
 #
-# The code every run below trains. Two encoders of the same shape, one for scenes and
-# one for queries, each a small transformer over the token sequences of §3 pooled at
-# EOS (`bindcore.controlled.models`):
-#
-# ```{literalinclude} /bindcore/controlled/models.py
-# :pyobject: Encoder
-# ```
-#
-# ```{literalinclude} /bindcore/controlled/models.py
-# :pyobject: DualEncoder
-# ```
-#
-# ```{literalinclude} /bindcore/controlled/models.py
-# :pyobject: cosine_logits
-# ```
-#
+# Two encoders of the same shape, one for scenes and one for queries, each a small
+# transformer over the token sequences of §3, read at the EOS token. Here is the model as
+# one would write it to read it; `bindcore sync` exports these cells into the library
+# (`bindcore/controlled/reference.py`), where the tests hold the fast encoder that every
+# run trains (`bindcore.controlled.models`) to it.
+
+# %% tags=["export"]
+# export: bindcore/controlled/reference.py
+# The reference dual encoder of appendix B.2, as the §5.2 chapter defines it.
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bindcore.controlled.models import EncoderConfig, sinusoidal_positions
+
+
+class ReferenceBlock(nn.Module):
+    """One pre-LayerNorm transformer layer: x + attention(LN(x)), then x + FFN(LN(x))."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)  # queries, keys and values in one matrix
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """x ``[B, L, D]``; keep ``[B, L]``: False at PAD tokens, which no position attends to."""
+        b, l, d = x.shape
+        h = d // self.n_heads
+        q, k, v = (t.view(b, l, self.n_heads, h).transpose(1, 2) for t in self.qkv(self.ln1(x)).split(d, dim=-1))
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(h)  # [B, heads, L, L]
+        scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))
+        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, l, d)
+        x = x + self.proj(attended)
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
+
+
+class ReferenceEncoder(nn.Module):
+    """Tokens ``[B, L]`` (right-padded) -> ``[B, d_out]``: token embeddings plus fixed
+    sinusoidal positions, the layers, the output at EOS (the last non-PAD token), a
+    linear head."""
+
+    def __init__(self, cfg: EncoderConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
+        self.blocks = nn.ModuleList(ReferenceBlock(cfg.d_model, cfg.n_heads, cfg.d_ff) for _ in range(cfg.n_layers))
+        self.head = nn.Linear(cfg.d_model, cfg.d_out)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        keep = tokens != self.cfg.pad_id
+        x = self.embed(tokens) + self.positions[: tokens.shape[1]]
+        for block in self.blocks:
+            x = block(x, keep)
+        eos = keep.sum(dim=1) - 1
+        return self.head(x[torch.arange(len(x)), eos])
+
+
+class ReferenceDualEncoder(nn.Module):
+    """A scene encoder, a query encoder of the same shape, and the learnable log-scale tau
+    of the similarity (the logits are exp(tau) times the cosine, exp(tau) capped)."""
+
+    def __init__(self, cfg: EncoderConfig, tau_init: float = 1.15) -> None:
+        super().__init__()
+        self.scene = ReferenceEncoder(cfg)
+        self.query = ReferenceEncoder(cfg)
+        self.tau = nn.Parameter(torch.tensor(float(tau_init)))
+
+# %% [markdown]
+# The runs train a faster encoder of the same parameters, which skips work whose result
+# nothing reads: trailing PAD columns that no sequence of a batch uses, the feed-forward
+# block at PAD positions, and every position but EOS in the last layer. On a batch of
+# this chapter's scenes and queries, with the same weights, it gives the reference's
+# embeddings and gradients:
+
+# %%
+from bindcore.controlled.models import DualEncoder
+from bindcore.controlled.scenes import sample_scenes
+
+fast = DualEncoder(base.encoder_config())
+reference = ReferenceDualEncoder(base.encoder_config())
+reference.load_state_dict(fast.state_dict())
+batch = sample_scenes(base.split.train, 256, base.max_objects, torch.Generator().manual_seed(0))
+inputs = {"scene": base.space.tokenize_scenes(batch), "query": base.space.object_query_tokens(batch[:, 0])}
+for tower, tokens in inputs.items():
+    a, b = getattr(fast, tower)(tokens), getattr(reference, tower)(tokens)
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    a.square().sum().backward()
+    b.square().sum().backward()
+# gradients: each parameter's within 1e-4 of the largest gradient (the key biases' true gradient is zero:
+# a softmax ignores a shift shared by all keys, so theirs is float noise on both sides)
+grads = [(name, p.grad, q.grad) for (name, p), q in zip(fast.named_parameters(), reference.parameters())
+         if p.grad is not None]
+scale = max(float(g.abs().max()) for _, _, g in grads)
+worst = max((float((g - h).abs().max()) / scale, name) for name, g, h in grads)
+assert worst[0] < 1e-4, f"gradients differ: {worst}"
+print(f"fast == reference on {len(batch)} scenes and their queries: embeddings agree; the largest gradient "
+      f"difference is {worst[0]:.1e} of the largest gradient ({worst[1]})")
+
+# %% [markdown]
 # One minibatch's loss (`bindcore.controlled.training`): the softmax over each scene's
 # candidate queries with the scene's positives as a uniform target, for concept queries
 # (weighted by the concept-loss weight of the recipe) and for object queries. The

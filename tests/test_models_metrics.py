@@ -181,3 +181,38 @@ def test_caption_retrieval_levels():
     r = caption_retrieval(img, text, objects)
     assert r["exact scene"] == 0.25 and r["same objects, any order"] == 0.5 and r["same bag of concepts"] == 0.75
     assert r["chance (exact scene)"] == 0.25
+
+
+
+@pytest.mark.parametrize("n_layers,n_heads,max_objects", [(1, 1, 1), (2, 4, 2), (3, 2, 3)])
+def test_the_fast_encoder_equals_the_chapters_reference(n_layers, n_heads, max_objects):
+    """The encoder every run trains (PAD columns dropped, feed-forward on real tokens only,
+    the last layer at EOS only) gives the reference dual encoder's embeddings and
+    gradients (§5.2's page defines the reference: bindcore/controlled/reference.py), on
+    scenes of every object count and on concept and object queries."""
+    from bindcore.controlled.models import DualEncoder
+    from bindcore.controlled.recipes import recipe
+    from bindcore.controlled.reference import ReferenceDualEncoder
+
+    cfg = recipe("smoke", n_values=6, max_objects=max_objects, n_layers=n_layers, n_heads=n_heads, d_model=16)
+    torch.manual_seed(0)
+    fast = DualEncoder(cfg.encoder_config())
+    reference = ReferenceDualEncoder(cfg.encoder_config())
+    reference.load_state_dict(fast.state_dict())
+    space = cfg.space
+    scenes = sample_scenes(cfg.split.train, 64, max_objects, torch.Generator().manual_seed(1))
+    queries = torch.cat([space.pad_to_max_len(space.object_query_tokens(scenes[:, 0])),
+                         space.pad_to_max_len(space.concept_query_tokens(torch.arange(space.n_value_tokens)))])
+    for tower, tokens in (("scene", space.tokenize_scenes(scenes)), ("query", queries)):
+        a, b = getattr(fast, tower)(tokens), getattr(reference, tower)(tokens)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+        (a * torch.linspace(-1, 1, a.shape[1])).sum().backward()
+        (b * torch.linspace(-1, 1, b.shape[1])).sum().backward()
+    grads = [(p.grad, q.grad) for p, q in zip(fast.parameters(), reference.parameters()) if p.grad is not None]
+    scale = max(float(g.abs().max()) for g, _ in grads)
+    assert max(float((g - h).abs().max()) for g, h in grads) < 1e-4 * scale
+    # and the fast path is no copy of the reference: a changed weight moves only the reference's output
+    with torch.no_grad():
+        reference.scene.blocks[0].ff1.weight.mul_(1.5)
+    tokens = space.tokenize_scenes(scenes)
+    assert not torch.allclose(fast.scene(tokens), reference.scene(tokens), atol=1e-4)
