@@ -80,6 +80,7 @@ import bindcore
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import fit_search_table, recipe_search_table
+from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
     FIT_MARGIN,
     FIT_TARGET,
@@ -90,6 +91,7 @@ from bindcore.controlled.recipes import (
     recipe_table,
 )
 from bindcore.controlled.runs import load_model, train
+from bindcore.controlled.scenes import sample_scenes
 from bindcore.controlled.search import read_attempts
 from bindcore.controlled.training import TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
@@ -247,9 +249,6 @@ class ReferenceDualEncoder(nn.Module):
 # embeddings and gradients:
 
 # %%
-from bindcore.controlled.models import DualEncoder
-from bindcore.controlled.scenes import sample_scenes
-
 fast = DualEncoder(base.encoder_config())
 reference = ReferenceDualEncoder(base.encoder_config())
 reference.load_state_dict(fast.state_dict())

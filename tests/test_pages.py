@@ -90,7 +90,8 @@ def test_import_cells_are_folded_away(name):
     for i, cell in enumerate(_notebook(name).cells):
         if cell.cell_type == "code" and any(isinstance(n, (ast.Import, ast.ImportFrom))
                                             for n in ast.parse(cell.source).body):
-            assert (HIDDEN | {"hide-input"}) & set(cell.metadata.get("tags", [])), (
+            # a cell that defines a library module shows its imports: they are part of the definition
+            assert (HIDDEN | {"hide-input", "export"}) & set(cell.metadata.get("tags", [])), (
                 f"notebooks/{name}.py cell {i} imports on the page; tag it hide-input (or remove-cell)")
 
 
@@ -111,17 +112,18 @@ def test_no_cell_ends_in_a_call_whose_value_is_not_for_the_reader(name):
             assert called not in stray, f"notebooks/{name}.py cell {i} ends in {called}(...), shown as output"
 
 
-def test_a_stale_record_note_names_a_path_relative_to_the_project(monkeypatch, tmp_path, capsys):
+def test_the_stored_records_note_names_a_folder_relative_to_the_project(monkeypatch, tmp_path, capsys):
     from bindcore.experiments.generalization import note_stored
     from bindcore.store import shown_path
 
     assert shown_path(ROOT / "results" / "train-2" / "abc") == "results/train-2/abc"
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "store"))
-    record = {"path": str(tmp_path / "store" / "train-2" / "abc"), "stale": True, "hash": "abc",
-              "code": {"fingerprint": "f" * 64, "bindcore": "0.0.1", "git": None, "modules": []}}
+    record = {"path": str(tmp_path / "store" / "train-2" / "abc"), "hash": "abc",
+              "code": {"bindcore": "0.0.1", "git": "abc1234"}}
     note_stored([record])
     out = capsys.readouterr().out
-    assert "delete $BINDCORE_RESULTS/train-2/abc " in out and str(tmp_path) not in out
+    assert "(local, $BINDCORE_RESULTS/train-2) made by git abc1234 (bindcore 0.0.1)" in out
+    assert str(tmp_path) not in out
     monkeypatch.delenv("BINDCORE_RESULTS")
     monkeypatch.chdir(ROOT)
     assert shown_path("/elsewhere/store/train-2/abc") == "train-2/abc"
