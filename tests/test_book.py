@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -357,6 +358,8 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         errors = [o for o in outputs if o.output_type == "error"]
         assert not errors, f"{name}: error outputs {json.dumps(errors)[:500]}"
         page = (html / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
+        for glued in re.findall(r'<span class="pasted-text">(.*?)</span>', page):
+            assert not re.fullmatch(r"\(.*,.*\)", glued), f"{name}: a glued number rendered as a tuple: {glued}"
         colab = colab_link(name, *repository(ROOT)).removeprefix("https://")
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 

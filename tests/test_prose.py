@@ -56,3 +56,19 @@ def test_every_glue_role_is_glued_by_the_chapter(path):
 def test_glue_returns_the_text_outside_a_kernel():
     assert prose.glue("x", 0.12345, ".2f") == "0.12"
     assert prose.glue("y", 9900, ",") == "9,900"
+
+
+def test_a_glued_number_with_thousands_separators_reaches_the_page_as_written(monkeypatch):
+    """myst-nb reads a glued text back with ast.literal_eval: the record must hold it
+    quoted, or ``2,500`` reaches the page as the tuple ``(2, 500)``."""
+    import IPython
+    from myst_nb.core.variables import format_plain_text
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
+    for value, fmt, page in ((2500, ",", "2,500"), ((7, 392), "", "(7, 392)"), (0.5, "g", "0.5"), ("a, b", "", "a, b")):
+        shown.clear()
+        assert prose.glue("n", value, fmt) == page
+        (record,) = shown
+        assert format_plain_text(record[prose.GLUE_PREFIX + "text/plain"], "") == page
