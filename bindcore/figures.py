@@ -289,9 +289,10 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
     own, one colour per object-space size (the legend gives its correlation), the
     diagonal dotted."""
     corr = correlations.set_index("objects")
-    for i, (objects, sub) in enumerate(table.groupby("objects", sort=True)):
+    drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
+    for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
         r = corr.loc[objects, "Pearson r"] if objects in corr.index else np.nan
-        label = f"|O| = {objects} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
+        label = f"|O| = {objects:,} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
         ax.scatter(sub["model: held-out objects"], sub["global product: held-out objects"], s=36,
                    color=PALETTE[i % len(PALETTE)], edgecolors="black", linewidths=0.4, label=label)
     ax.plot([0, 1], [0, 1], ":", color=REFERENCE_COLOUR, lw=1)
@@ -299,7 +300,8 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
     ax.set_ylabel("global product: held-out object recognition")
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=8, loc="best")
+    if len(drawn):
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
 
 
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:

@@ -74,3 +74,19 @@ def test_binding_curves_draw_a_panel_per_size_every_seed_and_the_median_per_cove
     assert list(m.get_xdata()) == [500, 1000] and np.allclose(m.get_ydata(), [0.0, 0.3])  # steps every seed has
     assert m.get_color() != medians["coverage 0.7 (1 run)"].get_color()
     assert plot_binding_curves(runs[-1:]) is None
+
+
+def test_figure9_counts_the_models_it_draws_and_names_only_the_sizes_it_draws():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from bindcore.figures import plot_figure9
+
+    table = pd.DataFrame({"objects": [100, 100, 100, 2500, 2500],
+                          "model: held-out objects": [0.2, 0.5, 0.9, 0.4, 0.6],
+                          "global product: held-out objects": [0.1, np.nan, 0.8, np.nan, np.nan]})
+    fig, ax = plt.subplots()
+    plot_figure9(ax, table, pd.DataFrame({"objects": [100], "Pearson r": [0.9]}))
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["|O| = 100 (2 models, r = 0.90)"]  # the 2,500 models have no fit: no dot, no entry
+    plt.close(fig)
