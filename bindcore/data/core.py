@@ -183,26 +183,31 @@ class SceneDataset:
 
         out = check_output_folder(out, overwrite, force)
         staging = _staging_folder(out)
+        owner = _own(staging)  # so that a second install into out waits for none of this and removes none of it
         new = staging / "new"
         try:
-            new.mkdir()
-            if images and self.images is not None:
-                for fname, img in zip(self.filenames, self.images):
-                    Image.fromarray(np.asarray(img, dtype=np.uint8)).save(new / fname)
-            self.labels_frame().to_csv(new / "labels.csv", index=False)
-            (new / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
-            pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(new / "captions.csv",
-                                                                                       index=False)
-            written = sorted(p.name for p in new.iterdir())
-            (new / MANIFEST).write_text(json.dumps({"written_by": "bindcore", "files": written + [MANIFEST]}) + "\n")
-        except (KeyboardInterrupt, SystemExit):
-            log.warning("interrupted: %s is as it was; the partial new dataset is in %s (removed by the next "
-                        "write into %s)", out, new, out)
-            raise
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        _install(staging, out)
+            try:
+                new.mkdir()
+                if images and self.images is not None:
+                    for fname, img in zip(self.filenames, self.images):
+                        Image.fromarray(np.asarray(img, dtype=np.uint8)).save(new / fname)
+                self.labels_frame().to_csv(new / "labels.csv", index=False)
+                (new / "metadata.json").write_text(json.dumps(self.metadata()) + "\n")
+                pd.DataFrame({"filename": self.filenames, "caption": self.captions}).to_csv(new / "captions.csv",
+                                                                                           index=False)
+                written = sorted(p.name for p in new.iterdir())
+                (new / MANIFEST).write_text(json.dumps({"written_by": "bindcore", "files": written + [MANIFEST]})
+                                            + "\n")
+            except (KeyboardInterrupt, SystemExit):
+                log.warning("interrupted: %s is as it was; the partial new dataset is in %s (removed by the next "
+                            "write into %s)", out, new, out)
+                raise
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            _install(staging, out)
+        finally:
+            owner.close()
         return out
 
 
@@ -251,6 +256,10 @@ def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = 
     ``NotADirectoryError`` or ``PermissionError`` naming the path."""
     out = Path(out)
     check_writable_folder(out)  # out, or the folder that will hold it, can be written to
+    running = [p for p in _staging_folders(out) if _running(p)]
+    if running:
+        raise FileExistsError(f"{out}: another install into it is running (its staging folder {running[0]}); "
+                              "wait for it to finish, or stop it first")
     recover_install(out)
     if out.is_dir():
         entries = sorted(p.name for p in out.iterdir())
@@ -271,11 +280,39 @@ def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = 
 
 
 def _staging_folders(out: Path) -> list[Path]:
-    """The staging folders of installs into ``out`` (inside it, and beside it)."""
-    found = sorted(out.glob(STAGING + "*")) if out.is_dir() else []
+    """The staging folders of installs into ``out`` (inside it, and beside it), matched by
+    their names' literal prefix (``out``'s name is no pattern: ``d*`` names one folder)."""
+    found = [p for p in out.iterdir() if p.name.startswith(STAGING)] if out.is_dir() else []
     if out.parent.is_dir():
-        found += sorted(out.parent.glob(f".{out.name}{STAGING}*"))
-    return [p for p in found if p.is_dir()]
+        found += [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}{STAGING}")]
+    return sorted(p for p in found if p.is_dir())
+
+
+OWNER = ".owner"  # in a staging folder: locked (flock) by the process whose install it is, while it runs
+
+
+def _own(staging: Path) -> Any:
+    """Lock ``staging`` as this process's install; the open lock file (closing it, or the
+    process ending, releases the lock)."""
+    import fcntl
+
+    handle = open(staging / OWNER, "w")  # noqa: SIM115 (held for the whole install)
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def _running(staging: Path) -> bool:
+    """Whether the install that owns ``staging`` is still running (holds its lock)."""
+    import fcntl
+
+    try:
+        with open(staging / OWNER) as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # no lock file: an install of code before the lock, or killed before it locked
+    return False
 
 
 def _staging_folder(out: Path) -> Path:
@@ -363,6 +400,8 @@ def recover_install(out: str | Path) -> list[Path]:
     out = Path(out)
     removed = []
     for staging in _staging_folders(out):
+        if _running(staging):  # another process's install, not a killed one
+            continue
         journal_path = staging / JOURNAL
         try:
             journal = json.loads(journal_path.read_text()) if journal_path.exists() else None
