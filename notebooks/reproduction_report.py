@@ -62,6 +62,7 @@ from bindcore.analysis.metrics import (
 )
 from bindcore.book.chapter import ran_with, start_chapter
 from bindcore.book.profiles import chapter_parameters
+from bindcore.book.prose import glue
 from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.experiments.generalization import chapter_recipe, note_stored
@@ -98,6 +99,10 @@ comparison = comparison_table(R["build"])
 # and the command that runs it. Each claim is judged against a null of the same shape (its
 # columns `null` and `margin` in the claims table below). §5.2 reads the published
 # scale records where this build has them.
+
+# %% tags=["remove-cell"]
+glue("outcome_summary", outcome_summary(R["outcomes"], profile))  # the introduction opens with these
+glue("encoder_note", R["encoder_note"])
 
 # %% tags=["hide-input", "full-width"]
 display(Markdown(outcome_summary(R["outcomes"], profile)))

@@ -349,6 +349,8 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
     html = tmp_path / "html"
     for entry in book.toc_files():
         assert (html / f"{entry}.html").is_file(), f"no HTML page for {entry}"
+    intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "headline findings" in intro, "the introduction does not open with the report's outcome"
 
     for name in book.toc_notebooks():
         executed = tmp_path / "executed" / "smoke" / f"{name}.ipynb"
