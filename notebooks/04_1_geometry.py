@@ -86,7 +86,7 @@ from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import decomposition_table, editing_table, sets_frame
+from bindcore.book.tables import decomposition_table, editing_table, sets_frame, show_claims
 from bindcore.data import caption
 from bindcore.experiments.geometry import geometry_nulls, geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
@@ -325,7 +325,8 @@ else:
 
 # %%
 null_frames, null_edit_frames = geometry_nulls(sets, P)
-geometry_claims(sets, frames, edit_frames, profile, null_frames=null_frames, null_edit_frames=null_edit_frames)
+show_claims(geometry_claims(sets, frames, edit_frames, profile, null_frames=null_frames,
+                            null_edit_frames=null_edit_frames), "04_1_geometry")
 
 # %% [markdown]
 # What this build can and cannot show: without the Hugging Face Hub (see the top of

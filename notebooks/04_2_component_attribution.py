@@ -88,7 +88,7 @@ from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import attribution_table, sets_frame
+from bindcore.book.tables import attribution_table, sets_frame, show_claims
 from bindcore.experiments.geometry import geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import PALETTE
@@ -163,7 +163,7 @@ plt.show()
 # ## The paper's claims next to ours
 
 # %%
-attribution_claims(sets, frames, profile)
+show_claims(attribution_claims(sets, frames, profile), "04_2_component_attribution")
 
 # %% [markdown]
 # Reading the table: a component set "carries" what the probes lose when it is removed,

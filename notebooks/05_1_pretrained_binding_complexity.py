@@ -73,6 +73,7 @@ from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
+from bindcore.book.tables import show_claims
 from bindcore.experiments.complexity import pretrained_sweeps
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
 from bindcore.figures import plot_by_fraction
@@ -220,7 +221,7 @@ if folders and image_encoders:
     image_binding, image_probes = pretrained_binding(P, image_encoders, folders)
     display(image_probes.round(3))
     image_table = pretrained_sweeps(P, image_binding, device=device, executor=executor)
-    display(pretrained_claims(image_table, profile))
+    show_claims(pretrained_claims(image_table, profile), "05_1_pretrained_binding_complexity")
 else:
     print("not run: " + ("no pretrained image encoder here" if not image_encoders else "no image folder given"))
 
@@ -235,7 +236,7 @@ else:
 # generalize". Rows on an encoder other than CLIP are tagged as substitutes.
 
 # %% tags=["full-width"]
-pretrained_claims(table, profile)
+show_claims(pretrained_claims(table, profile), "05_1_pretrained_binding_complexity")
 
 # %% [markdown]
 # Without pretrained CLIP weights (this build names its encoders at the top) the

@@ -69,6 +69,7 @@ import pandas as pd
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
+from bindcore.book.tables import show_claims
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
 from bindcore.figures import plot_by_width
 from bindcore.verdicts.approximators import width_claims
@@ -131,7 +132,7 @@ plt.show()
 # ## The paper's claim next to ours
 
 # %%
-width_claims(table, profile).round(3)
+show_claims(width_claims(table, profile), "05_3_binding_function_complexity")
 
 # %% [markdown]
 # The paper's statement is qualitative (small MLPs suffice, the gap grows with |O|).

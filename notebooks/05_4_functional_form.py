@@ -69,7 +69,7 @@ from bindcore.analysis.complexity import protocol_for
 from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import figure9_correlations
+from bindcore.book.tables import figure9_correlations, show_claims
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
 from bindcore.figures import plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
@@ -170,8 +170,8 @@ fig9[["objects", "coverage", "negatives", "model: held-out objects", "bag-of-con
 # ## The paper's claims next to ours
 
 # %% tags=["full-width"]
-display(form_claims(table, profile))
-figure9_claims(fig9, profile)
+show_claims(pd.concat([form_claims(table, profile), figure9_claims(fig9, profile)], ignore_index=True),
+            "05_4_functional_form")
 
 # %% [markdown]
 # Read the table against the paper's three statements: the additive probe should keep

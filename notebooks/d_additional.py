@@ -80,7 +80,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 from IPython.display import Markdown, display
 
 from bindcore.analysis.embedding_sets import (
@@ -95,7 +94,7 @@ from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import ran_with, start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
-from bindcore.book.tables import mds_table
+from bindcore.book.tables import mds_table, show_claims
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
 from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
@@ -249,7 +248,7 @@ plt.show()
 natural.round(3)
 
 # %% tags=["full-width"]
-natural_claims(natural, profile)
+show_claims(natural_claims(natural, profile), "d_additional")
 
 # %% [markdown]
 #
@@ -317,8 +316,7 @@ for s, df in zip(gsets, mds_frames):
 
 # %%
 claims = additional_claims(three, grid, profile)
-with pd.option_context("display.max_colwidth", None):
-    display(claims.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"}).hide(axis="index"))
+show_claims(claims, "d_additional")
 
 # %% [markdown]
 # **Reading the D.3 rows of a random-init encoder.** Its features are not trained to be

@@ -512,3 +512,20 @@ def test_additional_claims_read_the_gaussian_null_where_the_table_has_it():
     assert statuses(df)[:2] == [CL.NOT_SHOWN] * 2 and df["null"].iloc[0] == "0.80"
     low = table.assign(**{"probing objects (null)": 0.05, "R² held-out gap (null)": -0.1})
     assert statuses(additional_claims(low, grid(0.9, 0.6), "quick"))[:2] == [CL.SHOWN] * 2
+
+
+def test_a_claims_table_shows_each_judged_claim_once_and_each_reason_once():
+    """The page's claims table: rows with a verdict; the rest grouped under their one
+    reason (a reason repeated over subjects is said once, naming them)."""
+    from bindcore.book.tables import claims_display
+
+    why = "needs a pretrained encoder"
+    frame = CL._frame([CL._row("a", "CLIP", "p", "0.9", CL.SHOWN, "rule", "quick"),
+                       CL._row("b", "CLIP", "p", "0.1", CL.NOT_SHOWN, "rule", "quick")]
+                      + [CL._row("c", s, "p", "–", CL.UNTESTABLE, why, "quick") for s in ("x", "y", "z")]
+                      + [CL._row("d", "x", "p", "–", CL.UNTESTABLE, why, "quick")])
+    judged, rest = claims_display(frame, "04_1_geometry")
+    assert judged["claim"].tolist() == ["a", "b"]
+    assert rest.count(why) == 1 and "c (x, y, z); d (x)" in rest
+    assert "notebooks/profiles/paper/04_1_geometry.yaml" in rest
+    assert claims_display(frame[frame["status"] == CL.SHOWN])[1] == ""

@@ -306,3 +306,37 @@ def fit_search_table(path: Any = None) -> pd.DataFrame:
             "chosen on": r["chosen on"], "status": r.get("status", "finished"),
         })
     return pd.DataFrame(rows)
+
+
+def claims_display(frame: pd.DataFrame, notebook: str | None = None) -> tuple[pd.DataFrame, str]:
+    """A claims frame as a reader reads it: the rows with a verdict (shown, not shown),
+    one a claim and subject; and, as markdown, the others grouped by status and reason,
+    each reason said once with the claims and subjects it holds for (and, for those that
+    cannot be tested at this profile, the command that runs the chapter on the paper's)."""
+    from bindcore.verdicts.core import NOT_SHOWN, SHOWN, UNTESTABLE
+
+    judged = frame[frame["status"].isin([SHOWN, NOT_SHOWN])].reset_index(drop=True)
+    lines = []
+    for (status, why), rows in frame[~frame["status"].isin([SHOWN, NOT_SHOWN])].groupby(["status", "why"],
+                                                                                      sort=False):
+        claims = "; ".join(f"{claim} ({', '.join(dict.fromkeys(sub['subject'].astype(str)))})"
+                           for claim, sub in rows.groupby("claim", sort=False))
+        lines.append(f"* **{status}**, {why}: {claims}.")
+    if notebook and (frame["status"] == UNTESTABLE).any():
+        lines.append(f"* The paper's profile runs what this one cannot: `papermill notebooks/{notebook}.ipynb out.ipynb "
+                     f"-f notebooks/profiles/paper/{notebook}.yaml`.")
+    return judged, "\n".join(lines)
+
+
+def show_claims(frame: pd.DataFrame, notebook: str | None = None) -> None:
+    """Display :func:`claims_display`: the judged rows as a table, the rest as a list."""
+    from IPython.display import Markdown, display
+
+    judged, rest = claims_display(frame, notebook)
+    if len(judged):
+        with pd.option_context("display.max_colwidth", None):
+            display(judged.round(3))
+    else:
+        display(Markdown("No claim of this chapter could be judged in this build."))
+    if rest:
+        display(Markdown(rest))
