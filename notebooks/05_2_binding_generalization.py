@@ -382,7 +382,7 @@ print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}
 # candidate set is the full vocabulary (all $V^C$ objects, all $C \cdot V$ concept
 # values).
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 cols = ["C", "V", "objects", "coverage", "seed", "values seen in training", "test_object_2", "test_swap_pair",
         "test_swap_pair_heldout", "boc_test_object_2", "boc_ceiling_test_object_2", "test_object_1",
         "test_concept_2", "val_object_2", "val_swap_pair", "train_object_2", "cpu minutes"]
@@ -548,6 +548,8 @@ display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_out
 # %% [markdown]
 # ## The recipe search
 #
+# (The search logs below are folded: open one with its toggle.)
+#
 # The earlier `scale` recipe (before attempt V1 below set its batch size and its object candidates) bound
 # on some seeds and not on others, and its records (rows `V0` below) say why a recipe
 # binds at one seed and not at another: at the larger
@@ -566,7 +568,7 @@ display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_out
 # (drawn in one panel below). One seed's lead is no finding: the seeds of one recipe
 # spread widely.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 fits = fit_search_table()
 with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
     display(fits if len(fits) else Markdown("No fit-search log in `published/`."))
@@ -576,7 +578,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
 # seed, the median over seeds in black where an attempt ran several, the target dashed.
 # Attempts stopped by hand end where they were stopped.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 fig = plot_fit_search(read_attempts(None, "fit-search.json"))
 if fig is not None:
     plt.show()
@@ -594,7 +596,7 @@ if fig is not None:
 # objects than `V0` on every seed, above the bag's ceilings, and became today's `scale`
 # recipe: the records of the scale sweep above are its runs.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 search = recipe_search_table()
 with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
     display(search.round(3) if len(search) else Markdown("No search log in `published/`."))
