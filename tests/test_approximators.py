@@ -403,3 +403,10 @@ def test_cost_line_before_the_sweep_runs(small_data, capsys):
     assert len(lines) == 1 and "2 approximator(s)" in lines[0] and "12 steps" in lines[0] and "4 evaluations" in lines[0]
     for x, y in zip(quiet, loud):
         np.testing.assert_allclose(x["predictions"], y["predictions"])
+
+
+def test_a_protocol_prints_in_words_for_the_page():
+    from bindcore.analysis.complexity import protocol_for
+
+    text = str(protocol_for({"steps": 1500, "lrs": [0.01, 0.001], "batch_size": 512}))
+    assert text.startswith("Adam, 1,500 steps, batch 512, learning rates 0.01, 0.001") and "Protocol(" not in text

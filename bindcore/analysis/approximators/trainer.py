@@ -82,6 +82,14 @@ class Protocol:
         if not self.lrs or any(not (0 < lr < math.inf) for lr in self.lrs):
             raise ValueError(f"lrs must be positive and finite, got {self.lrs}")
 
+    def __str__(self) -> str:
+        """The protocol in words, as a page prints it."""
+        batch = "full batch" if self.batch_size is None else f"batch {self.batch_size:,}"
+        lrs = ", ".join(f"{lr:g}" for lr in self.lrs)
+        return (f"Adam, {self.steps:,} steps, {batch}, learning rate{'s' if len(self.lrs) > 1 else ''} {lrs} "
+                f"(chosen per fit on validation scenes), evaluated every {self.eval_every:,} steps "
+                f"(based on the {self.name!r} protocol)")
+
 
 PROTOCOLS = {
     # reference-spec §8.4: full batch, 4,000 steps, Adam, lr 1e-2, constant (the cosine
