@@ -64,6 +64,8 @@ def _text_int(name: str, text: str) -> int:
         d = Decimal(text.strip())
     except InvalidOperation:
         raise _fail(name, text, "must be an integer") from None
+    if d.is_finite() and d.adjusted() >= 18:  # before d is expanded: 1e999999999 would take minutes
+        raise _fail(name, text, "must be an integer below 10**18")
     if not d.is_finite() or d != d.to_integral_value():
         raise _fail(name, text, "must be an integer (a fraction is not rounded)")
     return int(d)

@@ -202,3 +202,14 @@ def test_sweep_grids_refuse_unknown_empty_or_mistyped_axes(tmp_path, capsys):
     assert main(["sweep", *TINY, "--workers", "0", "--results", str(tmp_path)]) == 2
     assert "--workers" in capsys.readouterr().err
     assert not (tmp_path / STORE_KIND).exists()
+
+
+def test_a_huge_integer_written_as_text_is_refused_at_once():
+    """``--set steps=1e999999999`` is refused in one line before the number is expanded
+    (it took minutes), and so is anything from 10**18 up."""
+    from bindcore.settings import coerce
+
+    for text in ("1e999999999", "1e18", "-2e30"):
+        with pytest.raises(ValueError, match="below 10\\*\\*18"):
+            coerce(text, int, "TrainConfig.steps")
+    assert coerce("1e17", int, "TrainConfig.steps") == 10**17
