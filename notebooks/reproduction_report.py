@@ -49,7 +49,7 @@ profile = "quick"
 workers = None  # parallel CPU runs if a stored result is missing
 device = None
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import numpy as np
 import pandas as pd
 import torch
@@ -107,10 +107,16 @@ glue("encoder_note", R["encoder_note"])
 # %% tags=["hide-input", "full-width"]
 display(Markdown(outcome_summary(R["outcomes"], profile)))
 with pd.option_context("display.max_colwidth", None):
-    display(R["outcomes"])
-display(Markdown(summary_line(comparison, profile)))
+    display(R["outcomes"][["finding", "paper", "ours", "outcome", "reason, command"]])
+display(Markdown(R["encoder_note"] + " " + summary_line(comparison, profile)))
+
+# %% [markdown]
+# The sections below are folded (open one with its toggle): the outcomes claim by claim,
+# every number of the paper beside ours, the claims of each chapter, the deviations from
+# the paper and from the released code, and where each chapter's numbers came from.
+
+# %% tags=["hide-input", "hide-output"]
 print("parameters:", " | ".join(R["sources"].values()))
-print(R["encoder_note"])
 
 # %% [markdown]
 # ## Outcomes, claim by claim
@@ -119,7 +125,7 @@ print(R["encoder_note"])
 # from the verdicts of the chapters' claim functions (their rules and numbers follow
 # below); the source in brackets names the profile or the published records.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 display(Markdown("\n".join(f"* **{chapter}** {line}" for chapter, frame in R["claims"].items()
                             for line in claim_outcomes(frame))))
 
@@ -131,7 +137,7 @@ display(Markdown("\n".join(f"* **{chapter}** {line}" for chapter, frame in R["cl
 # number (or, for a claim, what the chapter's claim functions found); "what differs, or
 # why not run" names every substitute, or the reason a row is not run.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 is_count = np.array([item.kind == "dataset" for item in paper_items()])  # one row per item, in order
 with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
     for group in GROUPS:
@@ -149,7 +155,7 @@ with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
 # encoders are counted apart, and controlled models or random-init controls in a claim
 # about CLIP get no verdict (the §5.2 claims are in their own section below):
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 display(claims_overview(R["claims"]))
 with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
     pd.concat([f.assign(chapter=k) for k, f in R["claims"].items()], ignore_index=True)[
@@ -164,7 +170,7 @@ with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
 # the tie-failing oracle (a floor) and the bag ceiling (the best any scorer of the bag
 # alone can do):
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 rows = []
 for c, v in chapter_parameters("binding_generalization", "paper")["sizes"]:
     sp = SceneSpace(c, v, 2)
@@ -184,7 +190,7 @@ pd.DataFrame(rows)
 # CLIP, random init beside the paper's random-init row), and the D.2 numbers beside the
 # release's "different" edits.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 display(R["decomposition"].assign(profile=profile))
 display(R["attribution"].round(3).assign(profile=profile))
 R["editing"].round(3).assign(profile=profile)
@@ -197,7 +203,7 @@ R["editing"].round(3).assign(profile=profile)
 # from held-out swap pairs, with the bag-of-concepts floor and ceiling beside strict
 # recognition:
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
 print("parameters:", source)
 base = chapter_recipe(profile, P["steps"], P.get("eval_scenes"))
@@ -208,7 +214,7 @@ with pd.option_context("display.max_colwidth", None):
     display(pd.concat([f for k, f in R["claims"].items() if k.startswith("§5.2")], ignore_index=True)[
         ["claim", "subject", "ours", "status", "why", "profile"]])
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 top = table[table["coverage"] == max(P["coverages"])]
 top[["objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_2", "boc_ceiling_test_object_2",
      "test_concept_2", "train_object_2", "minutes", "device", "source"]].round(3).assign(profile=profile)
@@ -216,7 +222,7 @@ top[["objects", "coverage", "test_object_2", "test_swap_pair", "boc_test_object_
 # %% [markdown]
 # The two ablations of the chapter (largest coverage, first object space):
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 if P["ablations"]:
     variants = ablation_configs(base, P)
     ab_runs = run_sweep([cfg for _, cfg in variants], workers=workers, device=device, progress=False)
@@ -231,7 +237,7 @@ if P["ablations"]:
 # The global product fitted on each stored controlled model's own training objects, its
 # held-out object recognition against the model's, per object-space size:
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 from bindcore.book.tables import figure9_correlations
 
 display(figure9_correlations(R["fig9"]).round(3))
@@ -243,7 +249,7 @@ R["fig9"].round(3)
 # Scene and object counts of the datasets this book makes, beside the paper's (the
 # images of CLEVR and PUG:SPARE are the authors'; see the chapter for loading them):
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 from bindcore.data import make_clevr2d, make_text_space
 from bindcore.paper import PAPER_DATASETS
 
@@ -269,7 +275,7 @@ pd.DataFrame([
 # without occlusion, the D.4 substitute (patterned objects), and the MDS pictures' grid
 # scores of the §4 embedding sets.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 display(R["three"].drop(columns=["dataset"]).set_index(["occlusion", "encoder"]).round(3).T)
 display(R["natural"].round(3))
 R["grid"].round(3)
@@ -281,7 +287,7 @@ R["grid"].round(3)
 # scene tower reads rendered squares, three visual levels), and the D.7 contrast: the
 # global-product probe on the frozen encoders of §5.1 beside the pixel-trained models.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 from bindcore.verdicts.pixels import d7_contrast
 
 PE = R["pixels"]["params"]
@@ -296,7 +302,7 @@ d7_contrast(R["pretrained"], R["pixels"]["approx"], profile).round(3)
 # Every number in these tables is read from the profile's parameters and the code's
 # defaults.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 from bindcore.verdicts.deviations import paper_deviations, release_deviations
 
 prm = R["params"]
@@ -308,7 +314,7 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # The recipe of this build's profile, where it differs from the `paper` recipe:
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 recipe_table(profile)
 
 # %% [markdown]
@@ -317,7 +323,7 @@ recipe_table(profile)
 # Effects measured in this build are read from its stored results (the §5.2 ablation,
 # the §5.1 tree measurement); the others are stated without a number.
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 ablation_table = ab[["variant", "test_object_2"]] if P["ablations"] else None
 with pd.option_context("display.max_colwidth", None):
     display(release_deviations(profile, prm["04_1_geometry"], prm["05_1_pretrained_binding_complexity"],
@@ -329,6 +335,6 @@ with pd.option_context("display.max_colwidth", None):
 # The paper's bare counts (scenes, objects, vocabulary sizes) beside ours, in their
 # groups:
 
-# %% tags=["hide-input", "full-width"]
+# %% tags=["hide-input", "hide-output", "full-width"]
 with pd.option_context("display.max_rows", 300, "display.max_colwidth", None):
     display(comparison[is_count])

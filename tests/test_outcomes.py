@@ -133,4 +133,13 @@ def test_the_binding_generalization_row_says_where_each_size_s_transition_is_and
         "§5.2 binding generalization and its scaling with |O|"]
     assert row["ours"].startswith("|O| = 100: no transition up to coverage 0.9 (fitted 3 of 3), release protocol "
                                   "0.50 at 0.9; |O| = 400: transition at coverage 0.9 (fitted 0 of 3), release "
-                                  "protocol 0.97 at 0.9 (paper, release protocol: near 1.0).")
+                                  "protocol 0.97 at 0.9 (paper, release protocol: near 1.0)")
+
+
+def test_every_outcome_row_fits_in_a_few_lines():
+    """The outcome table is read first: the paper's statement and ours each a line or
+    two (they ran to 60-120 words)."""
+    table = OC.outcome_table(claims_of(), "quick")
+    for _, row in table.iterrows():
+        assert len(row["paper"]) <= 130, row["finding"]
+        assert len(row["ours"]) <= 260, row["finding"]

@@ -449,9 +449,16 @@ def group_counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def summary_line(table: pd.DataFrame, profile: str) -> str:
-    """The report's opening count, in words."""
+    """The report's opening count, in words; the bare counts of the datasets (scenes,
+    vocabulary sizes) apart, as the report's tables show them."""
+    counts = np.array([item.kind == "dataset" for item in paper_items()])
+    if len(counts) == len(table):
+        datasets, table = int(counts.sum()), table[~counts]
+    else:
+        datasets = 0
     c = group_counts(table)
     return (f"Of the paper's {len(table)} numbers and claims (`bindcore.paper`), **{c[LIKE]}** are compared like for "
             f"like (same data, same weights, same protocol), **{c[SUBSTITUTE]}** with a substitute encoder, data or "
             f"protocol, named in each row, and **{c[NOT_RUN]}** are not run in this build, each with its reason and "
-            f"the command that runs it (profile '{profile}').")
+            f"the command that runs it (profile '{profile}')"
+            + (f"; {datasets} counts of the datasets besides, in their own table" if datasets else "") + ".")
