@@ -1,0 +1,37 @@
+"""The models §5.3 and §5.4 analyse on the quick profile: the scale sweep's models that
+bind, chosen on validation objects among the points whose weights are stored."""
+
+from __future__ import annotations
+
+import torch
+
+from bindcore.controlled.recipes import scale_plan
+from bindcore.controlled.training import STORE_KIND
+from bindcore.experiments.generalization import binding_scale_runs
+from bindcore.store import ResultStore
+
+
+def _store(tmp_path, points):
+    """A store with runs of the scale plan: {(V, coverage): (validation swap pairs, test swap pairs, weights)}."""
+    store = ResultStore(tmp_path / "results", published=None)
+    for cfg in scale_plan():
+        if (cfg.n_values, cfg.coverage) not in points or cfg.split_seed:
+            continue
+        val, test, weights = points[(cfg.n_values, cfg.coverage)]
+        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        if weights:
+            torch.save({"w": torch.zeros(1)}, entry.path / "model.pt")
+        store.finish(entry, {"hash": entry.path.name, "config": cfg.to_dict(),
+                             "metrics": {"val_swap_pair": val + 0.01 * cfg.seed, "test_swap_pair": test,
+                                         "task_object_2": 1.0}})
+    return store
+
+
+def test_the_models_that_bind_are_chosen_on_validation_objects_among_those_with_weights(tmp_path):
+    store = _store(tmp_path, {(20, 0.7): (0.9, 0.1, False),  # the best on validation, but no weights
+                              (20, 0.8): (0.7, 0.2, True), (20, 0.9): (0.6, 0.99, True),
+                              (50, 0.5): (0.3, 0.9, True)})  # does not bind on validation objects
+    runs = binding_scale_runs(store)
+    assert [(r["config"]["n_values"], r["config"]["coverage"], r["config"]["seed"]) for r in runs] == \
+        [(20, 0.8, 0), (20, 0.8, 1), (20, 0.8, 2)]  # test swap pairs (0.99 at 0.9) choose nothing
+    assert binding_scale_runs(_store(tmp_path / "none", {(20, 0.8): (0.4, 0.9, True)})) == []
