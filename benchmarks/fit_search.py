@@ -115,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from bindcore.cli import _terminate
     from bindcore.controlled.recipes import recipe
-    from bindcore.store import _code_record
+    from bindcore.store import provenance
 
     torch.set_num_threads(1)
     changes = json.loads(args.changes)
     first = recipe(args.base, **{**changes, "seed": args.seeds[0]})
-    code = _code_record(first.store_kind)  # before any training
+    code = {**provenance(), "kind": first.store_kind.name}  # before any training
     before = signal.signal(signal.SIGTERM, _terminate)  # unwinds as Ctrl-C does: the attempt is logged
     try:
         runs = []

@@ -67,7 +67,7 @@ def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, resu
     import torch
 
     from bindcore.controlled.recipes import recipe
-    from bindcore.store import ResultStore
+    from bindcore.store import ResultStore, provenance
 
     cfg = recipe(base, **changes)
     entry = ResultStore(results, published=None).local_dir(cfg.store_kind, cfg.to_dict())
@@ -79,7 +79,7 @@ def stopped_row(name: str, base: str, changes: dict[str, Any], reason: str, resu
     clock = state.get("clock") or {}
     return _row(name, base, changes, cfg, last, {}, int(state["step"]), clock.get("cpu_seconds"),
                 f"stopped at step {int(state['step'])}: {reason}", str(entry),
-                code={"fingerprint": cfg.store_kind.fingerprint(), "note": "the code that wrote this row; a "
+                code={**provenance(), "note": "the code that wrote this row; a "
                       "checkpoint does not record the code that trained it"})
 
 

@@ -266,9 +266,6 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads for torch (>= 1)")
     p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--retrain-stale", action="store_true",
-                   help="train again a run whose stored record was made by other code (by default it is "
-                   "reused, and named)")
 
 
 def register_train(subparsers) -> None:
@@ -307,48 +304,13 @@ def _run_train(args: argparse.Namespace) -> int:
     try:
         cfg = _check_run_options(args)
         store = ResultStore(args.results)
-        if args.retrain_stale:
-            store = retire_stale(store, [cfg])
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     set_threads(args.threads)
     rec = train(cfg, store=store, device=args.device, progress=not args.quiet)
-    note_stale(args, [rec])
-    summary = {k: rec.get(k) for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path", "stale")}
+    summary = {k: rec.get(k) for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
     print(json.dumps(summary, indent=2))
     return 0
-
-
-def retire_stale(store, configs):
-    """``--retrain-stale``: move aside every local record of ``configs`` made by other
-    code (:meth:`bindcore.store.ResultStore.retire`), so that they train again; the store
-    to train with (without its published root when a published record is stale, so that
-    the run is trained here instead of read from there)."""
-    from bindcore.store import ResultStore
-
-    published_stale = False
-    for cfg in configs:
-        found = store.find(cfg.store_kind, cfg.to_dict())
-        while found is not None and found.stale:
-            if found.source != "local":
-                published_stale = True
-                break
-            moved = store.retire(found)
-            if moved is None:
-                raise OptionError("--retrain-stale", f"could not move {found.path / 'result.json'} aside")
-            print(f"retraining {found.path}: its record, made by other code, moved to {moved}", file=sys.stderr)
-            found = store.find(cfg.store_kind, cfg.to_dict())
-    return ResultStore(store.root, published=None) if published_stale else store
-
-
-def note_stale(args: argparse.Namespace, records) -> None:
-    """One line on stderr for each record reused although other code made it."""
-    from bindcore.store import code_version
-
-    for rec in records:
-        if rec.get("stale"):
-            print(f"bindcore {args.command}: reused a record made by {code_version(rec.get('code'))} "
-                  f"(delete {rec.get('path')} to retrain, or rerun with --retrain-stale)", file=sys.stderr)
 
 
 def positive_number(text: str) -> float:
@@ -469,8 +431,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
         configs = sweep_configs(args)
         executor = sweep_executor(args)
         store = ResultStore(args.results)
-        if args.retrain_stale:
-            store = retire_stale(store, configs)
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     set_threads(args.threads)  # the runs trained in this process (--workers 1); worker processes use one each
@@ -481,7 +441,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
     except SweepError as exc:
         print(f"bindcore sweep: {exc}", file=sys.stderr)
         return 1
-    note_stale(args, recs)
     if args.publish:
         store = ResultStore(args.results)
         for cfg in configs:
@@ -602,10 +561,9 @@ def publishable_kinds() -> dict:
 def register_publish(subparsers) -> None:
     p = subparsers.add_parser(
         "publish", help="copy a result store's finished records to published/, where a fresh build reuses them",
-        description="Copy every finished record made by the current code from a result store (e.g. the "
-        "store of `bindcore book --recompute`, <build-dir>/recomputed-results) to published/: its config and "
-        "result, which name the machine, the time and the code that made it. Records made by other code are "
-        "listed and left out.")
+        description="Copy every finished record of the current versions of the kinds from a result store (e.g. "
+        "the store of `bindcore book --recompute`, <build-dir>/recomputed-results) to published/: its config and "
+        "result, which name the machine, the time and the commit that made it.")
     p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
     p.add_argument("--kind", action="append", default=None, metavar="NAME",
                    help="only this kind of record (a folder of the store: train-2, train-pixels-1, approximators-1, "

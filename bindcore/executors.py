@@ -205,13 +205,13 @@ def worker_store(payload: dict[str, Any]) -> ResultStore:
                        published=published if published and os.path.isdir(published) else None)
 
 
-def check_same_code(kind: Any, fingerprint: str | None) -> None:
-    """Refuse to run a task on a worker whose bindcore code differs from the driver's
-    (its records would be stamped with another code version)."""
-    here = kind.fingerprint()
-    if fingerprint is not None and fingerprint != here:
-        raise RuntimeError(f"{socket.gethostname()} runs bindcore code {here[:12]} for {kind}, the sweep "
-                           f"{fingerprint[:12]}: install the same bindcore on every node")
+def check_same_version(kind: Any, driver: str | None) -> None:
+    """Refuse to run a task on a worker whose bindcore has another version of ``kind``
+    than the driver's (``driver``: its folder name there): the driver would not find the
+    records it stores."""
+    if driver is not None and driver != kind.name:
+        raise RuntimeError(f"{socket.gethostname()} stores {kind}, the sweep {driver}: install the same bindcore "
+                           "on every node")
 
 
 def _last_line(text: str) -> str:

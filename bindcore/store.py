@@ -1,8 +1,8 @@
-"""Results keyed by a hash of their config and stamped with the code that made them;
-written atomically, resumable.
+"""Results keyed by their kind's version and a hash of their config; written atomically,
+resumable.
 
 Layout of one entry: ``<root>/<kind>/<config hash>/`` holding ``config.json`` and
-``result.json`` (small records: metrics, history, machine, time, code), and optionally
+``result.json`` (small records: metrics, history, machine, time, provenance), and optionally
 ``checkpoint.pt`` (state dicts while a run is in progress), ``model.pt`` (final
 weights) or ``embeddings.npz``. A second, read-only root (``published/`` in the
 repository, shipped inside an installed package as ``bindcore/published``,
@@ -13,22 +13,16 @@ its weights only where it was published with them (:meth:`ResultStore.publish`: 
 files that an analysis of the record needs). Only JSON, ``.npz`` and torch state dicts
 (loaded with ``weights_only=True``) are stored; nothing is pickled.
 
-**Which code made a record.** A :class:`Kind` (a folder of the store) names the
-modules that compute its records. Every record carries ``code``: the fingerprint of
-those modules' source and of every bindcore module they import, transitively
-(:func:`code_fingerprint`, read from the source with ``ast``; the store's own modules
-and the executors, which keep records or dispatch work but compute nothing, are left
-out), with the package version and the git commit when there is one. Lookup is by
-config hash alone; a record whose fingerprint is not the current code's is *stale* and
-is never reused silently:
-
-* a cheap kind (an analysis, embeddings) computes it again;
-* an expensive kind (training runs), and any published record, is reused with
-  ``stale=True`` on its :class:`Entry`; the chapter that shows it says so and names
-  the code version that produced it (:func:`bindcore.experiments.generalization.note_stored`).
-
-The folder names of the kinds (``train-2``, ``geometry-1``, ...) are fixed: they are
-not bumped when code changes, the fingerprint tells.
+**A record's identity is its kind's version and its config.** A :class:`Kind` is a
+folder of the store whose name carries the version of the computation (``train-2``,
+``geometry-1``; the embeddings kind's folder ``embeddings`` is its version 1). Every
+record in the folder of the current version is current, whatever commit made it: a
+refactor, a docstring or a faster kernel keeps every record. A change that alters
+results must bump the version (a new folder, so that every record is computed anew);
+golden tests (``tests/test_golden.py``) pin the numbers of small reference configs of
+each kind, so that such a change fails them until it does. What a record says of its
+making (``code``: the package version and git commit; ``machine``; ``finished_at``) is
+provenance shown beside it, never part of its identity.
 
 **Corrupt files.** A ``result.json`` or ``config.json`` that is not a JSON object (a
 truncated write by a crashed disk, an edit gone wrong), a result without a key every
@@ -68,8 +62,8 @@ holds a claim without taking it.
 
 from __future__ import annotations
 
-import ast
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -84,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes, atomic_write_json, config_hash, digest
+from .io import atomic_write_bytes, atomic_write_json, config_hash
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +111,6 @@ def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
 
 PUBLISHED_ROOT = published_root()
 
-# Modules that keep records (the store, the embeddings cache), or dispatch their
-# computations to workers (executors), but compute none of their numbers: not part of a
-# fingerprint.
-RECORD_KEEPING = ("bindcore.store", "bindcore.io", "bindcore.executors", "bindcore.encoders.cache")
-
-
 def default_root() -> Path:
     """``$BINDCORE_RESULTS``, else ``results/`` of the repository checkout bindcore runs
     from, else (an installed package, e.g. on Colab) ``results/`` in the working folder."""
@@ -146,111 +134,29 @@ def shown_path(path: str | Path) -> str:
     return "/".join(path.parts[-2:])
 
 
-# ---------------------------------------------------------------------------------
-# code fingerprints
-# ---------------------------------------------------------------------------------
-_PARSED: dict[tuple[str, int, int], list[str]] = {}
+@functools.cache
+def provenance() -> dict[str, Any]:
+    """What a record says of the code that made it (``code``): the package version and
+    the git commit of the checkout, as they were when this process first asked (the code
+    it imported). Shown beside a record, never part of its identity."""
+    from . import __version__
 
-
-def _module_file(module: str, package_dir: Path) -> Path | None:
-    """``bindcore.a.b`` -> ``<package_dir>/a/b.py`` or ``.../a/b/__init__.py`` (None if neither)."""
-    parts = module.split(".")[1:]
-    base = package_dir.joinpath(*parts)
-    for path in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
-        if path is not None and path.is_file():
-            return path
-    return None
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _imported(module: str, path: Path) -> list[str]:
-    """The bindcore modules that ``module`` (file ``path``) may import, anywhere in its
-    source (function bodies too; not under ``if TYPE_CHECKING:``), as absolute names.
-    ``from x import y`` counts ``x`` and, where it is a module, ``x.y``."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key in _PARSED:
-        return _PARSED[key]
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[str] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            found.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
-            found.append(name)
-            found.extend(f"{name}.{a.name}" for a in node.names if a.name != "*")
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_bytes(), filename=str(path)))
-    out = sorted({m for m in found if m == "bindcore" or m.startswith("bindcore.")})
-    _PARSED[key] = out
-    return out
-
-
-def module_closure(modules: Iterable[str], package_dir: str | Path | None = None) -> list[str]:
-    """``modules``, every bindcore module they import (transitively) and the packages
-    that contain them, as sorted module names that exist under ``package_dir`` (default:
-    this bindcore)."""
-    pkg = Path(package_dir) if package_dir is not None else PACKAGE_DIR
-    seen: set[str] = set()
-    todo = list(modules)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        path = _module_file(name, pkg)
-        if path is None:
-            continue  # a name imported from a module, not a module itself
-        seen.add(name)
-        parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # the enclosing packages
-        todo.extend(_imported(name, path))
-    return sorted(seen)
-
-
-def code_fingerprint(modules: Iterable[str], package_dir: str | Path | None = None) -> str:
-    """Hash of the source of :func:`module_closure` of ``modules``, without the store's
-    own modules (:data:`RECORD_KEEPING`): what a stored record's ``code`` names."""
-    pkg = Path(package_dir) if package_dir is not None else PACKAGE_DIR
-    names = [m for m in module_closure(modules, pkg) if m not in RECORD_KEEPING]
-    return digest(*(part for m in names for part in (m, _module_file(m, pkg).read_bytes())))
-
-
-def _git_commit() -> str | None:
-    if not (REPO_ROOT / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    commit = None
+    if (REPO_ROOT / ".git").exists():
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                                 text=True, timeout=5)
+            commit = (out.stdout.strip() or None) if out.returncode == 0 else None
+    return {"bindcore": __version__, "git": commit}
 
 
 def code_version(code: dict[str, Any] | None) -> str:
-    """A record's ``code`` in words: ``code 1a2b3c4d5e6f (bindcore 0.1.0, git 2816db3)``,
-    or ``code of unknown version`` for a record made before fingerprints."""
-    if not code or not code.get("fingerprint"):
-        return "code of unknown version"
-    extra = ", ".join(x for x in (f"bindcore {code['bindcore']}" if code.get("bindcore") else "",
-                                  f"git {code['git']}" if code.get("git") else "") if x)
-    return f"code {code['fingerprint'][:12]}" + (f" ({extra})" if extra else "")
+    """A record's ``code`` in words: ``git 2816db3 (bindcore 0.1.0)``, or ``code of
+    unknown version`` for a record that names no commit."""
+    code = code or {}
+    if code.get("git"):
+        return f"git {code['git']}" + (f" (bindcore {code['bindcore']})" if code.get("bindcore") else "")
+    return f"bindcore {code['bindcore']}" if code.get("bindcore") else "code of unknown version"
 
 
 # ---------------------------------------------------------------------------------
@@ -482,16 +388,14 @@ class Claim:
 # ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Kind:
-    """One folder of the store: records of one computation. ``code``: the modules whose
-    source (with their imports) computes the records; ``expensive``: a record made by
-    other code is reused (marked stale) instead of computed again; ``required``: the
-    keys a complete result holds. A ``Kind`` is path-like: ``root / kind`` is its folder."""
+    """One folder of the store: records of one computation at one version. ``name``: the
+    folder, which carries the version (``train-2``; bump it when the computation's
+    results change, see the module docstring); ``required``: the keys a complete result
+    holds. A ``Kind`` is path-like: ``root / kind`` is its folder."""
 
     name: str
-    code: tuple[str, ...]
-    expensive: bool = False
     # the keys every complete result of this kind holds; a result without one of them is
-    # incomplete (an edit gone wrong, a writer of other code) and moved aside like a corrupt one
+    # incomplete (an edit gone wrong) and moved aside like a corrupt one
     required: tuple[str, ...] = ()
     # files of weights a local record may hold: their sizes are recorded when it is
     # finished, and a record whose weights are gone, cut short or not a torch file is
@@ -506,20 +410,6 @@ class Kind:
 
     def __str__(self) -> str:
         return self.name
-
-    def fingerprint(self) -> str:
-        return code_fingerprint(self.code)
-
-
-def _code_record(kind: Kind | None) -> dict[str, Any] | None:
-    """What a record says of the code that made it: the fingerprint of ``kind``'s code,
-    its modules, the package version and the git commit."""
-    from . import __version__
-
-    if kind is None:
-        return None
-    return {"fingerprint": kind.fingerprint(), "modules": list(kind.code), "bindcore": __version__,
-            "git": _git_commit()}
 
 
 def machine_info() -> dict[str, Any]:
@@ -540,15 +430,11 @@ def machine_info() -> dict[str, Any]:
 @dataclass(frozen=True)
 class Entry:
     """One stored result: its directory, where it came from (``local`` or
-    ``published``), its kind and whether another version of the code made it."""
+    ``published``) and its kind."""
 
     path: Path
     source: str
     kind: Kind | None = field(default=None, compare=False)
-    stale: bool = False
-    # the code that computes it, as it was when the computation started (ResultStore.prepare):
-    # what finish() records, even if the files change while it runs
-    code: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -582,8 +468,8 @@ class Entry:
         return state
 
     def record(self) -> dict[str, Any]:
-        """The result with where it lies: ``source``, ``path`` and ``stale``."""
-        return {**self.result, "source": self.source, "path": str(self.path), "stale": self.stale}
+        """The result with where it lies: ``source`` and ``path``."""
+        return {**self.result, "source": self.source, "path": str(self.path)}
 
 
 def _too_large(files: Iterable[Path]) -> list[Path]:
@@ -700,39 +586,14 @@ class ResultStore:
         quarantine(e.path / "result.json", "its config.json is " + why)
         return False
 
-    def retire(self, entry: Entry, why: str = "stale") -> Path | None:
-        """Move a finished local entry's ``result.json`` aside (``result.json.<why>-<time>``,
-        kept for reference), so that its config is computed again; its new path."""
-        if entry.source != "local":
-            raise ValueError(f"{entry.path}: only a local record can be moved aside (published/ is read-only)")
-        path = entry.path / "result.json"
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        for i in range(1000):
-            target = path.with_name(f"{path.name}.{why}-{stamp}" + (f"-{i}" if i else ""))
-            if not target.exists():
-                os.rename(path, target)
-                log.info("moved the %s record %s aside to %s; computed again", why, path, target.name)
-                return target
-        return None
-
     def find(self, kind: Kind, config: dict[str, Any]) -> Entry | None:
-        """The finished entry of this config: one made by the current code, local first,
-        then published; else, for an expensive kind, a local one made by other code;
-        else a published one made by other code (both with ``stale=True``); else None.
-        A corrupt record counts as none (and is moved aside, see the module docstring)."""
-        h = config_hash(config)
-        current = kind.fingerprint()
-        stale: list[Entry] = []
+        """The finished entry of this config, local first, then published; else None. A
+        corrupt record counts as none (and is moved aside, see the module docstring)."""
         for base, source in self._bases():
-            e = Entry(base / kind / h, source, kind)
-            result = self._readable(e)
-            if result is None or not self._config_readable(e, config):
-                continue
-            if (result.get("code") or {}).get("fingerprint") == current:
+            e = Entry(base / kind / config_hash(config), source, kind)
+            if self._readable(e) is not None and self._config_readable(e, config):
                 return e
-            if kind.expensive or source == "published":
-                stale.append(Entry(e.path, source, kind, stale=True))
-        return stale[0] if stale else None
+        return None
 
     def prepare(self, kind: Kind, config: dict[str, Any]) -> Entry:
         """Create (or reuse) the local directory of an entry and write its config (again,
@@ -753,14 +614,13 @@ class ResultStore:
                 quarantine(path, exc.why)
         if not path.exists():
             atomic_write_json(path, config)
-        return Entry(d, "local", kind, code=_code_record(kind))
+        return Entry(d, "local", kind)
 
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
-        """Write ``result.json``: ``result``, the machine, the time and the code (as it
-        was when :meth:`prepare` started the entry)."""
-        code = entry.code if entry.code is not None else _code_record(entry.kind)
+        """Write ``result.json``: ``result``, the machine, the time and the code's
+        provenance (:func:`provenance`)."""
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                  "code": code}
+                  "code": provenance()}
         weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())
                    if (entry.path / name).exists()}
         if weights:
@@ -778,10 +638,9 @@ class ResultStore:
         return entry.result
 
     def entries(self, kind: Kind) -> Iterator[Entry]:
-        """Every finished entry of ``kind`` (local before published), stale or not;
-        corrupt records are left out (and moved aside, see the module docstring)."""
+        """Every finished entry of ``kind`` (local before published); corrupt records are
+        left out (and moved aside, see the module docstring)."""
         seen = set()
-        current = kind.fingerprint()
         for base, source in self._bases():
             if not (base / kind).is_dir():
                 continue
@@ -791,8 +650,7 @@ class ResultStore:
                 result = self._readable(Entry(d, source, kind))
                 if result is not None and self._config_readable(Entry(d, source, kind), result.get("config")):
                     seen.add(d.name)
-                    code = result.get("code") or {}
-                    yield Entry(d, source, kind, stale=code.get("fingerprint") != current)
+                    yield Entry(d, source, kind)
 
     def publish(self, entry: Entry, weights: bool = False) -> Path:
         """Copy a finished local entry's ``config.json`` and ``result.json`` (no
@@ -832,8 +690,7 @@ class ResultStore:
         return dest
 
     def publish_all(self, kinds: Iterable[Kind], weights: str | None = None) -> list[tuple[Entry, Path | None, str]]:
-        """Publish every finished local record of ``kinds`` made by the current code
-        (:meth:`publish`). ``weights``: None, none; ``"read"``, the weights files that an
+        """Publish every finished local record of ``kinds`` (:meth:`publish`). ``weights``: None, none; ``"read"``, the weights files that an
         analysis loaded (:meth:`Entry.load_state` marks them); ``"all"``, every one; each
         only if small enough, else the record goes without them. A record whose data file
         (``kind.data``) is too large stays unpublished. One row per local record:
@@ -844,10 +701,6 @@ class ResultStore:
         for kind in kinds:
             for e in self.entries(kind):
                 if e.source != "local":
-                    continue
-                if e.stale:
-                    rows.append((e, None, "not published: made by other code (" + code_version(e.result.get("code"))
-                                 + ")"))
                     continue
                 large = _too_large([e.path / n for n in kind.data if (e.path / n).exists()])
                 if large:

@@ -31,7 +31,7 @@ from .controlled.runs import seconds_per_step, train
 from .controlled.training import TrainConfig, check_fields
 from .executors import (
     Task,
-    check_same_code,
+    check_same_version,
     make_executor,
     run_tasks,
     store_payload,
@@ -192,7 +192,7 @@ def train_task(payload: dict[str, Any]) -> dict[str, Any]:
     stored result) into the store it names; the record, as JSON. The config's class
     (tokens or pixels) is read from the config (``scene_input``)."""
     cfg = TrainConfig.from_dict(payload["config"])
-    check_same_code(cfg.store_kind, payload.get("code"))
+    check_same_version(cfg.store_kind, payload.get("kind"))
     rec = train(cfg, store=worker_store(payload), device=payload.get("device"),
                 progress=payload.get("progress", False))
     return {**rec, "worker": socket.gethostname()}
@@ -205,7 +205,7 @@ def train_stack_task(payload: dict[str, Any]) -> dict[str, Any]:
     from .controlled.stacked import train_stacked
 
     cfgs = [TrainConfig.from_dict(c) for c in payload["configs"]]
-    check_same_code(cfgs[0].store_kind, payload.get("code"))
+    check_same_version(cfgs[0].store_kind, payload.get("kind"))
     recs = train_stacked(cfgs, store=worker_store(payload), device=payload.get("device"),
                          progress=payload.get("progress", False))
     return {"runs": [config_hash(c.to_dict()) for c in cfgs], "stacked": [bool(r.get("stacked_with")) for r in recs],
@@ -221,7 +221,6 @@ def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | No
     from .controlled.stacked import stacks
 
     where = {**store_payload(store), "device": device, "progress": progress}
-    code = {kind: kind.fingerprint() for kind in {cfg.store_kind for cfg in configs}}
     tokens = [c for c in configs if type(c) is TrainConfig] if stack > 1 else []
     groups = [g for g in stacks(tokens, stack) if len(g) > 1] if tokens else []
     stacked = {config_hash(c.to_dict()) for g in groups for c in g}
@@ -230,14 +229,14 @@ def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | No
         kind = group[0].store_kind
         entries = [store.prepare(kind, c.to_dict()) for c in group]
         label = f"{kind}/stack of {len(group)}: " + ", ".join(config_hash(c.to_dict())[:8] for c in group)
-        tasks.append(Task("train_stack", {"configs": [c.to_dict() for c in group], **where, "code": code[kind]},
+        tasks.append(Task("train_stack", {"configs": [c.to_dict() for c in group], **where, "kind": kind.name},
                           label, entries[0].path / "worker.log"))
     for cfg in configs:
         if config_hash(cfg.to_dict()) in stacked:
             continue
         kind = cfg.store_kind
         entry = store.prepare(kind, cfg.to_dict())
-        tasks.append(Task("train", {"config": cfg.to_dict(), **where, "code": code[kind]},
+        tasks.append(Task("train", {"config": cfg.to_dict(), **where, "kind": kind.name},
                           f"{kind}/{config_hash(cfg.to_dict())}", entry.path / "worker.log"))
     return tasks
 

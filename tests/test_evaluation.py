@@ -265,7 +265,7 @@ def test_a_fit_search_attempt_stopped_by_hand_is_logged_with_its_curve_and_reaso
     assert steps == [2] if stop == "ctrl-c" else steps in ([2], [2, 4])
     assert row["status"] == f"stopped by hand on seed 0 after step {steps[-1]}: below F4"
     assert not row["every seed fitted"] and run["interrupted"] and run["cpu_minutes"] > 0
-    assert row["code"]["fingerprint"] and row["code"]["modules"]  # the store's code record
+    assert row["code"]["bindcore"] and row["code"]["kind"] == "train-2"  # the store's provenance record
     assert signal.getsignal(signal.SIGTERM) is handler  # the script leaves the caller's handler as it was
 
 

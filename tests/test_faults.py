@@ -1,5 +1,5 @@
 """Faults that lose data or block runs (issue 23): each test injects one fault (an
-incomplete record, a record of other code, a full disk while a claim is written, a kill
+incomplete record, a full disk while a claim is written, a kill
 or a Ctrl-C at a chosen point of a dataset install, a target folder that is a mount
 point) and checks that nothing is lost and nothing stays blocked.
 
@@ -66,43 +66,6 @@ def test_a_truncated_config_of_a_finished_entry_is_written_again(tmp_path):
     found = list(store.entries(STORE_KIND))
     assert [e.path for e in found] == [entry.path]
     assert found[0].config == tiny().to_dict()
-
-
-# ---------------------------------------------------------------------------------
-# 2. the command line names a stale record it reused; --retrain-stale trains it again
-# ---------------------------------------------------------------------------------
-def make_stale(results: Path) -> Path:
-    entry = ResultStore(results).find(STORE_KIND, tiny().to_dict())
-    path = entry.path / "result.json"
-    record = json.loads(path.read_text())
-    record["code"] = {**record["code"], "fingerprint": "0" * 16}  # as if other code had made it
-    path.write_text(json.dumps(record))
-    return entry.path
-
-
-def test_train_says_it_reused_a_stale_record_and_retrains_it_when_asked(tmp_path, capsys):
-    assert train_cli(tmp_path) == 0
-    path = make_stale(tmp_path)
-    capsys.readouterr()
-    assert train_cli(tmp_path) == 0
-    err = capsys.readouterr().err
-    assert "reused a record made by code 000000000000" in err and str(path) in err and "--retrain-stale" in err
-    assert train_cli(tmp_path, "--retrain-stale") == 0
-    captured = capsys.readouterr()
-    assert "reused a record" not in captured.err and "retraining" in captured.err
-    assert json.loads(captured.out)["stale"] is False
-    found = ResultStore(tmp_path).find(STORE_KIND, tiny().to_dict())
-    assert found.path == path and not found.stale
-    assert len(list(path.glob("result.json.stale-*"))) == 1  # the old record is kept aside
-
-
-def test_sweep_says_it_reused_a_stale_record(tmp_path, capsys):
-    assert train_cli(tmp_path) == 0
-    path = make_stale(tmp_path)
-    capsys.readouterr()
-    assert main(["sweep", *TINY, "--results", str(tmp_path), "--workers", "1"]) == 0
-    err = capsys.readouterr().err
-    assert "reused a record made by code 000000000000" in err and str(path) in err
 
 
 # ---------------------------------------------------------------------------------

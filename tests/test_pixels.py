@@ -176,16 +176,6 @@ def test_pixel_fields_are_typed_like_the_token_fields():
     assert recipe("smoke", scene_input="pixels", image_size="16") == pixel_recipe("smoke")
 
 
-def test_token_runs_do_not_depend_on_the_pixel_code():
-    from bindcore.controlled.training import STORE_KIND
-    from bindcore.store import module_closure
-
-    token = module_closure(STORE_KIND.code)
-    assert not [m for m in token if "pixel" in m]
-    assert {"bindcore.data.pixels", "bindcore.controlled.pixel_models", "bindcore.controlled.training"} <= set(
-        module_closure(PIXEL_STORE_KIND.code))
-
-
 # --------------------------------------------------------------------------- training
 
 

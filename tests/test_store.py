@@ -1,95 +1,41 @@
-"""The result store: one cache truth. Records carry the fingerprint of the code that made
-them; a record made by other code is computed again (cheap kinds) or reused marked stale
-(expensive kinds, published records)."""
+"""The result store: one cache truth. A record is current while it lies in the folder of
+its kind's version, whatever commit made it; what made it is provenance."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from bindcore.io import atomic_write, atomic_write_json, config_hash, digest
-from bindcore.store import PACKAGE_DIR, Kind, ResultStore, code_fingerprint, code_version, module_closure
-
-TRAINING = "bindcore.controlled.training"
+from bindcore.store import PACKAGE_DIR, Kind, ResultStore, code_version, provenance
 
 
-@pytest.fixture
-def package_copy(tmp_path) -> Path:
-    dest = tmp_path / "bindcore"
-    shutil.copytree(PACKAGE_DIR, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def test_closure_follows_imports_and_nothing_else():
-    names = module_closure([TRAINING])
-    for needed in (TRAINING, "bindcore.controlled.models", "bindcore.controlled.scenes", "bindcore.analysis.metrics",
-                   "bindcore.ids", "bindcore", "bindcore.controlled"):
-        assert needed in names
-    assert not [n for n in names if n.startswith(("bindcore.book", "bindcore.encoders", "bindcore.data"))]
-
-
-def test_fingerprint_changes_when_a_dependency_changes(package_copy):
-    before = code_fingerprint([TRAINING], package_copy)
-    assert before == code_fingerprint([TRAINING], PACKAGE_DIR)  # a copy of the same code
-    models = package_copy / "controlled" / "models.py"
-    models.write_text(models.read_text() + "\n# a change to a module training imports\n")
-    after = code_fingerprint([TRAINING], package_copy)
-    assert after != before
-    # code it does not import, and the store's own record keeping, leave it alone
-    for unrelated in ("book/profiles.py", "data/text.py", "store.py", "io.py"):
-        path = package_copy / unrelated
-        path.write_text(path.read_text() + "\n# unrelated\n")
-    assert code_fingerprint([TRAINING], package_copy) == after
-
-
-def _write_record(store: ResultStore, kind: Kind, config: dict, value: int, fingerprint: str | None) -> Path:
-    entry = store.prepare(kind, config)
-    store.finish(entry, {"value": value})
-    record = json.loads((entry.path / "result.json").read_text())
-    if fingerprint is not None:
-        record["code"]["fingerprint"] = fingerprint
-    atomic_write_json(entry.path / "result.json", record)
-    return entry.path
-
-
-def test_records_made_by_other_code_are_recomputed_or_reused_with_a_mark(tmp_path):
-    cheap = Kind("cheap", ("bindcore.analysis.metrics",))
-    expensive = Kind("dear", ("bindcore.analysis.metrics",), expensive=True)
+def test_a_record_is_current_in_its_versions_folder_whatever_commit_made_it(tmp_path):
+    v1, v2 = Kind("thing-1"), Kind("thing-2")
     store = ResultStore(tmp_path / "results", published=tmp_path / "published")
     cfg = {"a": 1}
-
-    _write_record(store, cheap, cfg, 1, None)
-    assert store.find(cheap, cfg).stale is False  # made by this code
-    assert store.find(cheap, cfg).result["code"]["fingerprint"] == cheap.fingerprint()
-
-    _write_record(store, cheap, cfg, 1, "other code")
-    assert store.find(cheap, cfg) is None  # cheap: never reused ...
-    assert store.cached(cheap, cfg, lambda: {"value": 2})["value"] == 2  # ... computed again
-    assert store.find(cheap, cfg).stale is False
-
-    path = _write_record(store, expensive, cfg, 3, "other code")
-    found = store.find(expensive, cfg)  # expensive: reused, marked
-    assert found.stale and found.path == path and found.result["value"] == 3
-    assert found.record()["stale"] is True
-    assert store.cached(expensive, cfg, lambda: {"value": 4})["value"] == 3
-
-    # a published record made by other code is reused with the mark even for a cheap kind
+    entry = store.prepare(v1, cfg)
+    store.finish(entry, {"value": 1})
+    assert json.loads((entry.path / "result.json").read_text())["code"] == provenance()
+    record = json.loads((entry.path / "result.json").read_text())
+    atomic_write_json(entry.path / "result.json", {**record, "code": {"bindcore": "0.0.1", "git": "abc1234"}})
+    assert store.cached(v1, cfg, lambda: {"value": 2})["value"] == 1  # another commit: still current
+    assert store.find(v2, cfg) is None  # a new version: computed anew
+    assert store.cached(v2, cfg, lambda: {"value": 3})["value"] == 3
+    # a published record is read after the local ones
     pub = ResultStore(tmp_path / "published", published=None)
-    _write_record(pub, cheap, {"b": 2}, 5, "published code")
-    found = store.find(cheap, {"b": 2})
-    assert found.source == "published" and found.stale
-    # a fresh local record wins over a stale published one
-    _write_record(store, cheap, {"b": 2}, 6, None)
-    assert store.find(cheap, {"b": 2}).source == "local"
+    pub.cached(v1, {"b": 2}, lambda: {"value": 5})
+    assert store.find(v1, {"b": 2}).source == "published"
+    store.cached(v1, {"b": 2}, lambda: {"value": 6})  # found: nothing computed, nothing written locally
+    assert not store.local_dir(v1, {"b": 2}).exists()
 
 
 def test_code_version_in_words():
     assert code_version(None) == "code of unknown version"
-    words = code_version({"fingerprint": "0123456789abcdef", "bindcore": "0.1.0", "git": "2816db3"})
-    assert words == "code 0123456789ab (bindcore 0.1.0, git 2816db3)"
+    assert code_version({"bindcore": "0.1.0", "git": "2816db3"}) == "git 2816db3 (bindcore 0.1.0)"
+    assert code_version({"fingerprint": "0123", "bindcore": "0.1.0", "git": None}) == "bindcore 0.1.0"
 
 
 def test_one_hash_and_atomic_writes(tmp_path):
@@ -108,28 +54,19 @@ def test_one_hash_and_atomic_writes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]  # no temporary file left
 
 
-def test_a_training_run_made_by_other_code_is_reused_and_the_chapter_names_its_code(tmp_path, capsys):
+def test_a_training_run_is_stored_once_and_the_chapter_names_its_commit(tmp_path, capsys):
     from bindcore.controlled.recipes import recipe
     from bindcore.controlled.runs import train
-    from bindcore.controlled.training import STORE_KIND
     from bindcore.experiments.generalization import note_stored
 
     store = ResultStore(tmp_path, published=None)
     cfg = recipe("smoke", steps=4, eval_every=2, eval_scenes=16)
     first = train(cfg, store=store, device="cpu", progress=False)
-    assert first["stale"] is False and first["code"]["fingerprint"] == STORE_KIND.fingerprint()
-    note_stored([first])
-    assert code_version(first["code"]) in capsys.readouterr().out
-
-    result = Path(first["path"]) / "result.json"
-    record = json.loads(result.read_text())
-    record["code"] = {"fingerprint": "f" * 64, "bindcore": "0.0.1", "git": "abc1234", "modules": []}
-    atomic_write_json(result, record)
     again = train(cfg, store=store, device="cpu", progress=False)  # not retrained: the same record
-    assert again["stale"] is True and again["finished_at"] == first["finished_at"]
-    note_stored([again])
-    note = capsys.readouterr().out
-    assert "code ffffffffffff (bindcore 0.0.1, git abc1234)" in note and STORE_KIND.fingerprint()[:12] in note
+    assert again["finished_at"] == first["finished_at"] and again["code"] == provenance()
+    note_stored([first, again])
+    out = capsys.readouterr().out
+    assert out.startswith("2 training runs (local, ") and code_version(first["code"]) in out
 
 
 def test_the_report_reads_the_parameters_a_chapter_ran_with(tmp_path, monkeypatch):
@@ -150,7 +87,7 @@ def test_the_report_reads_the_parameters_a_chapter_ran_with(tmp_path, monkeypatc
 
 
 def test_publish_copies_config_and_result_only_and_the_store_reads_it_back(tmp_path):
-    kind = Kind("dear", ("bindcore.analysis.metrics",), expensive=True)
+    kind = Kind("dear")
     store = ResultStore(tmp_path / "results", published=tmp_path / "published")
     cfg = {"a": 1}
     entry = store.prepare(kind, cfg)
@@ -163,7 +100,7 @@ def test_publish_copies_config_and_result_only_and_the_store_reads_it_back(tmp_p
     assert dest == tmp_path / "published" / "dear" / config_hash(cfg)
     shutil.rmtree(entry.path)
     found = store.find(kind, cfg)
-    assert found.source == "published" and not found.stale and found.result["value"] == 7
+    assert found.source == "published" and found.result["value"] == 7
     with pytest.raises(ValueError, match="finished local entry"):
         store.publish(found)
 
@@ -191,7 +128,7 @@ def test_published_records_found_in_a_checkout_and_in_an_installed_package(tmp_p
     atomic_write_json(installed / "result.json", {"metrics": {"x": 1.0}})
     root = published_root(site / "bindcore")
     assert root == site / "bindcore" / "published"
-    entries = ResultStore(tmp_path / "results", published=root).entries(Kind("train-2", (TRAINING,), expensive=True))
+    entries = ResultStore(tmp_path / "results", published=root).entries(Kind("train-2"))
     assert [e.source for e in entries] == ["published"]
 
 
@@ -219,7 +156,7 @@ def test_the_published_records_are_never_a_result_store_of_their_own(tmp_path):
 def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_new(tmp_path, monkeypatch):
     from bindcore.store import STORED_ONLY_ENV, NotStored
 
-    store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap", ("bindcore.analysis.metrics",))
+    store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap")
     assert store.cached(kind, {"a": 1}, lambda: {"x": 1})["x"] == 1
     monkeypatch.setenv(STORED_ONLY_ENV, "1")
     calls = []
@@ -229,15 +166,3 @@ def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_n
     assert calls == [] and not store.local_dir(kind, {"a": 2}).exists()
     monkeypatch.setenv(STORED_ONLY_ENV, "0")
     assert store.cached(kind, {"a": 2}, lambda: {"x": 2})["x"] == 2
-
-
-def test_a_record_names_the_code_as_it_was_when_its_computation_started(tmp_path, monkeypatch):
-    """A run that trains while its source files are edited records the code it started
-    with, not the edited one."""
-    store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap", ("bindcore.analysis.metrics",))
-    source = {"now": "at the start"}  # what the module files hold
-    monkeypatch.setattr(Kind, "fingerprint", lambda self: source["now"])
-    entry = store.prepare(kind, {"a": 1})
-    source["now"] = "after an edit"  # edited while the computation runs
-    store.finish(entry, {"x": 1})
-    assert json.loads((entry.path / "result.json").read_text())["code"]["fingerprint"] == "at the start"

@@ -47,7 +47,7 @@ def test_a_corrupt_result_is_reported_moved_aside_and_computed_again(tmp_path, c
 def test_a_corrupt_published_record_is_reported_and_skipped(tmp_path, caplog):
     from bindcore.store import Kind
 
-    kind = Kind("cheap", ("bindcore.analysis.metrics",))
+    kind = Kind("cheap")
     pub = ResultStore(tmp_path / "published", published=None)
     pub.cached(kind, {"a": 1}, lambda: {"value": 1})
     result = pub.local_dir(kind, {"a": 1}) / "result.json"

@@ -1,6 +1,7 @@
 """Published records (bindcore.store.ResultStore.publish, `bindcore publish`): a record
 published with its weights is reused by a store that has nothing local, down to its
-model; weights too large, cut short or left out; only the current code's records go."""
+model; weights too large, cut short or left out; every committed record of published/ is
+current and found through the store."""
 
 from __future__ import annotations
 
@@ -79,8 +80,7 @@ def test_published_weights_cut_short_are_reported_and_the_record_skipped(tmp_pat
     assert str(weights) in caplog.text and weights.exists()  # read-only: reported, left as it is
 
 
-def test_publish_command_copies_the_current_codes_records_and_the_weights_an_analysis_read(tmp_path, monkeypatch,
-                                                                                          capsys):
+def test_publish_command_copies_every_record_and_the_weights_an_analysis_read(tmp_path, monkeypatch, capsys):
     import bindcore.store as store_mod
 
     monkeypatch.setattr(store_mod.ResultStore.__init__, "__defaults__", (None, tmp_path / "published"))
@@ -90,20 +90,20 @@ def test_publish_command_copies_the_current_codes_records_and_the_weights_an_ana
     load_model(read)  # an analysis loads this run's model: --weights ships it
     result = Path(other["path"]) / "result.json"
     record = json.loads(result.read_text())
-    result.write_text(json.dumps({**record, "code": {**record["code"], "fingerprint": "0" * 64}}))
+    result.write_text(json.dumps({**record, "code": {"bindcore": "0.0.1", "git": "abc1234"}}))  # another commit's
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--weights"]) == 0
     out = capsys.readouterr().out
-    assert "2 of 3 records" in out and "made by other code" in out and "with its weights" in out
+    assert "3 of 3 records" in out and "with its weights" in out
     published = tmp_path / "published" / STORE_KIND
-    assert sorted(p.name for p in published.iterdir()) == sorted(Path(r["path"]).name for r in (read, unread))
+    assert sorted(p.name for p in published.iterdir()) == sorted(Path(r["path"]).name for r in (read, unread, other))
     assert (published / Path(read["path"]).name / "model.pt").exists()
     assert not (published / Path(unread["path"]).name / "model.pt").exists()
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--all-weights"]) == 0
     assert (published / Path(unread["path"]).name / "model.pt").exists()
     assert main(["publish", "--results", str(tmp_path / "results")]) == 0  # again without: the weights stay
-    assert len(list(published.glob("*/model.pt"))) == 2
+    assert len(list(published.glob("*/model.pt"))) == 3
 
     assert main(["publish", "--results", str(tmp_path / "results"), "--kind", "bogus"]) == 2
     assert "--kind" in capsys.readouterr().err
@@ -154,3 +154,39 @@ def test_republishing_without_weights_keeps_the_weights_published_before(tmp_pat
     assert (dest / "model.pt").read_bytes() == weights and json.loads((dest / "result.json").read_text()) != other
     assert store.publish(entry, weights=True) == dest  # with its weights: both replaced
     assert json.loads((dest / "result.json").read_text()) == other
+
+
+def test_every_committed_published_record_is_current_and_found_through_the_store(tmp_path, monkeypatch):
+    """Every record under published/, of every kind, is found by the store from its own
+    config (a run through ``train``, embeddings through their cache), as the published
+    record in its folder: current, nothing computed (in stored-only mode a miss would
+    raise), nothing written locally. A folder of published/ that is no kind's current
+    version (a bumped version left behind) fails here too."""
+    from bindcore.cli import publishable_kinds
+    from bindcore.controlled.training import TrainConfig
+    from bindcore.encoders.cache import EmbeddingCache
+    from bindcore.store import PUBLISHED_ROOT, STORED_ONLY_ENV
+
+    kinds = publishable_kinds()
+    assert {p.name for p in PUBLISHED_ROOT.iterdir() if p.is_dir()} - {"book-times"} == set(kinds)
+    monkeypatch.setenv(STORED_ONLY_ENV, "1")
+    store = ResultStore(tmp_path / "results", published=PUBLISHED_ROOT)
+    cache = EmbeddingCache(tmp_path / "results" / "embeddings", published=PUBLISHED_ROOT)
+    seen = 0
+    for name, kind in kinds.items():
+        for folder in sorted((PUBLISHED_ROOT / name).iterdir()):
+            config = json.loads((folder / "config.json").read_text())
+            found = store.find(kind, config)
+            assert found is not None and found.source == "published" and found.path == folder, folder
+            if name.startswith("train"):
+                cfg = TrainConfig.from_dict(config)
+                assert cfg.store_kind == kind and cfg.to_dict() == config, folder  # the config reads back the same
+                rec = train(cfg, store=store, device="cpu", progress=False)
+                assert rec["path"] == str(folder) and rec["source"] == "published"
+            elif name == "embeddings":
+                assert cache.load(config) is not None, folder
+            else:
+                assert store.cached(kind, config, lambda f=folder: pytest.fail(f"{f} computed again")) == found.result
+            seen += 1
+    assert seen == sum(1 for k in kinds for p in (PUBLISHED_ROOT / k).iterdir())
+    assert not (tmp_path / "results").exists()

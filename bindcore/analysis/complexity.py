@@ -30,8 +30,8 @@ from .approximators import (
 )
 from .probes import BindingData, functional_binding, object_level_split, split_by_objects
 
-# approximator sweeps in the result store (a sweep made by other code is computed again)
-APPROX_STORE_KIND = Kind("approximators-1", ("bindcore.analysis.complexity",))
+# approximator sweeps in the result store: bump the version when their results change
+APPROX_STORE_KIND = Kind("approximators-1")
 
 
 def protocol_for(params: dict[str, Any]):
@@ -115,9 +115,9 @@ def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
     """One stored sweep where a worker runs it (task ``approximators`` of
     :mod:`bindcore.executors`): the binding data from its ``.npz``, the sweep's inputs
     from its key; the records go to the store, under the entry's claim."""
-    from bindcore.executors import check_same_code, worker_store
+    from bindcore.executors import check_same_version, worker_store
 
-    check_same_code(APPROX_STORE_KIND, payload.get("code"))
+    check_same_version(APPROX_STORE_KIND, payload.get("kind"))
     store, key, data_path = worker_store(payload), payload["key"], Path(payload["data"])
     with store.claim(APPROX_STORE_KIND, key):
         found = store.find(APPROX_STORE_KIND, key)
@@ -153,7 +153,7 @@ def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, sto
     if ex.name == "local" and ex.workers == 1:
         return [stored_sweep(**job, device=device, store=store) for job in jobs]
     keys = [sweep_key(**job) for job in jobs]
-    where = {**store_payload(store), "device": device, "code": APPROX_STORE_KIND.fingerprint()}
+    where = {**store_payload(store), "device": device, "kind": APPROX_STORE_KIND.name}
     tasks: dict[str, Task] = {}
     for job, key in zip(jobs, keys):
         h = config_hash(key)

@@ -29,7 +29,6 @@ import torch
 
 from bindcore.ids import object_ids, object_values
 from bindcore.io import config_hash, digest
-from bindcore.store import code_fingerprint
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
@@ -104,13 +103,20 @@ class BindingData:
                            self.concept_probes, self.object_probe, self.name, dict(self.info), origin)
 
 
-def data_origin(source: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Any]:
+# The version of the code that turns a trained model into binding data (its ``origin``'s
+# ``code``). Its value is the code fingerprint it had when the published records keyed by it
+# were made (before versions replaced fingerprints), so that they keep their keys; set any
+# other value when this code's results change.
+MODEL_ORIGIN = "5faf114b20f829d6"
+
+
+def data_origin(source: dict[str, Any], code: str) -> dict[str, Any]:
     """The ``origin`` of arrays computed from a stored ``source`` (JSON naming it: a
     model's config hash and weights digest, or the store key of embeddings, and how they
-    were read) by the code of ``modules`` (with their imports): the fingerprint of that
-    code joins the source, so a change to it keys the analyses anew, as a change of the
-    arrays would."""
-    return {**source, "code": code_fingerprint(modules)}
+    were read) by code of version ``code`` (a constant of the module that computes them):
+    the analyses keyed by it are computed anew when that version changes, as when the
+    arrays' source changes."""
+    return {**source, "code": code}
 
 
 def weights_digest(model: torch.nn.Module) -> str:
@@ -488,8 +494,7 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     concept_probes = [con_probe[c * V:(c + 1) * V].cpu().numpy() for c in range(cfg.n_concepts)]
     vals = space.object_values(pairs[:, :2]).numpy()
     origin = data_origin({"model": config_hash(record["config"]), "weights": weights_digest(model),
-                          "objects": objects, "max_objects": max_objects, "renders": renders},
-                         ("bindcore.analysis.probes",))
+                          "objects": objects, "max_objects": max_objects, "renders": renders}, MODEL_ORIGIN)
     return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
                        name=cfg.short_name(),
                        info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders,

@@ -66,9 +66,7 @@ def train(
     """Train ``cfg`` unless the store already holds its result; return the result record.
 
     A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
-    entry, else the one before it). A stored run made by other code is returned as it
-    is, with ``stale=True`` (its ``code`` names the code version that made it): chapters
-    say so, nothing is retrained silently. While it trains, the run holds the entry's
+    entry, else the one before it). While it trains, the run holds the entry's
     claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
     config meanwhile waits, then returns this run's stored result.
     """

@@ -7,10 +7,13 @@ encoder's identity, the dataset's content and the modality:
 (encoder name, dataset, shape, device, time, the code that computed them) and
 ``embeddings.npz`` (float32, read with ``allow_pickle=False``). The repository's
 ``published/embeddings/`` is read after the local folder (the quick book's image
-embeddings ship there). Embeddings made by other code of the encoders are computed again, as every cheap kind of the store is; so are
-embeddings whose file cannot be read (it is reported and moved aside as
-``embeddings.npz.corrupt-<time>``) or that hold a NaN or infinite entry (reported; such
-embeddings are never stored).
+embeddings ship there). What makes embeddings differ is in their key: the encoder's
+identity names its backend, architecture, weights, precision and the versions of the
+libraries that compute it (:attr:`~bindcore.encoders.base.Encoder.identity`). The folder
+``embeddings`` is version 1 of the kind: a change to bindcore's encoder code that alters
+embeddings renames it ``embeddings-2``. Embeddings whose file cannot be read (it is
+reported and moved aside as ``embeddings.npz.corrupt-<time>``) or that hold a NaN or
+infinite entry (reported; such embeddings are never stored) are computed again.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from .base import MODALITIES, Encoder
 
 log = logging.getLogger(__name__)
 
-EMBEDDINGS = Kind("embeddings", ("bindcore.encoders",), data=("embeddings.npz",))
+EMBEDDINGS = Kind("embeddings", data=("embeddings.npz",))  # version 1 (see the module docstring)
 
 
 def embedding_config(identity: dict[str, Any], dataset_hash: str, modality: str) -> dict[str, Any]:
@@ -63,10 +66,10 @@ class EmbeddingCache:
         return self.root / key / "embeddings.npz", self.root / key / "result.json"
 
     def load(self, config: dict[str, Any]) -> np.ndarray | None:
-        """The stored embeddings of ``config`` made by the current code, or None (also,
-        with a logged note, when the file is unreadable or holds NaN or infinite entries)."""
+        """The stored embeddings of ``config``, or None (also, with a logged note, when the
+        file is unreadable or holds NaN or infinite entries)."""
         entry = self._store.find(self._kind, config)
-        if entry is None or entry.stale:  # a published entry made by other code of the encoders
+        if entry is None:
             return None
         npz = entry.path / "embeddings.npz"
         if not npz.exists():

@@ -1,8 +1,7 @@
 """The approximator families as tables, figures and claims name them: one label per
 family of :data:`~bindcore.analysis.approximators.FAMILIES` and per tree model (D.6).
 
-A module of its own, imported by none of the package's computing modules: renaming a
-label changes no stored sweep's code fingerprint."""
+A module of its own, imported by none of the package's computing modules."""
 
 from __future__ import annotations
 
