@@ -1,22 +1,5 @@
-"""What the reproduction report says first: per headline finding of the paper, whether it
-was reproduced, generated from the verdicts of the chapters' claim functions
-(the claim functions of :mod:`bindcore.verdicts`).
-
-A finding's outcome is one of :data:`OUTCOMES`:
-
-* *reproduced*: every claim row of the finding that could be judged on the encoder or
-  model the paper's finding is about (evidence :data:`~bindcore.verdicts.core.NATIVE`)
-  is shown, and there is at least one;
-* *not reproduced*: at least one such row is not shown;
-* *reproduced on a substitute* / *not reproduced on a substitute*: no row of the
-  paper's kind could be judged; every row judged on a substitute (another pretrained
-  encoder) is shown / at least one is not (says nothing about the paper's encoder);
-* *not testable here*: no row could be judged, and some could not because their model
-  does not bind (the finding is about models that generalize: a failed precondition,
-  not a finding), with the reason and the command;
-* *not run here*: no row could be judged, with the reason (the rows' own) and the
-  command that runs the chapter.
-"""
+"""The report's first table: per headline finding of the paper, whether it was reproduced
+(on the paper's kind of model or a substitute), not testable or not run, from the claims."""
 
 from __future__ import annotations
 
@@ -32,7 +15,7 @@ from bindcore.paper import (
     PAPER_PRETRAINED_OBJECTS,
 )
 
-from .core import NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
+from .core import BINDS_AT, NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
 from .generalization import transition_sentence
 
 REPRODUCED = "reproduced"
@@ -47,9 +30,8 @@ COLUMNS = ["finding", "paper", "ours", "source", "outcome", "reason, command"]
 
 @dataclass(frozen=True)
 class Headline:
-    """One headline finding: its name, the paper's statement, the claim frames it reads
-    (keys of the report's ``claims``, the first present wins) and the claims among them
-    (None: all), and the chapter that runs it."""
+    """One headline finding: the claim ``frames`` it reads (the first present wins) and the
+    ``claims`` among them (None: all), and the ``notebook`` that runs it."""
 
     finding: str
     paper: str
@@ -61,8 +43,7 @@ class Headline:
 
 
 def headlines() -> list[Headline]:
-    """The paper's headline findings, in the paper's order (statements from
-    :mod:`bindcore.paper`)."""
+    """The paper's headline findings, in the paper's order."""
     from bindcore.paper import (
         PAPER_ATTRIBUTION,
         PAPER_CLAIMS_5_2,
@@ -112,8 +93,7 @@ def headlines() -> list[Headline]:
 
 
 def pixel_frame(pixel: pd.DataFrame) -> pd.DataFrame:
-    """Appendix E's claims (:func:`~bindcore.verdicts.pixels.pixel_claims`, one row per claim
-    and visual level) in the columns of the other claim frames."""
+    """Appendix E's pixel claims in the columns of the other claim frames."""
     from .core import COLUMNS as CLAIM_COLUMNS
 
     if pixel is None or not len(pixel):
@@ -142,8 +122,7 @@ def _short(text: str, most: int = 110) -> str:
 
 
 def _ours(rows: pd.DataFrame) -> str:
-    """Ours in a line: how many judged claims are shown and the first one that is not
-    (else the first shown), with its number."""
+    """How many judged claims are shown, and the first that is not (else the first), in a line."""
     judged = rows[rows["status"].isin([SHOWN, NOT_SHOWN])]
     if not len(judged):
         return f"{len(rows)} claims, none judged"
@@ -154,7 +133,8 @@ def _ours(rows: pd.DataFrame) -> str:
 
 
 def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> dict[str, Any]:
-    """The outcome of one headline finding from its claim rows (see the module docstring)."""
+    """The outcome of one finding: reproduced if its judged rows on the paper's kind all hold,
+    else by its substitute rows, else not testable here (no model binds) or not run."""
     rows, keys = _rows(h, claims)
     paper = h.line or h.paper
     command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -f notebooks/profiles/paper/{h.notebook}.yaml`"
@@ -176,18 +156,17 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
         return dict(zip(COLUMNS, (h.finding, paper, _ours(sub), f"{source}; substitute: {names}", outcome,
                                   "the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
                                   f"Colab): {command}")))
-    precondition = rows["status"] == NOT_TESTABLE
-    status = NOT_TESTABLE if precondition.any() else UNTESTABLE
-    whys = "; ".join(dict.fromkeys(_short(w, 160) for w in rows.loc[rows["status"] == status, "why"].astype(str)))
-    return dict(zip(COLUMNS, (h.finding, paper, _ours(rows), source,
-                              NOT_TESTABLE_HERE if precondition.any() else NOT_RUN, f"{whys}; {command}")))
+    if (rows["status"] == NOT_TESTABLE).any():
+        return dict(zip(COLUMNS, (h.finding, paper, _ours(rows), source, NOT_TESTABLE_HERE,
+                                  f"the finding is about models that bind, and no model here binds (held-out swap "
+                                  f"pairs below {BINDS_AT:g}); {command}")))
+    whys = "; ".join(dict.fromkeys(_short(w, 160) for w in rows.loc[rows["status"] == UNTESTABLE, "why"].astype(str)))
+    return dict(zip(COLUMNS, (h.finding, paper, _ours(rows), source, NOT_RUN, f"{whys}; {command}")))
 
 
 def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per headline finding (:func:`headlines`): the paper's statement, our
-    numbers with their profile and source, the outcome (:data:`OUTCOMES`) and, where not
-    reproduced like for like, the reason and the command. ``claims``: the report's
-    {chapter: claim frame}; ``pixel``: appendix E's :func:`~bindcore.verdicts.pixels.pixel_claims`."""
+    """One row per headline finding (:data:`COLUMNS`) from ``{chapter: claim frame}`` and
+    appendix E's ``pixel`` claims; the reason and command where not reproduced like for like."""
     frames = dict(claims)
     if pixel is not None:
         frames["appendix E"] = pixel_frame(pixel)
