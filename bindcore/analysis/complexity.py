@@ -1,8 +1,5 @@
-"""Binding-function complexity (paper §5.1, §5.3, §5.4): the approximators' protocol of
-a chapter's parameters, approximator sweeps stored under a hash of their inputs (one
-after the other, or several at once on an executor: :func:`stored_sweeps`), and the
-ceiling the frozen probes set (:mod:`bindcore.analysis.approximators` does the
-fitting)."""
+"""Binding-function complexity (§5.1, §5.3, §5.4): stored approximator sweeps (also on an
+executor), tree components, own-split fits, and the ceiling the frozen probes set."""
 
 from __future__ import annotations
 
@@ -35,15 +32,13 @@ APPROX_STORE_KIND = Kind("approximators-1")
 
 
 def protocol_for(params: dict[str, Any]):
-    """The approximators' training protocol of a chapter's parameters: the paper's
-    protocol (Adam, minibatches, lr grid) with the profile's steps, batch and lrs."""
+    """The "paper" protocol with the chapter's ``steps``, ``lrs`` and ``batch_size``."""
     return get_protocol("paper", steps=params["steps"], lrs=params["lrs"], batch_size=params["batch_size"],
                         eval_every=max(1, params["steps"] // 10))
 
 
 def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
-    """``small``: one configuration per tree kind (smoke, quick); ``full``: the grids of
-    :data:`bindcore.analysis.approximators.TREE_GRIDS`."""
+    """``"full"``: :data:`~bindcore.analysis.approximators.TREE_GRIDS`; else one configuration per kind."""
     if name == "full":
         return TREE_GRIDS
     return {"xgboost": [dict(n_estimators=150, learning_rate=0.1, max_depth=4, subsample=0.8, colsample_bytree=0.8)],
@@ -51,9 +46,8 @@ def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def binding_data_hash(data: Any) -> str:
-    """The key of a :class:`~bindcore.analysis.probes.BindingData`: its ``origin`` (what
-    made the arrays: the same on every machine) with its scenes, where it has one; else
-    the content of its arrays (scenes, embeddings, probes)."""
+    """The key of a BindingData: its ``origin`` and scenes (the same on every machine), else
+    its arrays' content."""
     if data.origin is not None:
         return digest("binding data", data.origin, np.asarray(data.objects))
     return arrays_hash(data.objects, data.embeddings, data.object_probe, *data.concept_probes)
@@ -61,8 +55,7 @@ def binding_data_hash(data: Any) -> str:
 
 def sweep_key(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any, widths: Any = None,
               tree_grid: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """What a stored approximator sweep is keyed by: the binding data's content and
-    every input of :func:`bindcore.analysis.approximators.sweep_fractions` (JSON)."""
+    """A stored sweep's key (JSON): the binding data's hash and every input of ``sweep_fractions``."""
     return {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
             "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
             **kwargs}
@@ -77,9 +70,7 @@ def _computed(records: list[dict[str, Any]]) -> dict[str, Any]:
 def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any,
                  widths: Any = None, tree_grid: Any = None, device: str | None = None, store: Any = None,
                  **kwargs: Any) -> list[dict[str, Any]]:
-    """:func:`bindcore.analysis.approximators.sweep_fractions`, stored under a hash of its inputs
-    (the binding data's content, fractions, families, widths, protocol, tree grid), so
-    that a chapter re-executes, and the reproduction report reads it, in seconds."""
+    """The records of ``sweep_fractions``, stored under :func:`sweep_key`."""
     store = store or ResultStore()
     key = sweep_key(data, fractions, families, protocol, widths=widths, tree_grid=tree_grid, **kwargs)
 
@@ -94,8 +85,7 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
 # independent stacked sweeps (one per binding data set) on an executor
 # ---------------------------------------------------------------------------------
 def save_binding_data(data: BindingData, path: Path) -> Path:
-    """The arrays of ``data`` as an ``.npz``, its ``origin`` as a JSON string (no pickle;
-    ``info`` is not kept)."""
+    """``data``'s arrays and ``origin`` (JSON) as an ``.npz`` without pickle; ``info`` is dropped."""
     probes = {f"concept_probe_{i}": p for i, p in enumerate(data.concept_probes)}
     origin = {} if data.origin is None else {"origin": np.asarray(json.dumps(data.origin, sort_keys=True))}
     return atomic_savez(path, objects=data.objects, embeddings=data.embeddings, object_probe=data.object_probe,
@@ -112,9 +102,7 @@ def load_binding_data(path: str | Path) -> BindingData:
 
 
 def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """One stored sweep where a worker runs it (task ``approximators`` of
-    :mod:`bindcore.executors`): the binding data from its ``.npz``, the sweep's inputs
-    from its key; the records go to the store, under the entry's claim."""
+    """Executor task ``approximators``: one stored sweep, its data read from the ``.npz``."""
     from bindcore.executors import check_same_version, worker_store
 
     check_same_version(APPROX_STORE_KIND, payload.get("kind"))
@@ -138,13 +126,9 @@ def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
 def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, store: Any = None,
                   executor: Any = None, workers: int | None = None, progress: bool = False
                   ) -> list[list[dict[str, Any]]]:
-    """:func:`stored_sweep` of each job (a dict of its arguments: ``data``, ``fractions``,
-    ``families``, ``protocol``, ...), the records of each in order. Each job is one
-    stacked sweep, independent of the others. ``executor`` (:func:`bindcore.executors.make_executor`):
-    by default they run one after the other in this process (stacking already keeps
-    every core busy); ``"local"`` with ``workers`` > 1 runs them as one-thread worker
-    processes, ``"ray"`` as one Ray task each (the binding data travels as an ``.npz``
-    in the store's entry, removed when the sweep is stored)."""
+    """The records of :func:`stored_sweep` of each job (its keyword arguments), in order: in
+    this process by default (stacking keeps the cores busy), else one task each on
+    ``executor`` (one-thread local workers or Ray)."""
     from bindcore.executors import Task, make_executor, run_tasks, store_payload, with_workers
 
     store = store or ResultStore()
@@ -168,8 +152,8 @@ def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, sto
 
 
 def true_embedding_ceiling(datasets: dict[str, Any], fractions: Sequence[float], key: str = "encoder"):
-    """The frozen probes reading the encoder's *own* embeddings on each fraction's
-    train / held-out scenes: the most any approximator can show (a tidy table)."""
+    """The frozen probes on the encoder's own embeddings per fraction: the most any
+    approximator can show."""
     rows = []
     for name, data in datasets.items():
         for f in fractions:
@@ -180,10 +164,8 @@ def true_embedding_ceiling(datasets: dict[str, Any], fractions: Sequence[float],
 
 def tree_components(data: Any, fraction: float, components: Sequence[int | None], grid: dict[str, list[dict]],
                     store: Any = None) -> pd.DataFrame:
-    """The tree approximators (D.6) against the number of principal components they
-    regress (``None``: all of them; exactly that many, no variance rule), at one data
-    fraction, stored: one row per (kind, components) with held-out and training
-    recognition and R² (the first grid point of each kind)."""
+    """Tree approximators (D.6, each kind's first grid point) against the number of principal
+    components regressed (None: all), stored; one row per (kind, components)."""
     store = store or ResultStore()
     split = object_level_split(data, fraction)
     rows = []
@@ -210,15 +192,9 @@ def tree_components(data: Any, fraction: float, components: Sequence[int | None]
 
 def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_product", max_objects: int = 400,
                   device: str | None = None, store: Any = None) -> dict[str, Any] | None:
-    """An approximator of a trained controlled model's binding function fitted on the
-    scenes of the model's *own* training objects and read on scenes of its own held-out
-    objects (all ordered pairs of the sub-grid of at most ``max_objects`` objects of
-    :func:`~bindcore.analysis.probes.controlled_binding_data`), stored under the run's
-    config hash, so a record computed where the weights are (published/) serves a build
-    that has none. Returns the selected record (learning rate chosen on validation
-    scenes), or None when the run's weights are not here and no record is stored, and
-    when the embedded sub-grid holds none of the run's training objects (nothing to fit
-    on: e.g. 16 objects of a V = 10 space at coverage 0.2)."""
+    """An approximator of a controlled model fitted on its own training objects' scenes and
+    read on its held-out ones, stored under the run's config hash; the selected record, or
+    None without weights or stored record, or when the sub-grid holds no training object."""
     from bindcore.controlled.training import TrainConfig
 
     from .probes import controlled_binding_data, sub_grid_objects

@@ -1,19 +1,5 @@
-"""The embeddings the chapters analyse, made from the book's datasets and encoders:
-the embedding sets of §4 and appendix D and the binding data of §5.1.
-
-* captions of the adjective-noun space (C.3), embedded by each given text encoder;
-* CLEVR-2D and the CLEVR-like 3-D scenes (C.1), by each given image encoder;
-* three-object CLEVR-like scenes with and without occlusion (D.3);
-* patterned objects, the substitute of D.4's generated natural images;
-* the scene tower of a trained controlled dual encoder (§5.2) on all ordered pairs of a
-  sub-grid of objects (:func:`controlled_set`);
-* §5.1: the two-object captions embedded by each encoder, with linear probes fitted and
-  frozen (:func:`pretrained_binding`).
-
-Which encoders run (pretrained CLIP where reachable, the random-init control, MiniLM)
-is the chapters' choice (:mod:`bindcore.experiments.inputs`); embeddings are stored
-(:func:`bindcore.encoders.embed_dataset`).
-"""
+"""The embedding sets of §4 and appendix D and the binding data of §5.1, made from the
+book's datasets and the encoders a chapter passes."""
 
 from __future__ import annotations
 
@@ -46,9 +32,7 @@ ORIGIN_CODE = "54190935e827d569"
 
 
 def embedded(encoder: Any, ds: Any, modality: str) -> dict[str, Any]:
-    """What names the embeddings of ``ds`` by ``encoder`` wherever they are computed: their
-    store key (:func:`bindcore.encoders.cache.embedding_config`: the encoder's identity,
-    the dataset's content, the modality)."""
+    """The store key of ``ds``'s embeddings by ``encoder``, the same on every machine."""
     return embedding_config(encoder.identity, ds.content_hash(), modality)
 
 THREE_OBJECT_DATASETS = {False: "CLEVR-like 3-D, three objects", True: "CLEVR-like 3-D, three objects, occluded"}
@@ -82,8 +66,8 @@ def caption_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -
 
 
 def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
-    """CLEVR-2D and the CLEVR-like 3-D scenes (576 two-object scenes each, or the first
-    ``image_scenes`` of them) with their 24 single-object scenes."""
+    """CLEVR-2D and CLEVR-like 3-D two-object scenes (the first ``image_scenes``, or all) with
+    their single-object scenes; 3-D only when ``clevr3d_width`` is set."""
     out = []
     keep = params.get("image_scenes")
     w3 = params["clevr3d_width"]
@@ -103,10 +87,8 @@ def image_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> 
 
 
 def dataset_sets(datasets: dict[str, Any], encoders: Sequence[tuple[Any, bool]]) -> list[EmbeddingSet]:
-    """The two-object scenes of each given image dataset (``{name: SceneDataset}``, e.g.
-    the authors' CLEVR or PUG:SPARE folders, :func:`bindcore.data.load_folder`) embedded
-    by each ``(encoder, pretrained)`` image encoder; single-object scenes where the
-    dataset has them."""
+    """The two-object (and single-object) scenes of each ``{name: SceneDataset}`` embedded by
+    each ``(encoder, pretrained)`` image encoder."""
     out = []
     for name, ds in datasets.items():
         pairs, singles = _split_singles(ds)
@@ -115,13 +97,9 @@ def dataset_sets(datasets: dict[str, Any], encoders: Sequence[tuple[Any, bool]])
 
 
 def controlled_set(data: BindingData) -> EmbeddingSet:
-    """A controlled model's binding data (:func:`~bindcore.analysis.probes.controlled_binding_data`)
-    as an embedding set (no single-object scenes), over the concept values its scenes
-    show: on a sub-grid of a larger object space, each concept's present values are
-    renumbered 0..k-1 (names keep the model's values), so that the probes, components and
-    permuted-ID controls of §4 range over values a scene shows, not over values none does
-    (a control sending a value to an absent one leaves nothing to estimate). A full grid
-    is unchanged."""
+    """A controlled model's binding data as an embedding set, each concept's present values
+    renumbered 0..k-1 (names keep the model's values) so that the permuted-ID controls never
+    send a value to one no scene shows."""
     objects = np.array(data.objects, copy=True)
     vpc, names = [], []
     for c, V in enumerate(data.values_per_concept):
@@ -142,11 +120,8 @@ NULL_SUFFIX = " (Gaussian null)"
 
 
 def gaussian_like(Z: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Gaussian embeddings of the same size, mean and spectrum as ``Z`` (``[n, d]``):
-    ``mean + G diag(s / sqrt(n - 1)) V^T`` with ``G`` standard normal and ``s``, ``V``
-    the singular values and right singular vectors of the centred ``Z``. Every label
-    structure is gone; the number of scenes, the width and how the variance spreads
-    over directions stay."""
+    """Gaussian embeddings with the size, mean and singular spectrum of ``Z`` ``[n, d]``, no
+    label structure."""
     z = np.asarray(Z, dtype=np.float64)
     if z.ndim != 2 or len(z) < 2:
         raise ValueError(f"Z must be [n >= 2, d], got {z.shape}")
@@ -157,9 +132,8 @@ def gaussian_like(Z: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 def gaussian_null(s: EmbeddingSet, seed: int = 0) -> EmbeddingSet:
-    """The null of an embedding set for the claims of §4.1 and appendix D: the same
-    labels (objects), Gaussian embeddings of the same size and spectrum
-    (:func:`gaussian_like`, single-object scenes too)."""
+    """The null of a set for the §4.1 and appendix D claims: same labels, :func:`gaussian_like`
+    embeddings."""
     singles = gaussian_like(s.Z_single, seed + 1) if s.Z_single is not None and len(s.Z_single) > 1 else s.Z_single
     origin = None if s.origin is None else {"null": "gaussian", "seed": seed, "of": s.origin}
     return EmbeddingSet(s.dataset, s.encoder + NULL_SUFFIX, s.source, s.pretrained, gaussian_like(s.Z, seed),
@@ -168,9 +142,8 @@ def gaussian_null(s: EmbeddingSet, seed: int = 0) -> EmbeddingSet:
 
 
 def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dict[bool, Any]:
-    """{occlusion: dataset}: ``three_object_scenes`` three-object CLEVR-like scenes
-    (:func:`~bindcore.data.clevr3d.make_clevr3d_three`, seed 0) at ``clevr3d_width``
-    pixels wide, without (False) and with (True) one object partly hidden per scene."""
+    """``{occlusion: dataset}`` of ``three_object_scenes`` CLEVR-like scenes, ``clevr3d_width``
+    pixels wide, without and with one object partly hidden."""
     n, w = params["three_object_scenes"], params["clevr3d_width"]
     if not isinstance(n, (int, np.integer)) or n < 2:
         raise ValueError(f"three_object_scenes must be an integer >= 2, got {n!r}")
@@ -182,9 +155,8 @@ def three_object_datasets(params: dict[str, Any], progress: bool = False) -> dic
 
 def three_object_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]],
                       datasets: dict[bool, Any] | None = None, progress: bool = False) -> list[EmbeddingSet]:
-    """The three-object scenes (made by :func:`three_object_datasets` unless given)
-    embedded by each ``(encoder, pretrained)`` image encoder: one set per (occlusion,
-    encoder), all three object slots kept (objects listed left to right in the image)."""
+    """One set per (occlusion, encoder) of the three-object scenes, all three slots kept
+    (objects left to right)."""
     datasets = datasets if datasets is not None else three_object_datasets(params, progress)
     out = []
     for occ, ds in datasets.items():
@@ -201,9 +173,7 @@ NATURAL_DATASET = "patterned objects (D.4 substitute)"
 
 
 def natural_dataset(params: dict[str, Any]) -> Any:
-    """D.4's substitute: the ordered pairs of ``natural_patterns x natural_types``
-    patterned objects (:func:`~bindcore.data.patterned.make_patterned`, seed 0) at
-    ``natural_width`` pixels wide."""
+    """D.4's substitute: ordered pairs of ``natural_patterns x natural_types`` patterned objects."""
     from bindcore.data.patterned import make_patterned
 
     w = params["natural_width"]
@@ -212,8 +182,7 @@ def natural_dataset(params: dict[str, Any]) -> Any:
 
 def natural_sets(params: dict[str, Any], encoders: Sequence[tuple[Any, bool]], dataset: Any = None
                  ) -> list[EmbeddingSet]:
-    """:func:`natural_dataset` (unless given) embedded by each ``(encoder, pretrained)``
-    image encoder."""
+    """:func:`natural_dataset` (unless given) embedded by each image encoder."""
     ds = dataset if dataset is not None else natural_dataset(params)
     return [_from_dataset(ds, enc, "image", NATURAL_DATASET, "image", pre) for enc, pre in encoders]
 
@@ -234,15 +203,12 @@ def weights_label(s: EmbeddingSet) -> str:
 
 
 def is_pretrained_encoder(s: EmbeddingSet) -> bool:
-    """Whether a set is embedded by a pretrained encoder: neither a random-init control
-    nor a controlled model of §5.2 (which ``s.pretrained`` counts as trained)."""
+    """Neither a random-init control nor a controlled model (which ``s.pretrained`` counts)."""
     return s.source != "controlled" and bool(s.pretrained)
 
 
 def frame_row(frame: pd.DataFrame, kind: str, estimator: str, required: bool = True) -> pd.Series | None:
-    """The row of a set's decomposition frame (:func:`~bindcore.analysis.geometry_sets.decomposition`,
-    :func:`~bindcore.analysis.geometry_sets.three_object_analysis`) for one ``kind``
-    (``concepts`` or ``objects``) and ``estimator``; where it has none, an ``IndexError``
+    """The decomposition frame's row of ``kind`` and ``estimator``; if none, ``IndexError``
     (``required``) or None."""
     rows = frame[(frame["kind"] == kind) & (frame["estimator"] == estimator)]
     if len(rows) or required:
@@ -251,9 +217,8 @@ def frame_row(frame: pd.DataFrame, kind: str, estimator: str, required: bool = T
 
 
 def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
-    """One row per object of every scene: ``occlusion, scene, slot, visible_fraction``
-    (the share of the object's image area that no other object hides) and ``hidden``
-    (the least visible object of its scene)."""
+    """One row per object: ``occlusion, scene, slot, visible_fraction, hidden`` (the least
+    visible object of its scene)."""
     rows = []
     for occ, ds in datasets.items():
         vf = np.asarray(ds.info["visible_fraction"], dtype=float)
@@ -269,13 +234,9 @@ def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
 # §5.1: binding data of pretrained text encoders
 # ---------------------------------------------------------------------------------
 def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], datasets: dict[str, Any] | None = None):
-    """§5.1's data: two-object scenes embedded by each encoder (stored), linear probes
-    fitted on 40 % of the scenes and frozen. Without ``datasets``: the two-object
-    captions of the adjective-noun space (``params["text_space"]``) and every encoder;
-    with ``datasets`` (``{name: SceneDataset}`` of images, e.g. the authors' folders):
-    those images and the encoders that embed images. Returns ({name: BindingData} with
-    names "<encoder>" for captions and "<encoder> | <dataset>" for images, table of
-    probe accuracies on the other 60 %)."""
+    """§5.1: two-object captions (or the image ``datasets``) embedded by each encoder, probes
+    fitted on 40 % of the scenes and frozen. Returns ``({"<encoder>[ | <dataset>]":
+    BindingData}, probe accuracies on the other 60 %)``."""
     if datasets is None:
         sources = [("", "text", make_text_space(*params["text_space"], singles=False))]
     else:

@@ -1,52 +1,7 @@
-"""Geometry of scene embeddings (paper §4.1, §4.2, appendix D.1, D.2, D.5).
+"""Geometry of scene embeddings (§4.1, §4.2, D.1, D.2, D.5): components, R², retrieval, edits, MDS.
 
-Every function here takes the same three things, so it runs unchanged on any encoder:
-
-* ``Z``: scene embeddings ``[N, d]`` (numpy, any float dtype; fits run in float64);
-* ``objects``: the scene label table ``[N, O_max, C]`` of concept-value indices, a row of
-  ``-1`` for an absent object (the layout of :class:`~bindcore.data.core.SceneDataset`);
-* ``values_per_concept``: ``[V_0, ..., V_{C-1}]``. Object ids are those of
-  :mod:`bindcore.ids` (mixed radix, concept 0 least significant), ``U = prod V_c``;
-  :func:`object_ids` and :func:`object_values` are re-exported here.
-
-**Components.** A :class:`Components` is a bank of vectors, one per *key* (an object id
-for ``kind="objects"``, a concept value for ``kind="concepts"``), either shared by all
-object slots or one bank per slot (``positional``), plus an intercept. It reconstructs a
-scene as ``intercept + sum of the vectors of its keys`` (for concepts: every concept
-value of every present object). Estimators (:func:`estimate_components`):
-
-* ``"avg"`` / ``"pos-avg"``: mean of the scene embeddings over the occurrences of a key
-  (anywhere / in one slot), minus the mean scene embedding ``mu``; intercept ``mu``.
-  Occurrences, not scenes: a scene holding the same object twice counts twice. On a
-  complete design (all ordered pairs) of exactly additive embeddings this recovers the
-  centred components exactly, so the reconstruction ``mu + sum_i (u(o_i) - mu)`` is exact.
-  For two objects it is the spec's ``u(o1) + u(o2) - mu`` (reference-spec §9.3).
-* ``"lstsq"`` / ``"pos-lstsq"``: the least-squares fit of the scene embeddings on a count
-  design (bag of objects: how often each object id occurs; bag of concepts: how often
-  each concept value occurs, summed over objects), with an unpenalised intercept and an
-  optional ridge penalty on the components. It is solved through the normal equations
-  with a pseudo-inverse, so it never builds the ``[N, K]`` design and returns the
-  minimum-norm components when the design is collinear with the intercept (it is, for
-  scenes with a fixed number of objects): the fitted scenes do not depend on that choice.
-* ``"single"`` (:func:`single_object_components`): the mean embedding of single-object
-  scenes of each object (intercept 0), for edits only.
-
-**Missing keys.** A key that never occurs in the scenes a bank is estimated from has a
-``NaN`` vector (and count 0). Reconstructions, subtractions and edits that need it are
-``NaN`` rows; every metric below drops such rows and reports how many it dropped
-(``n_excluded``) -- nothing is silently filled with zeros.
-
-**R².** ``R² = 1 - SSE / SST`` with ``SSE = sum_s ||z_s - ẑ_s||²`` and
-``SST = sum_s ||z_s - z̄||²``, ``z̄`` the mean embedding of the scenes being evaluated
-(reference-spec §9.3); held-out R² fits on one scene split and evaluates on the other.
-
-**Retrieval.** Cosine top-1 among all real scenes; a hit is a retrieved scene with the
-same multiset of objects as the intended one, in any order (paper C.2); the stricter
-exact-order rule of the released code is reported beside it (``retrieval_exact``).
-
-**Probing.** :class:`~bindcore.analysis.probes.LinearProbes` fitted on real embeddings (or on
-residuals for §4.2), strict criterion (all positives above all negatives).
-"""
+Functions take ``Z`` ``[N, d]``, ``objects`` ``[N, O_max, C]`` (-1 rows absent), ``values_per_concept``.
+A key never seen has NaN components; rows that need it are dropped and counted (``n_excluded``)."""
 
 from __future__ import annotations
 
@@ -93,8 +48,7 @@ def scene_codes(objects: np.ndarray, values_per_concept: Sequence[int], any_orde
 
 
 def _derangement(n: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly drawn permutation of ``0..n-1`` with no fixed point (rejection: a
-    random permutation is one with probability about 1/e); the identity when ``n < 2``."""
+    """A uniform permutation of ``0..n-1`` without fixed point (by rejection); identity if ``n < 2``."""
     if n < 2:
         return np.arange(n)
     while True:
@@ -104,10 +58,9 @@ def _derangement(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _value_derangement(vpc: list[int], rng: np.random.Generator, sweeps: int = 20) -> np.ndarray:
-    """A permutation of the ``U`` object ids under which no object keeps any of its
-    concept values (concepts with a single value excepted). Starts from a product of
-    per-concept derangements (always valid) and mixes it by random transpositions that
-    keep it valid (``sweeps`` x U proposals), so that it is not a product permutation."""
+    """A permutation of the ``U`` object ids under which no object keeps any concept value
+    (single-valued concepts excepted): per-concept derangements, mixed by valid random
+    transpositions so that it is not a product permutation."""
     u = int(np.prod(vpc))
     vals = object_values(np.arange(u), vpc)
     start = np.stack([_derangement(v, rng)[vals[:, c]] for c, v in enumerate(vpc)], 1)
@@ -127,15 +80,9 @@ def _value_derangement(vpc: list[int], rng: np.random.Generator, sweeps: int = 2
 
 def permute_labels(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, seed: int = 0,
                    derange: bool = True) -> np.ndarray:
-    """The permuted-ID control's relabelling (D.1). ``kind="objects"`` sends every object
-    id through one seeded permutation of all ``U`` ids; ``kind="concepts"`` sends each
-    concept's values through its own seeded permutation. Absent rows stay -1.
-
-    ``derange`` (default): no value keeps its label. For concepts each permutation is a
-    derangement; for objects no object is sent to one that shares any of its concept
-    values (:func:`_value_derangement`), so a control never subtracts part of a scene's
-    true components. ``derange=False``: uniform permutations, fixed points allowed (the
-    released code: one permutation, whose fixed points subtract true components)."""
+    """The permuted-ID control's relabelling (D.1): one seeded permutation of object ids
+    (``kind="objects"``) or of each concept's values; absent rows stay -1. ``derange``: no
+    label keeps any value (else uniform permutations with fixed points, as the release)."""
     obj = check_objects(objects, values_per_concept)
     vpc = check_values_per_concept(values_per_concept)
     rng = np.random.default_rng(seed)
@@ -164,10 +111,8 @@ def n_keys(values_per_concept: Sequence[int], kind: str) -> int:
 
 
 def term_columns(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, positional: bool) -> np.ndarray:
-    """``[N, T]`` column of each additive term in the flattened ``[P * K]`` bank
-    (T = O_max for objects, O_max * C for concepts), -1 for absent objects. Column
-    ``p * K + key`` with ``p`` the slot (``positional``) or 0; concept keys are
-    ``offset_c + value`` (concept blocks in order)."""
+    """``[N, T]`` column ``p * K + key`` of each term in the flattened ``[P * K]`` bank (T = O_max
+    or O_max * C; ``p`` the slot if ``positional``, else 0); -1 for absent objects."""
     obj = np.asarray(objects, dtype=np.int64)
     n, o_max, _ = obj.shape
     k = n_keys(values_per_concept, kind)
@@ -183,12 +128,8 @@ def term_columns(objects: np.ndarray, values_per_concept: Sequence[int], kind: s
 
 @dataclass
 class Components:
-    """A bank of additive components (see the module docstring).
-
-    ``vectors`` ``[P, K, d]``: P = 1 (shared by all slots) or O_max (one bank per slot);
-    K keys = object ids (``kind="objects"``) or concept values, concept blocks in order
-    (``kind="concepts"``); NaN rows for keys never seen. ``counts`` ``[P, K]``: how many
-    occurrences each vector was estimated from. ``intercept`` ``[d]``."""
+    """Additive components: ``vectors`` ``[P, K, d]`` (P = 1 shared or O_max per slot; K object
+    ids or concept values; NaN for keys never seen), ``counts`` ``[P, K]``, ``intercept`` ``[d]``."""
 
     kind: str
     estimator: str
@@ -212,8 +153,7 @@ class Components:
         return term_columns(obj, self.values_per_concept, self.kind, self.positional)
 
     def contribution(self, objects: np.ndarray) -> np.ndarray:
-        """``[N, d]`` sum of the components of each scene's keys (no intercept): what the
-        component-attribution experiment subtracts. NaN rows where a key is missing."""
+        """``[N, d]`` sum of each scene's components, no intercept; NaN rows where a key is missing."""
         cols = self._columns(objects)
         flat = self.vectors.reshape(-1, self.dim)
         out = np.zeros((len(cols), self.dim))
@@ -227,8 +167,7 @@ class Components:
         return self.intercept + self.contribution(objects)
 
     def frame(self) -> pd.DataFrame:
-        """One row per (slot bank, key) with its count and norm; object keys carry their
-        concept values (``value_0``, ...), concept keys their concept and value."""
+        """One row per (slot bank, key): count, norm, and ``value_c`` (objects) or ``concept, value``."""
         p, k, _ = self.vectors.shape
         df = pd.DataFrame({"position": np.repeat(np.arange(p), k), "key": np.tile(np.arange(k), p)})
         if self.kind == "objects":
@@ -269,8 +208,8 @@ def _gram(cols: np.ndarray, n_cols: int) -> np.ndarray:
 
 def average_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
                        kind: str = "objects", positional: bool = False) -> Components:
-    """Averaging estimator ("avg" / "pos-avg"): each key's vector is the mean embedding
-    over its occurrences (in any slot, or per slot), minus the mean scene embedding."""
+    """Estimator "avg" / "pos-avg": each key's mean embedding over its occurrences (any slot or
+    per slot) minus the mean scene embedding, which is the intercept."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     p = obj.shape[1] if positional else 1
     k = n_keys(vpc, kind)
@@ -286,11 +225,8 @@ def average_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: S
 
 def fit_additive(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], kind: str = "objects",
                  positional: bool = False, intercept: bool = True, ridge: float = 0.0) -> Components:
-    """Least-squares additive fit ("lstsq" / "pos-lstsq", reference-spec §9.3):
-    ``z_s ≈ b + X_s W`` with ``X`` the count design of ``kind`` (bag of objects or bag of
-    concepts; per slot when ``positional``). ``ridge`` adds ``ridge * ||W||²`` (the
-    intercept is never penalised); ``ridge=0`` gives the minimum-norm least-squares
-    components. Keys absent from the data get NaN vectors."""
+    """Estimator "lstsq" / "pos-lstsq" (reference-spec §9.3): ``z_s ≈ b + X_s W`` on the count design,
+    intercept unpenalised, ``ridge * ||W||²``; ``ridge=0``: minimum-norm solution. Unseen keys: NaN."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     if ridge < 0:
         raise ValueError(f"ridge must be >= 0, got {ridge}")
@@ -319,9 +255,8 @@ def fit_additive(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequenc
 
 def single_object_components(Z_single: np.ndarray, objects_single: np.ndarray,
                              values_per_concept: Sequence[int]) -> Components:
-    """Object bank ("single") from embeddings of single-object scenes (one present
-    object per row, in any slot): the mean embedding of each object's scenes; intercept
-    0; objects without a single-object scene get NaN. Position-independent."""
+    """Object bank "single": each object's mean embedding over single-object scenes (one
+    present object per row); intercept 0, NaN for objects without such a scene."""
     z, obj, vpc = check_inputs(Z_single, objects_single, values_per_concept)
     present = obj[..., 0] >= 0
     if not (present.sum(1) == 1).all():
@@ -351,8 +286,7 @@ def estimate_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: 
 # metrics: R², retrieval, probing
 # ---------------------------------------------------------------------------------
 def r2_score(Z: np.ndarray, Z_hat: np.ndarray) -> float:
-    """:func:`~bindcore.analysis.metrics.r2` over the rows where ``Z_hat`` is finite, SST
-    around those rows' own mean embedding. NaN when no row is left."""
+    """R² over the rows where ``Z_hat`` is finite, SST about their own mean; NaN if none."""
     z, zh = check_embeddings(Z), np.asarray(Z_hat, dtype=np.float64)
     if z.shape != zh.shape:
         raise ValueError(f"Z {z.shape} and Z_hat {zh.shape} differ in shape")
@@ -374,11 +308,8 @@ def nearest_scenes(queries: np.ndarray, gallery: np.ndarray, chunk: int = 2048) 
 
 def retrieval_hits(queries: np.ndarray, target_objects: np.ndarray, Z: np.ndarray, objects: np.ndarray,
                    values_per_concept: Sequence[int]) -> pd.DataFrame:
-    """Cosine top-1 of each query embedding among all real scenes ``Z``; query i is meant
-    to be the scene ``target_objects[i]`` (``[M, O_max, C]``, same O_max as ``objects``).
-    Per query: ``query`` (its row), ``nearest`` (index into ``Z``), ``hit`` (the nearest
-    scene holds the same multiset of objects, in any order) and ``hit_exact`` (the same
-    objects in the same slots). Queries with NaN entries are dropped."""
+    """Cosine top-1 among the scenes ``Z`` of queries meant as ``target_objects`` ``[M, O_max, C]``:
+    columns ``query, nearest, hit`` (same objects, any order, C.2), ``hit_exact``. NaN queries dropped."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     q = np.asarray(queries, dtype=np.float64)
     tobj = check_objects(target_objects, vpc, n_scenes=len(q))
@@ -394,8 +325,7 @@ def retrieval_hits(queries: np.ndarray, target_objects: np.ndarray, Z: np.ndarra
 
 
 def retrieval_chance(objects: np.ndarray, values_per_concept: Sequence[int], index: np.ndarray | None = None) -> float:
-    """Chance of an any-order hit when the nearest scene is drawn at random: mean over
-    the queried scenes of (scenes with the same multiset) / N."""
+    """Chance of an any-order hit for a nearest scene drawn at random, over the queried scenes."""
     codes = scene_codes(objects, values_per_concept, True)
     _, inv, cnt = np.unique(codes, return_inverse=True, return_counts=True)
     idx = np.arange(len(codes)) if index is None else np.asarray(index)
@@ -417,9 +347,8 @@ def _positives(index: np.ndarray, n_classes: int) -> torch.Tensor:
 
 
 def probe_hits(probes: LinearProbes, X: np.ndarray, objects: np.ndarray) -> dict[str, np.ndarray]:
-    """Per row of ``X``, whether the fitted probes read the scene ``objects`` under the
-    strict rule: ``concept_c`` for each concept, ``concepts_joint`` (all concepts at
-    once: the release's editing criterion) and ``object``."""
+    """Per row of ``X``, whether the probes strictly read ``objects``: ``concept_c``,
+    ``concepts_joint`` (all at once: the release's editing criterion), ``object``."""
     x = np.asarray(X, dtype=np.float32)
     obj = check_objects(objects, probes.values_per_concept, n_scenes=len(x))
     logits = probes.decision_function(x)
@@ -434,9 +363,8 @@ def probe_hits(probes: LinearProbes, X: np.ndarray, objects: np.ndarray) -> dict
 
 
 def probe_accuracy(probes: LinearProbes, X: np.ndarray, objects: np.ndarray) -> dict[str, float]:
-    """Strict probing accuracy of ``X`` against the scenes ``objects``: ``concept`` (mean
-    over concepts, as :meth:`LinearProbes.scores`), ``concepts_joint``, ``object``.
-    Rows of ``X`` with NaN are dropped; ``n`` counts the rows scored."""
+    """Strict probing accuracy ``concept`` (mean over concepts), ``concepts_joint``, ``object``;
+    NaN rows of ``X`` are dropped, ``n`` counts the rows scored."""
     x = np.asarray(X, dtype=np.float64)
     ok = np.isfinite(x).all(1)
     if not ok.any():
@@ -469,19 +397,12 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
                            holdout: float | tuple | None = None, ridge: float = 0.0, retrieval: bool = True,
                            probes: LinearProbes | str | None = None, probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                            seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
-    """How well sums of components reconstruct the scene embeddings (§4.1): one row per
-    (kind, estimator).
+    """How well sums of components reconstruct the scenes (§4.1), one row per (kind, estimator).
 
-    ``holdout``: None (fit and evaluate on all scenes), a fraction of scenes held out
-    (seeded :func:`~bindcore.analysis.probes.scene_split`) or ``(fit_index, eval_index)``.
-    Columns: ``kind, estimator, r2_fit, r2_eval, n_fit, n_eval, n_excluded`` (eval scenes
-    whose reconstruction needs an unseen key); with ``retrieval``: ``retrieval`` (any
-    order), ``retrieval_exact``, ``retrieval_chance`` for the reconstructions of the eval
-    scenes among all real scenes; with ``probes`` (a fitted ``LinearProbes`` or ``"fit"``:
-    fitted on real embeddings of a ``probe_train_fraction`` scene split):
-    ``probe_concept, probe_object`` on the reconstructions of the probe-test scenes that
-    are eval scenes. The probes' accuracy on those real scenes is in
-    ``frame.attrs["probe_real"]``."""
+    ``holdout``: None (all scenes), a held-out fraction or ``(fit_index, eval_index)``. Columns
+    ``kind, estimator, r2_fit, r2_eval, n_fit, n_eval, n_excluded``, with ``retrieval``:
+    ``retrieval, retrieval_exact, retrieval_chance``, with ``probes`` (fitted or ``"fit"``):
+    ``probe_concept, probe_object``; the probes on the real scenes: ``attrs["probe_real"]``."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     fit, ev = _holdout(len(z), holdout, seed)
     probe_test = None
@@ -520,8 +441,7 @@ def additive_decomposition(Z: np.ndarray, objects: np.ndarray, values_per_concep
 # §4.2 / D.1 component attribution
 # ---------------------------------------------------------------------------------
 def subtract_components(Z: np.ndarray, objects: np.ndarray, components: Components) -> np.ndarray:
-    """Residuals ``z_s - sum of the components of scene s's keys`` (the intercept, i.e.
-    roughly the mean embedding, stays in)."""
+    """Residuals ``z_s`` minus the components of scene s's keys (the intercept stays in)."""
     z = check_embeddings(Z, n_rows=len(np.asarray(objects)), dim=components.dim)
     return z - components.contribution(objects)
 
@@ -537,34 +457,9 @@ def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept
                           estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
                           train_fraction: float = PROBE_TRAIN_FRACTION, seed: int = 0, permutations: int = 5,
                           probe_kw: dict[str, Any] | None = None, folds: int | None = 2) -> pd.DataFrame:
-    """Subtract concept or object components and re-probe (§4.2, D.1).
-
-    Components are cross-fitted (``folds`` seeded folds of the scenes): the components
-    subtracted from a scene are estimated on the scenes of the other folds only, never
-    on the scene itself. Fitted in closed form on all scenes (``folds=None``, as the
-    release's components would be at convergence), the residual is orthogonal to every
-    slot-additive direction of those very scenes and linear decoding collapses by
-    construction; cross-fitted, a collapse says that the components learned on some
-    scenes carry what the probes read on others. A scene whose key no other fold shows
-    has no residual (``n_excluded``). Each variant's embeddings (the original, the
-    residuals without concept / object components, and the permuted-ID controls) get
-    fresh probes, fitted on a seeded ``train_fraction`` scene split and scored on the
-    rest. A permuted control estimates the components under a relabelling
-    (:func:`permute_labels`, a derangement: no value keeps its label) and subtracts them
-    looked up with the true labels: the same set of vectors, attached to the wrong
-    scenes. (Relabelling both the estimate and the lookup would only rename the
-    components and change nothing.) Each control is run with ``permutations``
-    derangements (seeds ``seed``, ``seed + 1``, ...); its row holds their mean.
-
-    Columns: ``variant, removed, permuted, concept, concepts_joint, object`` (test
-    accuracies; the mean over derangements for a control), ``removed_norm_ratio`` = RMS
-    norm of the subtracted sums over the RMS norm of the centred embeddings,
-    ``residual_norm_ratio`` = the same for the centred residuals (1 for the original),
-    ``fixed_fraction`` = share of object occurrences the relabelling left unchanged,
-    ``fixed_value_fraction`` = share of concept values (of present objects) it left
-    unchanged, ``n_excluded``; for the controls also ``permutations`` and the spread
-    over them, ``concept_sd, object_sd, concept_min, concept_max, object_min,
-    object_max``."""
+    """Re-probe after subtracting cross-fitted concept or object components (§4.2, D.1; with
+    ``folds=None`` decoding collapses by construction), and permuted-ID controls (mean over
+    ``permutations``): one row per ``variant`` with test accuracies and norm ratios."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
@@ -632,9 +527,7 @@ def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept
 def object_banks(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
                  Z_single: np.ndarray | None = None, objects_single: np.ndarray | None = None
                  ) -> dict[str, Components]:
-    """The three object banks of D.2: ``obj-avg`` (mean over scenes holding the object
-    in any slot), ``pos-avg`` (one bank per slot) and, when single-object scenes are
-    given, ``single``."""
+    """The object banks of D.2: ``obj-avg``, ``pos-avg`` and, given ``Z_single``, ``single``."""
     banks = {"obj-avg": average_components(Z, objects, values_per_concept, "objects", False),
              "pos-avg": average_components(Z, objects, values_per_concept, "objects", True)}
     if Z_single is not None:
@@ -653,24 +546,9 @@ def _first_index(codes: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def sample_edits(objects: np.ndarray, values_per_concept: Sequence[int], *, concept: int | None = 0,
                  max_edits: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """A seeded set of object replacements whose counterfactual scene exists.
-
-    An edit replaces the object ``old`` in slot ``slot`` of scene ``scene`` by ``new``.
-    ``concept=c`` (default 0, the colour: the released code's edits): ``new`` differs
-    from ``old`` only in concept ``c`` and its value there is not already in the scene
-    (concept ``c`` of any present object). ``concept=None``: ``new`` is any other object.
-    Only edits whose counterfactual (the scene with ``old`` replaced) occurs in the data,
-    in any order, are kept; then at most ``max_edits`` are drawn uniformly (seeded).
-
-    Columns: ``scene, slot, old, new`` (object ids), ``target`` (the counterfactual
-    scene: its exact ordered version when present, else one with the same objects in
-    another order), ``target_exact``, ``shared_scene`` (the replaced object shares a
-    concept value with another object of the base scene: the paper's shared-concept
-    scenes; the release checks colour only, its scenes differing in shape),
-    ``shared_release`` (the release's "Shared" case: the replaced object shares its value
-    of the edited ``concept`` with another object and no other value; the release skips
-    scenes whose objects share another concept's value, and its "Different" case is
-    ``not shared_scene``), ``shared_swap`` (``old`` and ``new`` share a concept value)."""
+    """At most ``max_edits`` seeded replacements ``scene, slot, old, new`` whose counterfactual
+    ``target`` occurs; ``new`` differs only in ``concept``, by a value not in the scene (None: any
+    object). Flags ``shared_scene`` (the paper's shared case), ``shared_release``, ``shared_swap``."""
     obj = check_objects(objects, values_per_concept)
     vpc = check_values_per_concept(values_per_concept)
     if concept is not None and not 0 <= concept < len(vpc):
@@ -738,8 +616,8 @@ def counterfactual_objects(objects: np.ndarray, values_per_concept: Sequence[int
 
 
 def edit_embeddings(Z: np.ndarray, edits: pd.DataFrame, bank: Components, k: float = 1.0) -> np.ndarray:
-    """``z' = z - k (u(old) - u(new))`` per edit (D.2), with the bank of the edited slot
-    when the bank is positional. NaN rows where the bank lacks ``old`` or ``new``."""
+    """``z' = z - k (u(old) - u(new))`` per edit (D.2), the edited slot's bank if positional;
+    NaN rows where the bank lacks ``old`` or ``new``."""
     if bank.kind != "objects":
         raise ValueError("editing needs an object bank (kind='objects')")
     z = check_embeddings(Z, dim=bank.dim)
@@ -752,8 +630,8 @@ def edit_embeddings(Z: np.ndarray, edits: pd.DataFrame, bank: Components, k: flo
 
 def nearest_after_edit(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], bank: Components,
                        scene: int, slot: int, new: int, k: float = 1.0, top: int = 5) -> pd.DataFrame:
-    """One edit (object ``new`` into ``slot`` of ``scene``) and the ``top`` real scenes
-    nearest (cosine) to the edited embedding: columns ``rank, scene, cosine``."""
+    """The ``top`` scenes nearest (cosine) to ``scene`` edited with ``new`` in ``slot``:
+    columns ``rank, scene, cosine``."""
     ids = object_ids(check_objects(objects, values_per_concept), values_per_concept)
     edit = pd.DataFrame({"scene": [scene], "slot": [slot], "old": [ids[scene, slot]], "new": [new]})
     z = edit_embeddings(Z, edit, bank, k)[0]
@@ -765,11 +643,8 @@ def nearest_after_edit(Z: np.ndarray, objects: np.ndarray, values_per_concept: S
 
 def evaluate_edits(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], edits: pd.DataFrame,
                    bank: Components, k: float = 1.0, probes: LinearProbes | None = None) -> pd.DataFrame:
-    """Per edit: ``hit`` / ``hit_exact`` (the cosine-nearest real scene is the
-    counterfactual in any order / in the same order) and, with ``probes``,
-    ``probe_concepts`` (every concept probe reads the counterfactual's values) and
-    ``probe_object`` (the object probe reads its objects). Edits the bank cannot make
-    (NaN) are dropped; ``edits``' columns are kept."""
+    """``edits`` plus ``hit``, ``hit_exact`` (nearest scene is the counterfactual) and, with
+    ``probes``, ``probe_concepts``, ``probe_object``; edits the bank cannot make are dropped."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     edited = edit_embeddings(z, edits, bank, k)
     ok = np.isfinite(edited).all(1)
@@ -791,21 +666,10 @@ def editing_sweep(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequen
                   edits: pd.DataFrame | None = None, concept: int | None = 0, max_edits: int = 1000,
                   probes: LinearProbes | str | None = "fit", probe_train_fraction: float = PROBE_TRAIN_FRACTION,
                   shared: str = "scene", seed: int = 0, probe_kw: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Object-replacement editing (D.2) for each bank and strength ``k``.
-
-    Banks default to :func:`object_banks` (``single`` when ``Z_single`` is given); edits
-    to :func:`sample_edits` (``concept``, ``max_edits``, ``seed``). ``probes``: a fitted
-    ``LinearProbes``, ``"fit"`` (fitted on real embeddings of a seeded
-    ``probe_train_fraction`` split) or None. ``shared`` picks the shared-concept flag:
-    ``"scene"`` (the replaced object shares a value with another object of its scene,
-    the paper's reading) or ``"swap"`` (old and new object share a value).
-
-    Returns one row per (bank, k, case) with case in ``all, shared, different`` and, with
-    ``shared="scene"``, ``shared (release)`` (the release's "Shared" edits; its
-    "Different" edits are ``different``):
-    ``n`` (edits the bank could make), ``retrieval`` (any order), ``retrieval_exact``,
-    ``retrieval_chance`` (of hitting the intended scenes, in any order, at random),
-    ``probe_concepts``, ``probe_object``."""
+    """Object-replacement editing (D.2), one row per (bank, k, case) with case ``all, shared,
+    different`` (and ``shared (release)`` when ``shared="scene"``): ``n, retrieval,
+    retrieval_exact, retrieval_chance, probe_concepts, probe_object``. ``shared``: the flag
+    ``"scene"`` (the paper's) or ``"swap"``; ``probes``: fitted, ``"fit"`` or None."""
     z, obj, vpc = check_inputs(Z, objects, values_per_concept)
     if shared not in ("scene", "swap"):
         raise ValueError(f"shared must be 'scene' or 'swap', got {shared!r}")
@@ -850,9 +714,8 @@ def cosine_distances(X: np.ndarray) -> np.ndarray:
 
 
 def classical_mds(D: np.ndarray, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Torgerson MDS of a distance matrix: ``(coords [K, n_components], eigenvalues)``
-    (all eigenvalues of the double-centred ``-D²/2``, descending; negative ones mean
-    the distances are not Euclidean)."""
+    """Torgerson MDS: ``(coords [K, n_components], eigenvalues)`` of the double-centred
+    ``-D²/2``, descending (negative ones: the distances are not Euclidean)."""
     d = np.asarray(D, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"D must be a square distance matrix, got shape {d.shape}")
@@ -869,13 +732,9 @@ def classical_mds(D: np.ndarray, n_components: int = 2) -> tuple[np.ndarray, np.
 
 def mds(X: np.ndarray, n_components: int = 2, method: str = "classical", distance: str = "chord",
         seed: int = 0) -> np.ndarray:
-    """``[K, n_components]`` MDS coordinates of the rows of ``X`` from cosine geometry.
-
-    ``distance="chord"``: Euclidean distance between the L2-normalised rows,
-    ``sqrt(2 - 2 cos)``, a monotone function of the cosine distance that is exactly
-    Euclidean (classical MDS of it is PCA of the normalised rows); ``"cosine"``:
-    ``1 - cos`` (the released ``mds.py``). ``method="classical"`` (Torgerson) or
-    ``"smacof"`` (scikit-learn's metric MDS, ``n_init=4``, as the release)."""
+    """``[K, n_components]`` MDS of the rows of ``X``: ``distance`` ``"chord"`` (``sqrt(2 - 2
+    cos)``, exactly Euclidean) or ``"cosine"`` (the release); ``method`` ``"classical"`` or
+    ``"smacof"`` (scikit-learn, as the release)."""
     d = cosine_distances(X)
     if distance == "chord":
         d = np.sqrt(2.0 * d)
@@ -897,10 +756,8 @@ def mds(X: np.ndarray, n_components: int = 2, method: str = "classical", distanc
 
 def mds_frame(components: Components, n_components: int = 2, position: int | None = 0, **mds_kw: Any
               ) -> pd.DataFrame:
-    """MDS of a bank's vectors (keys never seen are left out): :meth:`Components.frame`
-    plus columns ``mds_1 .. mds_n``. ``position``: which slot bank of a positional bank
-    (None: all slots together). The intercept is added back so cosines are those of
-    embedding-like vectors (``mu + u``), as the release's object means."""
+    """:meth:`Components.frame` of the seen keys plus ``mds_1 .. mds_n`` of ``mu + u`` (as the
+    release's object means); ``position``: the slot bank (None: all)."""
     df = components.frame()
     vec = components.vectors.reshape(-1, components.dim) + components.intercept
     keep = np.isfinite(vec).all(1)
@@ -914,11 +771,8 @@ def mds_frame(components: Components, n_components: int = 2, position: int | Non
 
 
 def grid_likeness(coords: np.ndarray, values: np.ndarray, n_neighbors: int = 2) -> dict[str, float]:
-    """How grid-like a layout of objects is: the share of each point's ``n_neighbors``
-    nearest neighbours (Euclidean, in ``coords``) that share at least one concept value
-    with it (``values`` ``[K, C]``), averaged over points, against the chance level (the
-    share of all other points that do). Also per concept: ``concept_c`` and
-    ``concept_c_chance``. On a clean grid with ``n_neighbors=2`` the score is 1."""
+    """Share of each point's ``n_neighbors`` nearest neighbours sharing a concept value with
+    it (``score``; 1 on a clean grid), ``chance``, and per concept ``concept_c[_chance]``."""
     x = np.asarray(coords, dtype=np.float64)
     v = np.asarray(values)
     if x.ndim != 2 or v.ndim != 2 or len(x) != len(v):

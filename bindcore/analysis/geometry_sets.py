@@ -1,14 +1,5 @@
-"""The §4 and appendix D analyses of an embedding set, stored (paper §4.1, §4.2, D.1, D.2,
-D.3, D.5).
-
-An :class:`EmbeddingSet` is what every function of :mod:`bindcore.analysis.geometry`
-takes: scene embeddings of one dataset by one encoder, the scene label table, and,
-where the dataset has them, single-object scenes (:mod:`bindcore.analysis.embedding_sets`
-makes the sets of the chapters). The analyses here (additive decomposition, component
-attribution, editing, three-object scenes, MDS) are stored in the result store under a
-hash of the set (what made its embeddings, or their content) and the parameters (:data:`GEOMETRY_STORE_KIND`), so a
-chapter re-executes, and the reproduction report reads them, in seconds.
-"""
+"""Embedding sets and their §4 / appendix D analyses (§4.1, §4.2, D.1, D.2, D.3, D.5), stored
+under the set's hash and the parameters so that chapters and the report re-read them in seconds."""
 
 from __future__ import annotations
 
@@ -39,7 +30,7 @@ HOLDOUT = 0.2  # share of scenes held out for the held-out R² of §4.1 and D.3
 
 @dataclass
 class EmbeddingSet:
-    """Scene embeddings of one dataset by one encoder (see the module docstring)."""
+    """Scene embeddings of one dataset by one encoder, labels, and single-object scenes if any."""
 
     dataset: str
     encoder: str
@@ -68,9 +59,8 @@ class EmbeddingSet:
         return f"{self.dataset} | {self.encoder}"
 
     def content_hash(self) -> str:
-        """The key of the set's analyses: its ``origin`` with its labels where it has one
-        (the same on every machine, while the floats of its embeddings are not), else the
-        content of its arrays."""
+        """The key of the set's analyses: its ``origin`` and labels (the same on every machine,
+        unlike the floats), else the arrays' content."""
         if self.origin is not None:
             return digest("embedding set", self.origin, np.asarray(self.objects), self.objects_single)
         return arrays_hash(self.Z, self.objects, self.Z_single, self.objects_single)
@@ -108,8 +98,8 @@ def _probe_key(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def decomposition(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
-    """§4.1 for one set: R² (all scenes and 20 % held out), retrieval and probing of the
-    bag-of-concepts and bag-of-objects reconstructions, every estimator."""
+    """§4.1: R² (all scenes and :data:`HOLDOUT` held out), retrieval and probing of the
+    reconstructions, per kind and estimator."""
     p = {**_probe_key(params), "holdout": HOLDOUT}
 
     def compute() -> pd.DataFrame:
@@ -125,9 +115,8 @@ ATTRIBUTION_FOLDS = 2  # §4.2: components cross-fitted, never on the scene they
 
 
 def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
-    """§4.2 / D.1 for one set: probes re-fitted after subtracting cross-fitted components
-    (:data:`ATTRIBUTION_FOLDS` folds: a scene's components come from the other folds), with the
-    permuted-ID controls (``permutations`` derangements each, default 1)."""
+    """§4.2 / D.1: probes re-fitted after subtracting cross-fitted components, with the
+    permuted-ID controls (``params["permutations"]`` each, default 1)."""
     n = int(params.get("permutations", 1))
     p = {**_probe_key(params), "permutations": n, "folds": ATTRIBUTION_FOLDS}
     return stored_frame(s, "attribution", p,
@@ -136,7 +125,7 @@ def attribution(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> p
 
 
 def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.DataFrame:
-    """D.2 for one set: object-replacement edits for every bank and strength k."""
+    """D.2: object-replacement edits for every bank and strength k."""
     p = {**_probe_key(params), "ks": list(params["ks"]), "max_edits": params["max_edits"]}
 
     def compute() -> pd.DataFrame:
@@ -150,8 +139,7 @@ def editing(s: EmbeddingSet, params: dict[str, Any], store: Any = None) -> pd.Da
 # appendix D.3 (three-object scenes, occlusion) and D.5 (MDS pictures)
 # ---------------------------------------------------------------------------------
 def object_occurrences(s: EmbeddingSet) -> dict[str, int | float]:
-    """How often each of the ``prod V_c`` objects occurs in the set's scenes: objects
-    never seen, the fewest and median occurrences among those seen."""
+    """Number of objects, those never seen, and the min and median occurrences of the others."""
     ids = object_ids(s.objects, s.values_per_concept)
     counts = np.bincount(ids[ids >= 0], minlength=int(np.prod(s.values_per_concept)))
     seen = counts[counts > 0]
@@ -161,18 +149,9 @@ def object_occurrences(s: EmbeddingSet) -> dict[str, int | float]:
 
 def three_object_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = None,
                           holdout: float = HOLDOUT) -> pd.DataFrame:
-    """D.3 for one set, one row per (kind, estimator) of
-    :func:`~bindcore.analysis.geometry.additive_decomposition`:
-
-    * on all scenes: ``r2_eval``, ``retrieval`` (reconstructions of every scene, components
-      estimated from all scenes, as §4.1) and ``probe_concept, probe_object`` (probes fitted
-      on real embeddings of a seeded 0.4 scene split, read on the reconstructions of the
-      other scenes); the probes' accuracy on those real scenes is ``attrs["probe_real"]``;
-    * with a ``holdout`` share of scenes held out (components estimated from the rest):
-      ``r2_heldout``, ``retrieval_heldout``, ``retrieval_chance_heldout``, ``n_heldout`` and
-      ``n_excluded_heldout`` (held-out scenes holding an object the rest never shows; they
-      are left out of R² and retrieval);
-    * ``attrs["occurrences"]``: :func:`object_occurrences`."""
+    """D.3: :func:`~bindcore.analysis.geometry.additive_decomposition` on all scenes plus, with a
+    ``holdout`` share held out, ``r2_heldout`` (NaN with < 2 scenes), ``retrieval_heldout``,
+    ``retrieval_chance_heldout``, ``n_heldout``, ``n_excluded_heldout``; ``attrs["occurrences"]``."""
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout must lie in (0, 1), got {holdout}")
     p = {**_probe_key(params), "holdout": holdout}
@@ -195,15 +174,9 @@ def three_object_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = 
 
 
 def mds_analysis(s: EmbeddingSet, params: dict[str, Any], store: Any = None, n_neighbors: int = 2) -> pd.DataFrame:
-    """D.5 for one set: MDS (classical, chord distance of L2-normalised vectors,
-    ``mds_components`` dimensions) of the obj-avg object bank (``bank="objects"``, one
-    row per object seen, ``value_c`` columns) and of the averaging concept bank
-    (``bank="concepts"``, ``concept``/``value`` columns), each computed separately.
-    ``attrs["grid"]``: :func:`~bindcore.analysis.geometry.grid_likeness` of the objects in the
-    MDS coordinates (``"mds"``) and in the full normalised embedding (``"full"``) with
-    ``n_neighbors`` neighbours, and the same with as many neighbours as an object has
-    grid neighbours, ``sum(V_c - 1)`` (``"mds_grid"``, ``"full_grid"``): a stricter
-    reading, 1 only when every object's grid neighbours are its nearest points."""
+    """D.5: classical chord MDS of the averaged object and concept banks (column ``bank``);
+    ``attrs["grid"]``: grid likeness in MDS (``"mds"``) and full space (``"full"``), and with
+    ``sum(V_c - 1)`` neighbours (``"mds_grid"``, ``"full_grid"``)."""
     n = int(params["mds_components"])
     p = {"mds_components": n, "method": "classical", "distance": "chord", "n_neighbors": n_neighbors,
          "grid_neighbors": "sum(V_c - 1)"}

@@ -1,19 +1,7 @@
-"""The one input check of the analyses: every public function of :mod:`bindcore.analysis`
-that takes embeddings or scene labels (probes, approximators, geometry, metrics) checks
-them here, before any work, with a ``ValueError`` that says what is wrong and where.
+"""Input checks of the analyses, each a ``ValueError`` that says what is wrong and where.
 
-* **embeddings** (:func:`check_embeddings`): a 2-D matrix ``[N, d]`` of numbers, every
-  entry finite (one NaN would otherwise turn every accuracy into 0 and every R² into
-  NaN without a word), at least ``min_rows`` rows, as many rows as there are labels;
-* **labels** (:func:`check_objects`): the scene label table ``[N, O_max, C]`` of
-  *integer* concept indices (a float array is refused, never truncated), each in
-  ``0 .. V_c - 1``, a row of ``-1`` for an absent object (or, with ``present=True``, no
-  absent object at all); anything below -1 is refused, never dropped;
-* **values per concept** (:func:`check_values_per_concept`): positive integers, one per
-  concept.
-
-:func:`check_inputs` checks the three together, as every geometry function takes them.
-"""
+Embeddings must be finite (one NaN would silently zero every accuracy); labels are integer
+indices, never rounded, with -1 rows for absent objects."""
 
 from __future__ import annotations
 
@@ -33,10 +21,9 @@ def check_values_per_concept(values_per_concept: Sequence[int]) -> list[int]:
 
 def check_objects(objects: Any, values_per_concept: Sequence[int], n_scenes: int | None = None,
                   present: bool = False, name: str = "objects", rows_of: str = "Z") -> np.ndarray:
-    """``objects`` as an int64 ``[N, O_max, C]`` array; raises ``ValueError`` on a wrong
-    shape or dtype, a value outside ``-1 .. V_c - 1``, a half-absent object, a number of
-    scenes other than ``n_scenes`` (the rows of the embeddings ``rows_of``) or
-    (``present``) any absent object."""
+    """``objects`` as int64 ``[N, O_max, C]``; ``ValueError`` on a wrong shape or dtype, a
+    value outside ``-1 .. V_c - 1``, a half-absent object, other than ``n_scenes`` scenes
+    or (``present``) any absent object."""
     vpc = check_values_per_concept(values_per_concept)
     obj = np.asarray(objects)
     if obj.ndim != 3:
@@ -66,9 +53,8 @@ def check_objects(objects: Any, values_per_concept: Sequence[int], n_scenes: int
 
 def check_embeddings(Z: Any, name: str = "Z", n_rows: int | None = None, min_rows: int = 1,
                      dim: int | None = None, rows: Any = None, dtype: Any = np.float64) -> np.ndarray:
-    """``Z`` as a ``dtype`` ``[N, d]`` array; raises ``ValueError`` unless it is 2-D, has
-    ``n_rows`` rows (when given), at least ``min_rows``, ``dim`` columns (when given) and
-    only finite entries (of the rows ``rows`` only, when given: the rows a fit reads)."""
+    """``Z`` as ``dtype`` ``[N, d]``; ``ValueError`` unless 2-D with ``n_rows`` rows, at least
+    ``min_rows``, ``dim`` columns and finite entries (in ``rows`` only, when given)."""
     try:
         z = np.asarray(Z, dtype=dtype)
     except (TypeError, ValueError) as exc:

@@ -1,10 +1,7 @@
-"""Concept and object recognition with the strict rule, the bag-of-concepts
-baseline (paper §3, §5.2), caption retrieval and R², the one R² of bindcore.
+"""Strict recognition, the bag-of-concepts baseline (§3, §5.2), caption retrieval and R².
 
-A scene counts as recognised iff every positive candidate query scores strictly
-above every negative candidate. Ties fail. Scenes without any positive candidate
-are not scored.
-"""
+A scene is recognised iff every positive candidate scores strictly above every negative
+(ties fail); scenes without a positive candidate are not scored."""
 
 from __future__ import annotations
 
@@ -19,12 +16,8 @@ from .inputs import check_embeddings, check_objects
 
 
 def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
-    """bool ``[S]``: min positive score > max negative score, per row.
-
-    ``scores`` ``[S, K]`` float, ``positives`` ``[S, K]`` bool. A row with no negative
-    is correct; a row with no positive is reported False (filter those with
-    :func:`has_positive`).
-    """
+    """bool ``[S]``: min positive > max negative score per row of ``scores`` ``[S, K]``
+    (``positives`` bool ``[S, K]``). No negative: True; no positive: False."""
     if scores.shape != positives.shape:
         raise ValueError(f"scores {tuple(scores.shape)} and positives {tuple(positives.shape)} differ")
     s = scores.float()
@@ -47,9 +40,8 @@ def strict_accuracy(scores: torch.Tensor, positives: torch.Tensor) -> float:
 
 
 def bag_of_concepts_scores(space: SceneSpace, scenes: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """Oracle bag-of-concepts scorer: the number of a candidate object's concept values
-    present anywhere in the scene. It knows which values a scene contains, not how
-    they group into objects. ``[S, K]`` float."""
+    """Oracle bag-of-concepts scores ``[S, K]``: how many of a candidate's concept values
+    occur anywhere in the scene."""
     bag = space.concept_multi_hot(scenes).float()  # [S, C*V]
     cand = torch.zeros(len(candidates), space.n_value_tokens, device=scenes.device)
     toks = space.value_tokens(space.object_values(candidates.to(scenes.device)))
@@ -64,24 +56,17 @@ def bag_of_concepts_accuracy(space: SceneSpace, scenes: torch.Tensor, candidates
 
 
 def expected_bag_of_concepts_two_objects(n_values: int, n_concepts: int) -> float:
-    """Analytic success rate of the oracle on a scene of two i.i.d. uniform objects,
-    candidates = the full object vocabulary. It fails iff some cross-combination gets
-    the maximal score C, which happens iff the two objects differ in >= 2 concepts."""
+    """Analytic success rate of the oracle on two i.i.d. uniform objects against the full
+    vocabulary: it fails iff they differ in >= 2 concepts."""
     p_same = 1.0 / n_values
     p_diff = 1.0 - p_same
     c = n_concepts
-    # succeed iff number of differing concepts <= 1
     return p_same**c + c * p_diff * p_same ** (c - 1)
 
 
 def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -> float:
-    """How additive a set of object embeddings is: the R² of the least-squares fit
-    e(o) ~ b + sum_c u_c[v_c(o)] (one vector per concept value), over all objects.
-
-    ``embeddings`` ``[N, d]``, ``values`` ``[N, C]`` concept values of each row. R² = 1
-    means the embeddings are a bag of concepts: then <z, e(a,x)> + <z, e(b,y)> equals
-    <z, e(a,y)> + <z, e(b,x)> for every z, and swapped objects cannot be told apart.
-    """
+    """R² of the least-squares fit e(o) ~ b + sum_c u_c[v_c(o)] of ``embeddings`` ``[N, d]``
+    from their concept ``values`` ``[N, C]``; 1 means a bag of concepts."""
     check_embeddings(embeddings.detach().cpu().numpy() if torch.is_tensor(embeddings) else embeddings, "embeddings")
     check_objects(np.asarray(values.cpu() if torch.is_tensor(values) else values)[:, None, :],
                   [n_values] * values.shape[1], n_scenes=len(embeddings), present=True, name="values",
@@ -96,12 +81,9 @@ def additive_r2(embeddings: torch.Tensor, values: torch.Tensor, n_values: int) -
 
 
 def r2(y: Any, pred: Any, reference_mean: Any = None) -> float:
-    """R² = 1 - SSE / SST of predictions ``pred`` of the rows of ``y`` ``[N, d]``, in
-    float64: ``SSE = sum_i ||y_i - pred_i||²`` and ``SST = sum_i ||y_i - m||²``, where the
-    reference mean ``m`` is ``reference_mean`` when given, else the mean of these rows of
-    ``y``. (The approximators of §5 use the mean of all scenes of their data, as the
-    released code does, also when scoring a subset; the geometry of §4 uses the mean of
-    the scenes being evaluated.)"""
+    """R² = 1 - SSE / SST of ``pred`` for the rows of ``y`` ``[N, d]``, in float64; SST is
+    about ``reference_mean`` when given (§5: the mean of all scenes, as the release does),
+    else about these rows' mean."""
     y = np.asarray(y, dtype=np.float64)
     pred = np.asarray(pred, dtype=np.float64)
     mu = y.mean(0) if reference_mean is None else np.asarray(reference_mean, dtype=np.float64)
@@ -109,13 +91,9 @@ def r2(y: Any, pred: Any, reference_mean: Any = None) -> float:
 
 
 def caption_retrieval(image_emb, text_emb, objects) -> dict[str, float]:
-    """Nearest-caption retrieval of each image among all captions (cosine similarity).
-
-    ``objects`` ``[N, O_max, C]`` (numpy or torch, -1 for absent objects) gives image i
-    and caption i the same scene. Reports the fraction of images whose top caption is
-    (a) their own scene, (b) a scene with the same objects in any order, (c) a scene with
-    the same bag of concept values (how a bag-of-concepts model would score), and the
-    chance level of (a)."""
+    """Fractions of images whose nearest caption (cosine) is their own scene, has the same
+    objects in any order, or the same bag of values; and chance. ``objects``
+    ``[N, O_max, C]`` (-1 = absent) is the scene of image i and caption i."""
     img = torch.nn.functional.normalize(torch.as_tensor(image_emb, dtype=torch.float32), dim=1)
     txt = torch.nn.functional.normalize(torch.as_tensor(text_emb, dtype=torch.float32), dim=1)
     obj = torch.as_tensor(objects)
@@ -151,15 +129,9 @@ def _canonical_pairs(space: SceneSpace, values: torch.Tensor) -> torch.Tensor:
 
 
 def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The attribute-swapped twins of two-object scenes.
-
-    For a scene whose two objects differ in at least two concepts, a twin swaps the
-    values of one concept between the two objects: {(a, x), (b, y)} -> {(a, y), (b, x)}.
-    Scene and twin have the same bag of concept values and a different binding, so a
-    scorer that sees only the bag ranks every candidate alike for both and can be right
-    on at most one of them. Returns ``(source, twins)``: for each distinct twin the index
-    of its scene in ``scenes`` ``[T]`` and its object ids ``[T, 2]`` (sorted).
-    """
+    """Attribute-swapped twins {(a, y), (b, x)} of two-object scenes {(a, x), (b, y)}: same
+    bag, other binding. Returns ``(source [T], twins [T, 2])``: each distinct twin's scene
+    index and its sorted object ids."""
     v = _pair_values(space, scenes)
     differ = v[:, 0] != v[:, 1]  # [S, C]
     eligible = differ.sum(1) >= 2
@@ -174,18 +146,9 @@ def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, t
 
 
 def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
-    """Per two-object scene, the best strict object recognition any scorer of the bag of
-    concepts alone can reach, in expectation over scenes whose objects are drawn i.i.d.
-    uniformly from ``allowed`` (default: every object, i.e. a scorer that does not know
-    which objects were held out).
-
-    A scene's bag admits k bindings made of allowed objects (pairs of objects with the
-    same values per concept; k = 2**(m-1) when the objects differ in m >= 1 concepts).
-    They are equally likely, and a bag scorer gives all k the same ranking, so it
-    recognises at most one of them: its best rate on this scene is 1/k. ``[S]`` float.
-    The mean over scenes is the ceiling; the tie-failing oracle of
-    :func:`bag_of_concepts_scores` is a floor below it.
-    """
+    """Per two-object scene ``[S]``: the best strict recognition any bag-of-concepts scorer
+    can reach, 1/k for the k bindings of its bag made of ``allowed`` objects (default
+    all). The mean is the ceiling; :func:`bag_of_concepts_scores` gives the floor."""
     v = _pair_values(space, scenes)
     c = space.n_concepts
     masks = torch.arange(2**c, device=scenes.device)
@@ -203,10 +166,8 @@ def swap_pair_recognition(
     scene_correct: torch.Tensor, source: torch.Tensor, twin_correct: torch.Tensor,
     twin_heldout: torch.Tensor | None = None,
 ) -> dict[str, float]:
-    """Fraction of (scene, twin) pairs in which both are strictly recognised; any bag of
-    concepts scores 0 here. With ``twin_heldout`` (bool per twin: both twin objects are
-    held-out objects) also the rate over those twins alone. A rate without any pair is
-    left out (not NaN)."""
+    """Fraction of (scene, twin) pairs both strictly recognised (0 for any bag scorer), and
+    over held-out twins (``twin_heldout``) too; a rate without pairs is left out."""
     both = scene_correct[source] & twin_correct
     parts = {"swap_pair": both}
     if twin_heldout is not None:

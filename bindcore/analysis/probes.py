@@ -1,23 +1,5 @@
-"""Binding functions and their evaluation (paper §5.1, §5.3, §5.4, C.2, C.4).
-
-A *binding function* maps a two-object scene's concept values to its embedding. Its
-data here is a :class:`BindingData`: for N two-object scenes, the concept indices of
-each object slot and the frozen encoder's scene embedding, plus *frozen probes* that
-read concepts and objects from an embedding (bias-free linear maps: for a pretrained
-encoder, linear probes fitted on its real embeddings; for a controlled dual encoder,
-its own query encoder's normalised concept and object embeddings).
-
-The object-level split (§5.1) holds out a fraction of *objects*: approximators are fit
-only on scenes whose two objects are both training objects and evaluated on scenes
-whose two objects are both held out ("functional binding": the predicted embedding is
-fed to the frozen probes).
-
-Where the arrays come from something stored (a trained model's weights, stored
-embeddings), a :class:`BindingData` names that source in ``origin``, and the analyses of
-it are stored under that name instead of under the arrays' float contents: the same
-weights embed to slightly different floats on another machine or thread count, and a
-content key would never find a record computed there (:func:`data_origin`).
-"""
+"""Binding data (two-object scenes, embeddings, frozen probes), the object-level split,
+functional binding and linear probes (§5.1, §5.3, §5.4, C.2, C.4)."""
 
 from __future__ import annotations
 
@@ -36,16 +18,9 @@ from .metrics import r2, strict_correct
 
 @dataclass
 class BindingData:
-    """Two-object scenes of one encoder: concept indices, embeddings, frozen probes.
-
-    ``objects`` ``[N, 2, C]`` concept indices (object 1, object 2); ``embeddings`` ``[N, d]``;
-    ``concept_probes[c]`` ``[V_c, d]`` and ``object_probe`` ``[U, d]`` are the rows of
-    bias-free linear probes (``U = prod V_c``, rows indexed by object id: mixed radix,
-    concept 0 least significant, as ``SceneDataset.object_ids``).
-
-    Checked on construction (:mod:`bindcore.analysis.inputs`): integer concept indices in
-    range, no absent object, finite probes. Embeddings may hold NaN rows; a fit refuses
-    them in the scenes it reads (:func:`bindcore.analysis.approximators.train_models`)."""
+    """Two-object scenes of one encoder: ``objects`` ``[N, 2, C]``, ``embeddings`` ``[N, d]`` (NaN
+    rows allowed; a fit refuses those it reads), bias-free probes ``concept_probes[c]``
+    ``[V_c, d]`` and ``object_probe`` ``[U, d]`` (rows by object id)."""
 
     objects: np.ndarray
     embeddings: np.ndarray
@@ -54,7 +29,8 @@ class BindingData:
     object_probe: np.ndarray
     name: str = ""
     info: dict[str, Any] = field(default_factory=dict)
-    # what made the arrays, as JSON (:func:`data_origin`); None: only the arrays themselves say
+    # what made the arrays, as JSON (:func:`data_origin`): the same weights embed to slightly
+    # other floats elsewhere, so stored analyses are keyed by it; None: keyed by the arrays
     origin: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -89,12 +65,11 @@ class BindingData:
         return int(np.prod(self.values_per_concept))
 
     def object_ids(self) -> np.ndarray:
-        """``[N, 2]`` object ids of the two slots (:func:`bindcore.ids.object_ids`)."""
+        """``[N, 2]`` object ids of the two slots."""
         return object_ids(self.objects, self.values_per_concept)
 
     def slot_codes(self) -> np.ndarray:
-        """``[N, 2C]`` concept indices per slot, object-major (o1c1, o1c2, ..., o2c1, ...):
-        the approximators' input."""
+        """``[N, 2C]`` concept indices, object-major (o1c1, o1c2, ..., o2c1, ...)."""
         return self.objects.reshape(len(self.objects), -1)
 
     def subset(self, index: np.ndarray) -> BindingData:
@@ -120,8 +95,7 @@ def data_origin(source: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 def weights_digest(model: torch.nn.Module) -> str:
-    """Hash of a model's parameters and buffers (names, dtypes, shapes and exact bytes):
-    the identity of trained weights, the same wherever they are loaded."""
+    """Hash of a model's parameters and buffers (names, dtypes, shapes, bytes)."""
     state = model.state_dict()
     parts: list[Any] = []
     for name in sorted(state):
@@ -143,17 +117,15 @@ class ObjectLevelSplit:
     mixed: np.ndarray  # one of each
 
     def validation(self, fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Carve a validation set from the *training objects* (never from held-out ones):
-        (fit scenes, validation scenes), both among ``train``."""
+        """(fit scenes, validation scenes), both among ``train``: never held-out objects."""
         rng = np.random.default_rng(seed)
         val = rng.random(len(self.train)) < fraction
         return self.train[~val], self.train[val]
 
 
 def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> ObjectLevelSplit:
-    """A seeded permutation of the object ids that occur in ``data``; the first
-    floor(fraction * U) are training objects. Permutations are nested across fractions
-    (the same seed gives the same order), as in the released code."""
+    """The first floor(fraction * U) of a seeded permutation of ``data``'s object ids train;
+    nested across fractions, as in the release."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
     ids = data.object_ids()
@@ -169,12 +141,8 @@ def object_level_split(data: BindingData, fraction: float, seed: int = 0) -> Obj
 
 
 def bag_ceiling_of(objects: np.ndarray) -> np.ndarray:
-    """Per two-object scene (``objects`` ``[N, 2, C]`` concept indices), the best strict
-    object recognition any scorer of the bag of concept values alone can reach: the bag
-    admits ``k = 2**(m - 1)`` bindings when the objects differ in ``m >= 1`` concepts
-    (one when they are the same object), all equally likely, and a bag scorer recognises
-    at most one: ``1 / k``. The same as :func:`bindcore.analysis.metrics.bag_ceiling`
-    over every object (a scorer that does not know which objects were held out)."""
+    """Per scene of ``objects`` ``[N, 2, C]``, the bag-of-concepts ceiling ``1 / 2**(m - 1)``
+    for objects differing in ``m >= 1`` concepts (metrics.bag_ceiling over every object)."""
     obj = np.asarray(objects)
     if obj.ndim != 3 or obj.shape[1] != 2:
         raise ValueError(f"objects must be [N, 2, C] (two-object scenes), got {obj.shape}")
@@ -183,9 +151,8 @@ def bag_ceiling_of(objects: np.ndarray) -> np.ndarray:
 
 
 def heldout_bag_ceiling(data: BindingData, fraction: float, seed: int = 0) -> float:
-    """The bag-of-concepts ceiling (:func:`bag_ceiling_of`, mean over scenes) of the
-    held-out scenes of :func:`object_level_split` (``fraction``, ``seed``): the level an
-    approximator's held-out object recognition must clear before it shows binding."""
+    """Mean bag-of-concepts ceiling of the held-out scenes of :func:`object_level_split`: what
+    held-out object recognition must clear to show binding; NaN without held-out scenes."""
     split = object_level_split(data, fraction, seed)
     if not len(split.heldout):
         return float("nan")
@@ -193,8 +160,7 @@ def heldout_bag_ceiling(data: BindingData, fraction: float, seed: int = 0) -> fl
 
 
 def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLevelSplit:
-    """The object-level split whose training objects are the given object ids (e.g. a
-    controlled model's own training objects) among those that occur in ``data``."""
+    """The object-level split training on ``train_objects`` (those that occur in ``data``)."""
     ids = data.object_ids()
     train = np.intersect1d(np.unique(ids), np.asarray(train_objects, dtype=np.int64))
     is_train = np.isin(ids, train)
@@ -206,8 +172,7 @@ def split_by_objects(data: BindingData, train_objects: np.ndarray) -> ObjectLeve
 # functional binding: predicted embeddings read by the frozen probes
 # ---------------------------------------------------------------------------------
 def concept_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
-    """Mean over scenes and concepts of the strict criterion of each concept probe
-    (positives: the values of the scene's two objects)."""
+    """Strict concept recognition, mean over scenes ``index`` and concepts; NaN if empty."""
     if len(index) == 0:
         return float("nan")
     z = torch.as_tensor(np.asarray(embeddings)[index], dtype=torch.float32)
@@ -222,8 +187,7 @@ def concept_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor
 
 
 def object_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
-    """Strict criterion of the object probe over all U objects (positives: the scene's
-    one or two object ids)."""
+    """Strict object recognition over all U objects on scenes ``index``; NaN if empty."""
     if len(index) == 0:
         return float("nan")
     z = torch.as_tensor(np.asarray(embeddings)[index], dtype=torch.float32)
@@ -234,8 +198,7 @@ def object_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor,
 
 
 def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
-    """:func:`~bindcore.analysis.metrics.r2` of ``embeddings`` on the scenes ``index``,
-    SST around the mean of *all* of ``data``'s scene embeddings (as in the released code)."""
+    """R² of ``embeddings`` on scenes ``index``, SST about the mean of all scenes (as the release)."""
     if len(index) == 0:
         return float("nan")
     mu = data.embeddings.astype(np.float64).mean(0)
@@ -243,10 +206,8 @@ def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: 
 
 
 def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
-    """The held-out scenes of ``split`` in two parts: (every concept value of the scene
-    occurs in some training object, some value occurs in none). An approximator's table
-    row of a value no training object has is never fitted: on the second part it
-    predicts from its initialisation."""
+    """The held-out scenes of ``split`` as (all values seen in training objects, some value
+    unseen): on the latter an approximator predicts from its initialisation."""
     vals = data.objects[split.heldout]  # [n, 2, C]
     train_vals = object_values(split.train_objects, data.values_per_concept)
     seen = np.ones(len(vals), dtype=bool)
@@ -256,11 +217,8 @@ def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.nd
 
 
 def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLevelSplit) -> dict[str, float]:
-    """Concept and object recognition and R² of ``predicted`` embeddings (one row per
-    scene of ``data``) on the train, held-out and mixed scenes of ``split``, and on the
-    held-out scenes split by :func:`heldout_by_values` (``heldout_seen_*``: every value
-    seen in training, ``heldout_unseen_*``: some value never seen; ``n_heldout_unseen``
-    counts the latter)."""
+    """``{part}_concept``, ``{part}_object``, ``{part}_r2`` of ``predicted`` (one row per scene)
+    for part ``train, heldout, mixed, heldout_seen, heldout_unseen``, and ``n_heldout_unseen``."""
     rows = np.shape(predicted)[0] if np.ndim(predicted) else None
     if np.ndim(predicted) != 2 or rows != len(data.objects):
         raise ValueError(f"predicted must hold one embedding row per scene of the binding data ([{len(data.objects)}, "
@@ -283,7 +241,7 @@ PROBE_TRAIN_FRACTION = 0.4  # the released code fits linear probes on 40 % of th
 
 def scene_split(n_scenes: int, train_fraction: float = PROBE_TRAIN_FRACTION,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A seeded scene-level split (the released code fits probes on 40 % of the scenes)."""
+    """A seeded scene-level split: sorted (train, rest) indices."""
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction}")
     perm = np.random.default_rng(seed).permutation(n_scenes)
@@ -299,16 +257,9 @@ def _soft_targets(index: torch.Tensor, present: torch.Tensor, n_classes: int) ->
 
 
 class LinearProbes:
-    """Bias-free linear probes on frozen embeddings: one per concept (V_c classes) and
-    one over all objects (prod V_c classes), fitted jointly with soft-target softmax
-    cross-entropy (a scene's target spreads evenly over its objects' values / ids),
-    full-batch Adam with cosine decay. Accuracy uses the strict rule: every value
-    (object) in the scene must score above every other one.
-
-    Follows the scikit-learn estimator interface (``get_params`` / ``set_params`` /
-    ``fit`` / ``predict`` / ``score``) without depending on scikit-learn.
-    ``objects`` arguments are ``[N, O_max, C]`` concept indices with -1 rows for absent
-    objects."""
+    """Bias-free linear probes per concept and over all objects, fitted jointly (soft-target
+    cross-entropy, full-batch Adam, cosine decay), scored by the strict rule; scikit-learn's
+    estimator interface. ``objects``: ``[N, O_max, C]``, -1 rows absent."""
 
     def __init__(self, values_per_concept: list[int] | tuple[int, ...] = (8, 3), fit_objects: bool = True,
                  lr: float = 1e-2, epochs: int = 2000, seed: int = 0) -> None:
@@ -342,9 +293,7 @@ class LinearProbes:
         return vpc
 
     def fit(self, X: np.ndarray, objects: np.ndarray) -> LinearProbes:
-        """Fit the probes on embeddings ``X`` ``[N, d]`` (finite) of the scenes ``objects``
-        ``[N, O_max, C]`` (integer indices, -1 rows absent); both checked first
-        (:mod:`bindcore.analysis.inputs`)."""
+        """Fit on finite embeddings ``X`` ``[N, d]`` of the scenes ``objects``."""
         vpc = self._check_params()
         objs = np.asarray(objects)
         if objs.ndim != 3 or objs.shape[2] != len(vpc) or len(objs) != len(np.asarray(X)):
@@ -424,8 +373,7 @@ class LinearProbes:
 
     def binding_data(self, objects: np.ndarray, embeddings: np.ndarray, name: str = "",
                      origin: dict[str, Any] | None = None) -> BindingData:
-        """The two-object scenes of ``objects`` with these probes frozen, for approximators
-        (``origin``: what made ``embeddings`` and fitted the probes, :func:`data_origin`)."""
+        """The two-object scenes of ``objects`` with these probes frozen (``origin``: what made them)."""
         self._check_fitted()
         objects = np.asarray(objects)
         two = (objects[..., 0] >= 0).sum(1) == 2
@@ -437,9 +385,7 @@ class LinearProbes:
 # controlled dual encoders as binding functions (reference-spec §7)
 # ---------------------------------------------------------------------------------
 def sub_grid_objects(space: Any, max_objects: int) -> torch.Tensor:
-    """The object ids (sorted) of the sub-grid that :func:`controlled_binding_data` embeds
-    with ``objects="all"``: every combination of the first ceil(max_objects ** (1/C))
-    values of each concept (at most all of ``space``'s values)."""
+    """Sorted object ids of the first ceil(max_objects ** (1/C)) values of each concept."""
     import math
 
     side = min(space.n_values, math.ceil(max_objects ** (1 / space.n_concepts) - 1e-9))
@@ -449,15 +395,9 @@ def sub_grid_objects(space: Any, max_objects: int) -> torch.Tensor:
 
 def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_objects: int = 400,
                             device: str = "cpu", renders: int = 1) -> BindingData:
-    """All ordered pairs of a set of objects (identical pairs included) encoded by a
-    trained dual encoder's scene encoder (raw outputs), with its own query encoder's
-    L2-normalised concept and object embeddings as the frozen probes.
-
-    ``objects``: "all" = the sub-grid of the first ceil(max_objects ** (1/C)) values of
-    each concept; "train" / "test" = the run's training / held-out objects (at most
-    ``max_objects``, a seeded choice). ``renders``: for a scene tower that reads images
-    (appendix E), a scene's embedding is the mean over this many seeded renderings of
-    it (a token scene has one input: 1)."""
+    """All ordered pairs of objects embedded by a trained dual encoder's scene tower, its own
+    normalised query embeddings as the probes. ``objects``: "all" (:func:`sub_grid_objects`),
+    "train" or "test" (at most ``max_objects``, seeded); ``renders``: images averaged (E)."""
 
     import torch.nn.functional as F
 

@@ -1,21 +1,5 @@
-"""Binding-function approximators (paper §5.1, §5.3, §5.4, C.4, D.6; reference-spec §8).
-
-An approximator maps a two-object scene's slot codes (``BindingData.slot_codes()``,
-``[N, 2C]``: one concept index per object slot, object-major) to the frozen encoder's
-scene embedding ``[N, d]``. Its quality is read with the encoder's frozen probes
-(:func:`bindcore.analysis.probes.functional_binding`): can the probes still recognise the
-concepts and the objects of held-out scenes from the *predicted* embedding?
-
-The package, one module per concept:
-
-* :mod:`~.families`: the function classes (six torch families) and their initialisation;
-* :mod:`~.trainer`: the training protocols, model selection on validation scenes, and
-  the stacked trainer (many models in one loop);
-* :mod:`~.sweeps`: a family, or every family, over data fractions, and choosing among
-  learning rates;
-* :mod:`~.trees`: XGBoost and Random Forest through a PCA of the embeddings (D.6);
-* :mod:`~.synthetic`: binding functions of known form (tests, benchmarks).
-"""
+"""Binding-function approximators (§5.1, §5.3, §5.4, C.4, D.6; reference-spec §8): maps from a
+scene's slot codes ``[N, 2C]`` to its embedding ``[N, d]``, read by the encoder's frozen probes."""
 
 from .families import (
     FAMILIES,

@@ -1,59 +1,7 @@
-"""The approximators' function classes (paper §5.1, §5.4, C.4) as one stacked module.
+"""The approximators' function classes (§5.1, §5.4, C.4), stacked on a leading model dimension.
 
-Families (every one has a table per slot: the 2C slots are position dependent, as in
-the released code; a table lookup is a one-hot code followed by a linear map):
-
-``mlp``
-    ``y = b + W2 relu(b1 + sum_s W1_s[x_s])``: one hidden ReLU layer of width ``w``.
-    The release first embeds each slot in ``d`` dims and then applies
-    ``Linear(2C d, w)``; composing those two linear maps gives the per-slot tables
-    ``W1_s`` used here (the same function class, without the ``2C d x w`` matmul).
-``additive``
-    ``y = b + sum_s A_s[x_s]``: the bag of slot concepts (no hidden layer).
-``global_product``
-    ``y = b + H (prod_s E_s[x_s])``: elementwise product over all 2C slot vectors of
-    width ``w``, then a linear head (release "mult_linear").
-``sum_global_product``
-    additive terms plus the global product, one linear head over both
-    (release "sum_mult_linear"; the head over ``concat(m, sum_s S_s)`` is written as
-    ``H m + sum_s A_s[x_s]``, the same function class).
-``within_object_product`` / ``sum_within_object_product``
-    ``y = b + H (prod_k E_{1k}[x_{1k}] + prod_k E_{2k}[x_{2k}])``: a product inside each
-    object, summed over the two objects; the ``sum_`` variant adds the additive terms
-    (release "mult_within_obj", with and without the additive concatenation).
-
-Initialisation (seeded per model, independent of how models are stacked):
-
-* output bias: the mean of the model's own fitting targets (only fitting scenes are
-  used) minus the head's response to the hidden units' expected value at
-  initialisation (:func:`_unit_mean`: ``1/sqrt(2 pi)`` for a ReLU of a unit normal; 1
-  for a product of ``one_plus`` factors, 2 for the within-object sum of two; 0 under
-  the release's zero-mean inits), so that every model starts from the constant mean
-  predictor plus a random part of mean zero. Without it the constant part of the
-  product units reaches the output through the random head ``H`` as an offset of about
-  unit size per coordinate, and under full-batch Adam at the release's constant
-  learning rate the product families then under-fit their training scenes (the
-  within-object product on MiniLM captions of 5 x 5 objects: ``benchmarks/
-  approximator_inits.py``). The offset is removed in expectation, not measured on the
-  data: a bias at the exact fitting mean would get a zero first gradient analytically,
-  which Adam turns into an lr-sized step of rounding noise (see the additive tables);
-* additive tables ``A_s``: ``N(0, 0.01^2)``, small but not zero: with the bias at the
-  fitting mean and zero tables the bias's first gradient is zero analytically, and Adam
-  (which divides by the gradient's own scale) turns its rounding noise into a full
-  ``lr``-sized first step whose sign depends on summation order;
-* MLP: ``W1_s ~ N(0, 1/(2C))`` so each pre-activation (a sum of 2C table entries) has
-  unit variance; ``b1 = 0``; head ``W2 ~ N(0, 1/w)``;
-* product factors: ``E = 1 + 0.1 N(0, 1)`` per entry (``product_init="one_plus"``).
-  The release uses ``N(0, 1)`` tables (``"normal"``); a product of 2C standard normals
-  has unit variance but a heavy tail (kurtosis ``3^(2C)``: 81 for C = 2), so most
-  product units start tiny, a few huge, and the gradient to one factor (the product of
-  the others) is as heavy-tailed. Near 1, a unit is ``1 + sum_s eps_s + (products of
-  eps)``: it starts almost additive in the slot perturbations, at unit scale, and grows
-  interactions as the data asks. Measured on :func:`synthetic_binding_data` ``product``
-  data and on MiniLM caption embeddings (``benchmarks/approximator_inits.py`` prints
-  the numbers): ``"normal"`` and random signs fit the training scenes but reach R² < 0
-  on held-out objects, ``"one_plus"`` generalizes. Head ``H ~ N(0, 1/w)``.
-"""
+Every family has a table per slot (position dependent, as the release); the inits and why they
+differ from the release's: ``benchmarks/approximator_inits.py``."""
 
 from __future__ import annotations
 
@@ -66,6 +14,11 @@ import torch.nn.functional as F
 
 from ..probes import BindingData
 
+# mlp: b + W2 relu(b1 + sum_s W1_s[x_s]) (the release's slot embedding and Linear(2C d, w), composed)
+# additive: b + sum_s A_s[x_s]
+# global_product: b + H prod_s E_s[x_s] (release "mult_linear"); sum_global_product adds the additive terms
+# within_object_product: b + H (prod_k E_1k[x_1k] + prod_k E_2k[x_2k]) (release "mult_within_obj");
+# sum_within_object_product adds the additive terms
 FAMILIES = (
     "mlp",
     "additive",
@@ -110,8 +63,8 @@ _LOOP_MIN_WIDTH = 2048  # on CPU, a loop of mm beats bmm from this hidden width 
 
 
 class _StackedMatmul(torch.autograd.Function):
-    """``[M, B, W] @ [M, W, d]`` as one matmul per model (CPU: torch's bmm is several
-    times slower than a loop of mm for wide hidden layers) with the same backward."""
+    """``[M, B, W] @ [M, W, d]`` as one mm per model (on CPU torch's bmm is several times
+    slower for wide hidden layers)."""
 
     @staticmethod
     def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
@@ -147,9 +100,7 @@ _FACTOR_MEAN = {"one_plus": 1.0, "normal": 0.0, "sign": 0.0}
 
 
 def _unit_mean(hidden: str, init: str, n_slots: int) -> float:
-    """The expected value of a hidden unit at initialisation: a ReLU of a unit normal
-    (``1/sqrt(2 pi)``), a product of all ``n_slots`` factors (global), or the sum of
-    two products of ``n_slots / 2`` factors (within-object)."""
+    """The expected value of a hidden unit at initialisation."""
     if hidden == "relu":
         return 1.0 / math.sqrt(2 * math.pi)
     mu = _FACTOR_MEAN[init]
@@ -157,8 +108,9 @@ def _unit_mean(hidden: str, init: str, n_slots: int) -> float:
 
 
 def _product_init(kind: str, rows: int, width: int, gen: torch.Generator) -> torch.Tensor:
-    """Product factors: ``one_plus`` 1 + 0.1 N(0, 1) (default), ``normal`` N(0, 1) (the
-    release), ``sign`` random +-1."""
+    """Product factors ``[rows, width]``: ``one_plus`` 1 + 0.1 N(0, 1), ``normal`` N(0, 1) (the
+    release), ``sign`` random +-1. Near 1 a unit starts almost additive; a product of 2C
+    normals is heavy-tailed and fits training scenes but not held-out objects."""
     if kind == "one_plus":
         return 1 + 0.1 * torch.randn(rows, width, generator=gen)
     if kind == "normal":
@@ -169,13 +121,8 @@ def _product_init(kind: str, rows: int, width: int, gen: torch.Generator) -> tor
 
 
 class StackedApproximator(torch.nn.Module):
-    """``M`` approximators of one family with parameters stacked on a leading model
-    dimension. Model ``m`` has ``widths[m]`` hidden (or product) units, padded with
-    masked units to ``max(widths)``; it is initialised from ``seeds[m]`` alone
-    (``product_init``: see :func:`_product_init`; one for all or one per model).
-
-    ``forward(codes)`` takes table rows ``[M, B, 2C]`` (:func:`global_codes`) and
-    returns ``[M, B, d]``."""
+    """``M`` approximators of one family, model ``m`` with ``widths[m]`` units (padded, masked)
+    seeded by ``seeds[m]`` alone. ``forward``: table rows ``[M, B, 2C]`` -> ``[M, B, d]``."""
 
     def __init__(self, family: str, values_per_concept: Sequence[int], dim: int, widths: Sequence[int],
                  seeds: Sequence[int], output_bias: np.ndarray | torch.Tensor | None = None,
@@ -216,12 +163,14 @@ class StackedApproximator(torch.nn.Module):
             if hidden:
                 params["head"][m, :w] = torch.randn(w, dim, generator=gen) / math.sqrt(w)
             if self.additive:
+                # small, not zero: with zero tables the bias's first gradient is zero, and Adam
+                # turns its rounding noise into a full lr-sized step
                 params["slot_out"][m] = 0.01 * torch.randn(R, dim, generator=gen)
         if output_bias is not None:
             params["bias"][:] = torch.as_tensor(np.asarray(output_bias), dtype=torch.float32).reshape(M, dim)
             if hidden:
                 # the units' expected constant part would reach the output through the random
-                # head as an offset: the bias takes it off (see the module docstring)
+                # head as an offset (the product families then under-fit): the bias takes it off
                 c = torch.tensor([_unit_mean(hidden, inits[m], C2) for m in range(M)])
                 params["bias"] -= c[:, None] * params["head"].sum(1)
         for k, v in params.items():

@@ -1,6 +1,5 @@
-"""Approximator sweeps: one family on one object split, every family at every data
-fraction in one stacked run, and choosing among learning rates (or tree settings) on
-validation scenes (paper §5.1, §5.3, §5.4)."""
+"""Approximator sweeps over families and data fractions, and choice of learning rate or tree
+settings on validation scenes (§5.1, §5.3, §5.4)."""
 
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ def fit_family(data: BindingData, split: ObjectLevelSplit, family: str, widths: 
                val_fraction: float = 0.2, steps: int | None = None, eval_every: int | None = None,
                device: str | None = None, progress: bool = True, fraction: float | None = None,
                **kwargs: Any) -> list[dict[str, Any]]:
-    """Fit one family on one object split: one record per (width, lr) for the torch
-    families (all trained stacked), one per grid point for ``xgboost`` /
-    ``random_forest`` (``kwargs`` go to :func:`fit_trees`). ``lrs=None``: the
-    protocol's learning rates. Choose among learning rates with :func:`select_best`."""
+    """One record per (width, lr) of a torch family (stacked; ``lrs=None``: the protocol's),
+    or per grid point of a tree kind (``kwargs`` to :func:`fit_trees`), on one split."""
     if family in TREE_KINDS:
         return fit_trees(data, split, family, val_fraction=val_fraction, seed=seed, progress=progress,
                          fraction=fraction, **kwargs)
@@ -40,14 +37,9 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
                     tree_grid: dict[str, list[dict[str, Any]]] | None = None,
                     tree_kwargs: dict[str, Any] | None = None, product_init: str = "one_plus",
                     estimate: bool = False) -> list[dict[str, Any]]:
-    """Every family x width x lr x seed at every data fraction (object split
-    :func:`~bindcore.analysis.probes.object_level_split` with ``split_seed``; nested across
-    fractions). All torch-family models of the whole sweep are trained in one stacked
-    run; tree kinds (``xgboost``, ``random_forest`` among ``families``) are fitted per
-    fraction. ``widths``: one list for all families or a dict family -> widths (missing:
-    :func:`default_width`). ``product_init``: the product families' initialisation
-    (:data:`~.families.PRODUCT_INITS`; ``"normal"`` is the release's). ``estimate``: print
-    the cost of the stacked run once its first steps are timed (:func:`train_models`)."""
+    """Records of every family x width x lr x seed at every fraction, all torch models in one
+    stacked run. ``widths``: a list or ``{family: widths}`` (missing: :func:`default_width`);
+    ``product_init``: ``"normal"`` is the release's; ``estimate``: print the run's cost."""
     fractions, families = list(fractions), list(families)
     if not fractions or not families:
         raise ValueError(f"a sweep needs at least one fraction and one family, got fractions={fractions}, "
@@ -80,10 +72,8 @@ GROUP_KEYS = ("family", "width", "fraction", "seed", "protocol")
 
 def select_best(records: Sequence[dict[str, Any]], by: str = "selected_val_mse",
                 group: Sequence[str] = GROUP_KEYS) -> list[dict[str, Any]]:
-    """Per group (default: family, width, fraction, seed, protocol), the record with the
-    lowest ``by`` (a validation number: choosing the learning rate or the trees'
-    hyper-parameters never looks at held-out objects). Records whose ``by`` is NaN
-    (no validation scenes) lose to any finite one; ties keep the first."""
+    """Per ``group``, the record with the lowest validation number ``by`` (NaN loses; ties keep
+    the first); ``ValueError`` unless ``by`` is a validation number."""
     if not by.startswith(("selected_val", "final_val")):
         raise ValueError(f"select on a validation number (selected_val_*, final_val_*), not {by!r}")
     best: dict[tuple, tuple[dict[str, Any], float]] = {}

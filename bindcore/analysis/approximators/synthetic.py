@@ -14,21 +14,10 @@ from ..probes import BindingData
 def synthetic_binding_data(values_per_concept: Sequence[int] = (5, 5), dim: int = 32, kind: str = "additive",
                            noise: float = 0.0, seed: int = 0, n_scenes: int | None = None,
                            spread: float = 1.0) -> BindingData:
-    """Two-object scenes (all ordered pairs of distinct objects, or a seeded sample of
-    ``n_scenes`` of them) with embeddings of a known form, and frozen probes equal to
-    the true vectors:
-
-    ``additive``: ``y = sum_o sum_c u_c[x_oc]`` (``u ~ N(0, 1/d)`` per entry); concept
-    probes ``u_c``; object probe rows ``sum_c u_c[x_c]``. A bag of concepts: swapping
-    the objects' values of one concept leaves ``y`` unchanged.
-
-    ``product``: ``y = prod_o prod_c v_c[x_oc]`` elementwise, ``v = 1 + spread N(0, 1)``
-    per entry: the global product of all slot vectors (its expansion has additive terms
-    and interactions of every order; with ``spread=1`` the additive family explains
-    little of it); concept probes ``v_c``; object probe rows ``prod_c v_c[x_c]`` (linear
-    probes read little from a product code: judge this kind by R²).
-
-    ``noise`` adds ``N(0, noise^2)`` per entry of ``y``."""
+    """Ordered pairs of distinct objects (or ``n_scenes`` of them, seeded) with embeddings of
+    known form and the true vectors as probes: ``additive`` ``y = sum_o sum_c u_c[x_oc]``, or
+    ``product`` ``y = prod_o prod_c v_c[x_oc]`` with ``v = 1 + spread N(0, 1)`` (judge it by
+    R²: linear probes read little from it); plus ``N(0, noise^2)`` per entry."""
     if kind not in ("additive", "product"):
         raise ValueError(f"kind must be 'additive' or 'product', got {kind!r}")
     rng = np.random.default_rng(seed)

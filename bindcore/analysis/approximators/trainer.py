@@ -1,39 +1,6 @@
-"""Training approximators: protocols, model selection, the stacked trainer.
-
-Training protocols (:data:`PROTOCOLS`): ``release`` (full batch, 4,000 steps, Adam
-lr 1e-2 held constant: the release creates a cosine scheduler but never steps it) and
-``paper`` (Adam, lr in {1e-2, 1e-3, 1e-4}, minibatches of 4,096 scenes drawn uniformly
-*with replacement* from the fitting scenes at every step (a training set no larger than
-the batch is used whole), 10,000 steps). Loss: MSE on the unnormalised embeddings.
-
-Model selection never looks at held-out objects: the fitting scenes are the object
-split's training scenes minus a validation part carved from them
-(:meth:`ObjectLevelSplit.validation`); a record's ``selected_*`` numbers are those of
-the evaluation step with the lowest validation MSE, and :func:`select_best` picks the
-learning rate (or tree hyper-parameters) the same way. Held-out and mixed scenes are
-evaluated along the way (the ``curve``), so that a chapter can show them, never used
-to choose.
-
-Stacked training: a sweep's models of one family are trained together as one module
-whose parameters carry a leading model dimension (one forward, one backward and one
-fused Adam step per iteration for all of them). Different widths are padded to the
-stack's width (padded ReLU units have zero weights and stay zero: relu(0) = 0 and its
-gradient there is 0; padded product units are masked), different training sets are
-padded to the stack's number of rows with zero row weights (the padding repeats the
-model's own first fitting scene); padded units and rows never reach an output or a
-gradient. :func:`plan_stacks` pads only while padding costs less than running one more
-stack. Each model's learning rate is honoured by giving Adam one parameter group
-per learning rate whose parameters are the per-model slices (views) of the stacked
-tensors. Initialisation and minibatch sampling depend only on a model's own seed, so a
-stacked model follows the same trajectory as the same model trained alone
-(:func:`train_models` with ``stacked=False``) up to float rounding.
-
-Speed: on a CPU these fits are bound by the head's matmuls (``3 B w d`` multiply-adds
-per model and step); stacking removes only the per-step fixed costs (Python, autograd,
-optimizer calls), so on 2 CPU cores it gains little (``benchmarks/bench_approximators.py``
-prints the measured ratio). A GPU, where each small model alone leaves the device
-mostly idle, is where stacking is expected to pay (not measured here).
-"""
+"""Training approximators: protocols, selection on validation scenes (never on held-out
+objects), and the stacked trainer, whose models each follow the trajectory they would
+alone (init and sampling by their own seed; padding never reaches an output)."""
 
 from __future__ import annotations
 
@@ -64,7 +31,8 @@ from .families import _HIDDEN, FAMILIES, PRODUCT_INITS, StackedApproximator, glo
 # ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Protocol:
-    """How approximators are trained. ``batch_size=None``: full batch."""
+    """How approximators are trained (MSE, Adam); ``batch_size=None``: full batch, else
+    minibatches drawn with replacement."""
 
     name: str
     steps: int
@@ -101,8 +69,7 @@ PROTOCOLS = {
 
 
 def get_protocol(protocol: str | Protocol, **overrides: Any) -> Protocol:
-    """A named preset (``release``, ``paper``) or a :class:`Protocol`, with non-None
-    ``overrides`` (``steps``, ``lrs``, ``batch_size``, ``eval_every``) on top."""
+    """A preset name or a :class:`Protocol`, with the non-None ``overrides`` applied."""
     if isinstance(protocol, str):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
@@ -121,9 +88,7 @@ def get_protocol(protocol: str | Protocol, **overrides: Any) -> Protocol:
 # ---------------------------------------------------------------------------------
 @dataclass
 class ModelSpec:
-    """One approximator to train: family, width (hidden or product units; ignored by
-    ``additive``), learning rate, seed, its fitting and validation scenes, and the
-    object split that evaluation reports on. ``tags`` are copied into the record."""
+    """One approximator to train (``width`` ignored by ``additive``; ``tags`` copied into the record)."""
 
     family: str
     width: int
@@ -164,8 +129,7 @@ def _rows(spec: ModelSpec, batch_size: int | None) -> int:
 
 
 def step_work(width: int, rows: int, dim: int, n_slots: int) -> float:
-    """Rough floating-point operations of one training step of one model (forward and
-    backward of the table lookups and the head), for planning stacks."""
+    """Rough flops of one training step of one model, for planning stacks."""
     return 6.0 * rows * (width * (dim + n_slots) + n_slots * dim)
 
 
@@ -174,12 +138,9 @@ STACK_OVERHEAD_WORK = 5e7  # a stack's fixed cost per step, in step_work units (
 
 def plan_stacks(specs: Sequence[ModelSpec], batch_size: int | None, dim: int, n_slots: int,
                 pad_work: float = STACK_OVERHEAD_WORK) -> list[list[int]]:
-    """Group spec indices into stacks of one family. Models are taken in order of
-    (width, rows); a model joins the current stack (whose width and rows become the
-    largest of its members: the rest is padding) when the padding this adds costs at
-    most ``pad_work`` per step (:func:`step_work` units): padding pays while it is
-    cheaper than the fixed cost of one more stack. ``pad_work=inf`` puts a whole family
-    in one stack; ``0`` stacks only models of identical shape."""
+    """Spec indices grouped into stacks of one family: a model joins the current stack while
+    the padding it adds costs at most ``pad_work`` per step (``inf``: one stack per family;
+    ``0``: identical shapes only)."""
     by_family: dict[str, list[int]] = {}
     for i, s in enumerate(specs):
         by_family.setdefault(s.family, []).append(i)
@@ -264,9 +225,8 @@ class _Stack:
 
 
 class _SliceAdam:
-    """One fused Adam over per-model slices of stacked parameters; a parameter group
-    per learning rate (Adam's update is elementwise, so each model's slice sees exactly
-    the update it would see alone)."""
+    """One fused Adam over per-model slices of stacked parameters, a group per learning rate
+    (elementwise, so each slice gets the update it would get alone)."""
 
     def __init__(self, stacks: list[_Stack], betas=(0.9, 0.999), eps: float = 1e-8):
         self.pairs: list[tuple[torch.nn.Parameter, int, torch.Tensor]] = []
@@ -399,19 +359,10 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
                  steps: int | None = None, eval_every: int | None = None, batch_size: int | None = None,
                  device: str | torch.device | None = None, stacked: bool = True, pad_work: float = STACK_OVERHEAD_WORK,
                  keep_predictions: bool = False, progress: bool = True, estimate: bool = False) -> list[dict[str, Any]]:
-    """Train every spec under ``protocol`` and return one record per spec (same order).
-
-    ``stacked=True`` trains all of them in one loop (stacks planned by
-    :func:`plan_stacks`, one fused Adam step per iteration); ``stacked=False`` trains
-    the same models one at a time with the same code (the reference the stacked
-    trainer is tested and benchmarked against). Records: the spec's fields, ``final_*``
-    and ``selected_*`` metrics (:func:`bindcore.analysis.probes.functional_binding` on train /
-    heldout / mixed scenes, plus ``fit_mse``, ``val_mse``, ``val_concept``,
-    ``val_object``), ``curve`` (the same metrics at every evaluation step, step 0 =
-    initialisation), ``seconds`` (the call's wall time divided by its models) and
-    ``trainer_seconds``; ``predictions`` ``[N, d]`` (final) when ``keep_predictions``.
-    ``estimate``: print, after the first :data:`ESTIMATE_STEPS` steps, the models, steps
-    and the time they will take here (timed steps and one timed evaluation)."""
+    """One record per spec, in order: the spec's fields, ``final_*`` and ``selected_*`` (lowest
+    ``val_mse``) metrics, ``curve`` (step 0 = init), ``seconds`` (wall time per model) and,
+    with ``keep_predictions``, ``predictions`` ``[N, d]``. ``stacked=False``: one model at a
+    time (the reference). ``estimate``: print the run's cost after :data:`ESTIMATE_STEPS`."""
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
     if batch_size is not None:
         proto = replace(proto, batch_size=batch_size)
@@ -446,16 +397,13 @@ def train_models(data: BindingData, specs: Sequence[ModelSpec], protocol: str | 
 
 
 def check_fit_rows(data: BindingData, rows: np.ndarray) -> None:
-    """A ``ValueError`` unless the embeddings of the scenes ``rows`` that a fit reads are
-    finite (one NaN would make every model's predictions, accuracies and R² NaN or 0).
-    Other scenes are never read by a fit and may hold anything."""
+    """``ValueError`` unless the embeddings of the scenes ``rows`` a fit reads are finite."""
     check_embeddings(data.embeddings, f"{data.name or 'binding data'}: the embeddings of the fitting scenes",
                      rows=np.unique(rows), dtype=np.float32)
 
 
 def default_width(family: str, data: BindingData) -> int:
-    """MLP: 1024 (the release README's width); product families: d (the release's
-    product dimension); additive: none."""
+    """MLP 1024 and product families d (the release's), additive 0."""
     if family == "mlp":
         return 1024
     return 0 if family == "additive" else data.dim
@@ -465,8 +413,8 @@ def make_specs(data: BindingData, split: ObjectLevelSplit, family: str, widths: 
                lrs: Iterable[float] = (1e-2,), seeds: Iterable[int] = (0,), val_fraction: float = 0.2,
                val_seed: int = 0, fraction: float | None = None, tags: dict[str, Any] | None = None,
                product_init: str = "one_plus") -> list[ModelSpec]:
-    """Specs for ``widths x lrs x seeds`` of one family on one split; the fitting scenes are
-    the split's training scenes minus a validation part of ``val_fraction`` of them."""
+    """Specs for ``widths x lrs x seeds`` of one family, fitting on the split's training scenes
+    less a ``val_fraction`` validation part."""
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must lie in [0, 1), got {val_fraction}")
     if family == "additive":

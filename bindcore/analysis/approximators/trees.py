@@ -1,19 +1,6 @@
-"""Tree approximators (paper D.6).
-
-Tree approximators (paper D.6, not in the released code): XGBoost and Random Forest
-regressors on the one-hot slot codes (:class:`PCATreeRegressor`). The d-dimensional
-target is regressed through a low-rank projection: PCA on the *fitting* embeddings,
-the top k components (the fewest that keep ``variance`` of the fitting variance, at
-most ``max_components``) are the regression targets, predictions are mapped back with
-the PCA basis and mean.
-
-The PCA is NumPy's SVD, not scikit-learn's ``PCA``: scikit-learn's computes the SVD
-with SciPy, whose LAPACK build differs from NumPy's in the last bits on matrices of the
-book's sizes (its own comment in ``PCA._fit_full`` says as much), and a random forest
-on one-hot codes turns last-bit differences of its targets into other trees (its many
-exact ties between splits break another way): the switch would change the book's
-random-forest numbers, here and in every build since.
-"""
+"""Tree approximators (D.6, not in the release): XGBoost and Random Forest through a PCA of
+the embeddings. The PCA is NumPy's SVD: scikit-learn's (SciPy's LAPACK) differs in the last
+bits, which breaks a random forest's many tied splits another way and changes its numbers."""
 
 from __future__ import annotations
 
@@ -39,16 +26,9 @@ TREE_GRIDS: dict[str, list[dict[str, Any]]] = {
 
 
 class PCATreeRegressor:
-    """XGBoost or Random Forest on one-hot slot codes, predicting a d-dimensional
-    embedding through PCA.
-
-    ``fit(X, Y)``: centre ``Y`` on its mean, take its principal directions (SVD), keep
-    the fewest top components whose explained variance reaches ``variance`` (at most
-    ``max_components``, at least 1), regress those k component scores on ``X`` with one
-    multi-output regressor (XGBoost: one tree per component per round; Random Forest:
-    trees with k-dimensional leaves), and ``predict`` maps the k predicted scores back:
-    ``mean + scores @ components``. The discarded directions are predicted as the mean.
-    Everything is seeded with ``seed``."""
+    """A seeded multi-output XGBoost or Random Forest regressing the scores of the fewest top
+    principal components of ``Y`` that keep ``variance`` (1 .. ``max_components``); predicts
+    ``mean + scores @ components``."""
 
     def __init__(self, kind: str = "xgboost", variance: float = 0.95, max_components: int = 32, seed: int = 0,
                  n_jobs: int = 1, **params: Any):
@@ -101,10 +81,8 @@ def fit_trees(data: BindingData, split: ObjectLevelSplit, kind: str, grid: list[
               val_fraction: float = 0.2, seed: int = 0, variance: float = 0.95, max_components: int = 32,
               n_jobs: int = 1, progress: bool = True, fraction: float | None = None,
               keep_predictions: bool = False) -> list[dict[str, Any]]:
-    """One :class:`PCATreeRegressor` per grid point (default :data:`TREE_GRIDS`), fitted
-    on the split's training scenes minus the validation part; records shaped like
-    :func:`train_models`'s (``width``/``lr`` None, ``params``; ``selected_*`` =
-    ``final_*``, a tree has no steps). Pick the grid point with :func:`select_best`."""
+    """One record per grid point (default :data:`TREE_GRIDS`), fitted on the split's fit scenes,
+    shaped like :func:`train_models`'s (``width``/``lr`` None, ``selected_*`` = ``final_*``)."""
     if kind not in TREE_KINDS:
         raise ValueError(f"kind must be one of {TREE_KINDS}, got {kind!r}")
     grid = TREE_GRIDS[kind] if grid is None else grid
