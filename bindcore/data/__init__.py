@@ -1,7 +1,5 @@
-"""Datasets of the book: made on the spot (CLEVR-2D, CLEVR-like 3-D, captions) or
-loaded from a folder the user points to. All share :class:`SceneDataset`. The squares
-of appendix E are not a dataset: :mod:`bindcore.data.pixels` renders them on the fly
-from scene tensors, on the training device (import it by its name)."""
+"""Datasets of the book, made on the spot or loaded from a folder, all :class:`SceneDataset`s.
+(:mod:`bindcore.data.pixels`, imported by its name, renders appendix E's squares on the fly.)"""
 
 from .clevr2d import make_clevr2d, make_clevr2d_singles
 from .clevr3d import make_clevr3d, make_clevr3d_singles, make_clevr3d_three

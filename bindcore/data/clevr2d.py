@@ -1,24 +1,7 @@
 """CLEVR-2D (appendix C.1): two flat shapes side by side, drawn with PIL.
 
-The authors' CLEVR-2D release holds the 576 ordered pairs of the 24 objects
-(8 CLEVR colours x 3 shapes, the 24 pairs of identical objects included). Each
-image is 224 x 224 on a light grey background (245, 245, 245); object 1 sits on the
-left, object 2 on the right, both vertically centred; a shape is a flat square,
-triangle or circle about 65 px across in its CLEVR colour with a 2 px black outline.
-The layout constants below were measured on the release's sample grid
-(``paper_grid_2x4.png``): squares and circles fill pixel columns 38..102 (left) and
-122..186 (right), rows 80..144; triangles are about 66 px high and 75 px wide.
-
-We draw at ``_SUPERSAMPLE`` times the size and box-filter down, so edges are
-anti-aliased (the release's images are aliased; colours and geometry match).
-Shape index 0 is the square, 1 the triangle, 2 the circle, as in the release's
-images and code (the names in its CLEVR labels.csv swap 1 and 2; the CLEVR-2D names
-in :data:`~bindcore.data.vocab.CLEVR2D_SHAPES` are right).
-
-``jitter`` in (0, 1] moves and rescales each object at random (seeded), keeping it
-inside its own half of the image, for experiments that need more than 576 distinct
-images (call again with other seeds).
-"""
+Layout measured on the release's sample grid (``paper_grid_2x4.png``); we supersample and
+box-filter, so edges are anti-aliased where the release's are not."""
 
 from __future__ import annotations
 
@@ -57,8 +40,7 @@ ORDERS = ("release", "product")
 
 def _draw_object(draw: ImageDraw.ImageDraw, shape: int, color: int, cx: float, cy: float,
                  half: float, outline_w: float, k: int) -> None:
-    """Draw one object in supersampled coordinates (factor ``k``); ``cx, cy, half``
-    in output pixels."""
+    """Draw one object at supersampling ``k``; ``cx, cy, half`` in output pixels."""
     fill = CLEVR_RGB[CLEVR_COLORS[color]]
     width = max(1, round(outline_w * k))
     if shape == 0 or shape == 2:  # square / circle: the box covering [c - half, c + half)
@@ -78,11 +60,8 @@ def _draw_object(draw: ImageDraw.ImageDraw, shape: int, color: int, cx: float, c
 
 
 def render_scene(objects: np.ndarray, size: int = 224, placements: np.ndarray | None = None) -> np.ndarray:
-    """One CLEVR-2D image (uint8 ``[size, size, 3]``).
-
-    ``objects`` ``[O, 2]`` (colour, shape) rows, ``-1`` for absent objects; ``placements``
-    ``[O, 3]`` (centre x, centre y, scale) in output pixels, default the release layout
-    for two objects (one object: centred)."""
+    """uint8 ``[size, size, 3]`` of ``objects`` ``[O, 2]`` (colour, shape; -1 absent) at
+    ``placements`` ``[O, 3]`` (x, y, scale in output pixels; default the release layout)."""
     objects = np.asarray(objects)
     if placements is None:
         placements = default_placements(int((objects[:, 0] >= 0).sum()), size)
@@ -97,8 +76,7 @@ def render_scene(objects: np.ndarray, size: int = 224, placements: np.ndarray | 
 
 
 def default_placements(n_objects: int, size: int = 224) -> np.ndarray:
-    """``[n, 3]`` (centre x, centre y, scale): the release layout (two objects left and
-    right) or one centred object."""
+    """``[n, 3]`` (x, y, scale): two objects left and right, or one centred."""
     f = size / _REF
     if n_objects == 2:
         return np.array([[_CENTRES_X[0] * f, _CENTRE_Y * f, 1.0], [_CENTRES_X[1] * f, _CENTRE_Y * f, 1.0]])
@@ -108,9 +86,8 @@ def default_placements(n_objects: int, size: int = 224) -> np.ndarray:
 
 
 def jittered_placements(n_scenes: int, size: int, jitter: float, rng: np.random.Generator) -> np.ndarray:
-    """``[n_scenes, 2, 3]`` random placements: scale uniform in 1 +- 0.25 * jitter, the
-    centre uniform within +- 32 * jitter px (at 224) of the release position, cut to
-    the range that keeps the object (outline included) inside its half of the image."""
+    """``[n_scenes, 2, 3]`` random placements, scale 1 +- 0.25 * jitter, centre within +- 32 *
+    jitter px (at 224) of the release's, each object inside its own half."""
     f = size / _REF
     u = rng.random((n_scenes, 2, 3))
     scale = 1.0 + jitter * _MAX_SCALE_DEV * (2 * u[..., 0] - 1)
@@ -118,7 +95,6 @@ def jittered_placements(n_scenes: int, size: int, jitter: float, rng: np.random.
     shift = _MAX_SHIFT * jitter
     out = np.empty((n_scenes, 2, 3))
     for slot in range(2):
-        # horizontal room: the object's own half [0, 112) or [112, 224)
         lo_half, hi_half = (0.0, _REF / 2) if slot == 0 else (_REF / 2, _REF)
         c0 = _CENTRES_X[slot]
         lo = np.maximum(c0 - shift, lo_half + ext[:, slot])
@@ -148,11 +124,8 @@ def _check_size(size: int) -> None:
 
 
 def make_clevr2d(size: int = 224, order: str = "release", jitter: float = 0.0, seed: int = 0) -> SceneDataset:
-    """The 576 two-object CLEVR-2D scenes.
-
-    ``order``: "release" (the authors' labels.csv order) or "product" (lexicographic).
-    ``jitter`` in [0, 1]: 0 is the release layout (deterministic, ``seed`` unused);
-    above 0 each object is moved and rescaled at random from ``seed``."""
+    """The 576 two-object CLEVR-2D scenes in ``order`` "release" or "product" (lexicographic);
+    ``jitter`` > 0 moves and rescales objects at random from ``seed``."""
     _check_size(size)
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -176,8 +149,7 @@ def make_clevr2d(size: int = 224, order: str = "release", jitter: float = 0.0, s
 
 
 def make_clevr2d_singles(size: int = 224) -> SceneDataset:
-    """The 24 single-object CLEVR-2D images (object centred), in (colour, shape)
-    lexicographic order; objects ``[24, 1, 2]``."""
+    """The 24 single-object images, (colour, shape) lexicographic; objects ``[24, 1, 2]``."""
     _check_size(size)
     objects = np.array(list(itertools.product(range(len(CLEVR_COLORS)), range(len(CLEVR2D_SHAPES)))),
                        dtype=np.int64)[:, None, :]

@@ -1,56 +1,7 @@
-"""CLEVR-like 3-D scenes, ray cast in numpy (appendix C.1, D.3).
+"""CLEVR-like 3-D scenes (appendix C.1, D.3), ray cast in numpy in place of CLEVR's Blender.
 
-The paper's CLEVR images were rendered with Blender; here a small ray caster makes
-scenes of the same kind in milliseconds each, with no Blender and no download.
-
-Scene. Cubes, cylinders and spheres stand on a grey ground plane ``z = 0`` (z up).
-Sizes follow CLEVR's "large" objects: a sphere of radius ``size`` = 0.7, a cylinder of
-radius ``size`` and height ``2 * size``, a cube of half side ``size / sqrt(2)`` (CLEVR
-shrinks cubes by sqrt 2 so that their footprint's diagonal matches the others), each
-turned by ``yaw`` degrees about its vertical axis (visible on cubes only).
-
-Camera. A pinhole at CLEVR's camera position (7.36, -6.93, 4.96), looking at the
-origin (about 26 degrees below the horizon, from the front right), with CLEVR's
-horizontal field of view (35 mm lens on a 32 mm sensor: 49.1 degrees); the ground fills
-the image. Each pixel is sampled at ``supersample`` x ``supersample`` points (2 x 2 by
-default) whose linear colours are averaged: light anti-aliasing.
-
-Lights. A directional key light from the front right, 45 degrees above the ground,
-that casts hard shadows (a shadow ray per visible point, onto the ground and onto the
-other objects); its strength falls off smoothly away from the scene centre, which
-stands in for the fall-off of CLEVR's area lights and darkens the far ground. A fill
-light from the front left and a rim light from behind (no shadows), and a constant
-ambient term. Shading is Lambertian diffuse plus Blinn-Phong specular from the key
-light, computed in linear RGB and stored as 8-bit sRGB.
-
-Materials. "rubber" (CLEVR's matte material, the default): diffuse with a faint broad
-highlight. "metal": little diffuse light, a strong sharp highlight tinted by the
-object's colour, and a reflection of a simple environment (a sky that brightens
-upwards above the horizon, the grey ground below it), also tinted by the colour.
-Colours are CLEVR's eight RGB values (:data:`~bindcore.data.vocab.CLEVR_RGB`), read as
-sRGB albedos, so a fully lit surface shows exactly the listed colour.
-
-Simplified compared with CLEVR's Blender (Cycles) renders: hard shadows from one
-light (CLEVR's area lights give soft shadows), no indirect light, no ambient
-occlusion or contact shadow, no real reflections (metal reflects a fixed environment,
-not the ground's shadows or other objects), no depth of field, no random jitter of
-camera and lights, bevel-free cube edges, and only CLEVR's "large" size.
-
-Datasets (all :class:`~bindcore.data.core.SceneDataset`, concepts colour x shape):
-:func:`make_clevr3d` (the 576 ordered two-object scenes at fixed positions: object 1
-left and back, object 2 right and front), :func:`make_clevr3d_singles` (the 24
-objects, one per image), :func:`make_clevr3d_three` (three objects at random, seeded;
-optionally placed so that one partly hides another). ``info["layout"]`` keeps every
-object's placement, so :func:`scene_objects` and :func:`render_scene` re-render a scene
-together with its per-pixel object-id map; ``info["visible_fraction"]`` holds each
-object's share of its own image area that no other object hides. Object turns are
-drawn from ``seed``; the same seed gives the same pixels (on one machine: float32
-rounding may differ between CPU instruction sets).
-
-Speed: the ray caster works on the image rectangles that objects and their shadows can
-touch, vectorised over pixels (numpy, one thread); the 576 two-object scenes take
-about 7 s at 320 x 240 with 2 x 2 supersampling, about 2.5 s at 160 x 120.
-"""
+CLEVR's camera, colours and "large" sizes; one shadow-casting key light, no indirect light or
+real reflections. ``info["layout"]`` re-renders a scene; same seed, same pixels (one machine)."""
 
 from __future__ import annotations
 
@@ -80,9 +31,8 @@ _EPS = 1e-4
 # -- scene description ----------------------------------------------------------------
 @dataclass(frozen=True)
 class SceneObject:
-    """One object: concept indices (``color`` into CLEVR_COLORS, ``shape`` 0 cube,
-    1 cylinder, 2 sphere), ground position ``(x, y)``, ``yaw`` in degrees, CLEVR
-    ``size`` (radius) and ``material`` ("rubber" or "metal")."""
+    """One object: ``color`` and ``shape`` indices, ground position, ``yaw`` in degrees,
+    ``size`` (radius) and ``material``."""
 
     color: int
     shape: int
@@ -119,8 +69,7 @@ def _direction(azimuth_deg: float, elevation_deg: float) -> tuple[float, float, 
 
 @dataclass(frozen=True)
 class Lighting:
-    """Directions point towards the lights (azimuth 0 = +x; the camera sits at
-    azimuth -43 degrees). Intensities are in linear RGB units."""
+    """Directions point towards the lights (azimuth 0 = +x); intensities in linear RGB."""
 
     key_direction: tuple[float, float, float] = _direction(-18.0, 45.0)
     key: float = 0.95
@@ -137,10 +86,8 @@ class Lighting:
 
 @dataclass(frozen=True)
 class Render:
-    """A rendered scene: ``image`` uint8 ``[H, W, 3]``; ``object_ids`` int8 ``[H, W]``
-    with the index of the object (into the list rendered) covering most of each pixel,
-    -1 for ground; ``visible_fraction[k]``: the share of object k's image area not
-    hidden by other objects (parts outside the frame are not counted)."""
+    """``image`` uint8 ``[H, W, 3]``, ``object_ids`` int8 ``[H, W]`` (-1 ground) and each object's
+    ``visible_fraction`` of its in-frame image area."""
 
     image: np.ndarray
     object_ids: np.ndarray
@@ -192,8 +139,7 @@ def _corners(obj: SceneObject) -> np.ndarray:
 
 
 def _intersect(obj: SceneObject, o: np.ndarray, d: np.ndarray, normals: bool = True):
-    """Nearest hit ``t > eps`` of rays ``o + t d`` (arrays ``[..., 3]``, broadcast) with
-    the object; ``t = inf`` on a miss. Returns ``(t, normal [..., 3] or None)``."""
+    """``(t, normal [..., 3] or None)`` of the nearest hit ``t > eps`` of rays ``o + t d``; inf on a miss."""
     inf = np.float32(np.inf)
     ox, oy, oz = o[..., 0] - obj.x, o[..., 1] - obj.y, o[..., 2]
     dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
@@ -289,8 +235,7 @@ def _intersect(obj: SceneObject, o: np.ndarray, d: np.ndarray, normals: bool = T
 
 # -- renderer ---------------------------------------------------------------------------
 class Renderer:
-    """Renders scenes of :class:`SceneObject` at one image size; rays, ground points and
-    ground shading are computed once here and reused for every scene."""
+    """Renders scenes at one image size, rays and ground shading computed once."""
 
     def __init__(self, size: tuple[int, int] = (320, 240), supersample: int = 2,
                  camera: Camera | None = None, lighting: Lighting | None = None) -> None:
@@ -351,15 +296,14 @@ class Renderer:
         return np.stack([col, row], -1)
 
     def in_frame(self, obj: SceneObject, margin: float = 1.0) -> bool:
-        """Whether the object's bounding box projects inside the image (``margin`` pixels)."""
+        """Whether the object's bounding box projects inside the image by ``margin`` pixels."""
         p = self.project(_corners(obj))
         w, h = self.size
         return bool(p[:, 0].min() >= margin and p[:, 0].max() <= w - margin
                     and p[:, 1].min() >= margin and p[:, 1].max() <= h - margin)
 
     def _rect(self, points: np.ndarray) -> tuple[slice, slice] | None:
-        """Sub-sample rectangle holding the projections of ``points`` (all of the image
-        when some of them lie behind the camera)."""
+        """Sub-sample rectangle holding the projections of ``points`` (all if one is behind)."""
         hs, ws = self.shape_ss
         if ((np.asarray(points) - self._pos) @ self._fwd <= 1e-3).any():
             return slice(0, hs), slice(0, ws)
@@ -396,8 +340,8 @@ class Renderer:
                 slice(rect[1].start - crop[1].start, rect[1].stop - crop[1].start))
 
     def _hits(self, objects: Sequence[SceneObject], crop: tuple[slice, slice], rects: list):
-        """Nearest hit per sub-sample inside ``crop``: depth, object index (-1 ground),
-        normal; and each object's own image area (sub-samples its rays hit)."""
+        """Per sub-sample in ``crop``: depth, object index (-1 ground), normal; and each
+        object's own image area."""
         dirs = self.dirs[crop]
         tbest = np.full(dirs.shape[:2], np.inf, dtype=np.float32)
         ids = np.full(dirs.shape[:2], -1, dtype=np.int8)
@@ -453,8 +397,6 @@ class Renderer:
         object_ids = np.full((h, w), -1, dtype=np.int8)
         lk = self.key_dir
         rects = [self._rect(_corners(o)) for o in objects]
-        # an occluder's shadow volume projects inside the rectangle around its corners
-        # and their shadows on the ground
         shadow_rects = []
         for obj in objects:
             c = _corners(obj)
@@ -500,8 +442,7 @@ class Renderer:
                       visible_fraction=self._visible_fraction(ids, hit_area))
 
     def _downsample_ids(self, ids: np.ndarray, n: int) -> np.ndarray:
-        """Per output pixel, the object covering most of its sub-samples if it covers at
-        least half of them, else -1."""
+        """Per output pixel, the object covering most (and at least half) of it, else -1."""
         s = self.ss
         if s == 1:
             return ids.copy()
@@ -515,14 +456,12 @@ class Renderer:
         return out
 
     def _albedo(self, obj: SceneObject, p: np.ndarray) -> np.ndarray:
-        """Linear-RGB albedo of ``obj`` at its surface points ``p``: its colour (``[3]``;
-        a subclass may paint a pattern, ``[n, 3]``)."""
+        """Linear-RGB albedo at surface points ``p``: ``[3]`` (a subclass may return ``[n, 3]``)."""
         return ALBEDO[obj.color]
 
     def _shade(self, obj: SceneObject, p: np.ndarray, n: np.ndarray, d: np.ndarray,
                lit: np.ndarray) -> np.ndarray:
-        """Linear RGB of ``obj`` at points ``p`` with normals ``n``, seen along ``d``;
-        ``lit``: not in the key light's shadow."""
+        """Linear RGB at points ``p``, normals ``n``, seen along ``d``; ``lit``: not in shadow."""
         lt = self.lighting
         alb = self._albedo(obj, p)
         key = self._key_strength(p) * lit
@@ -535,15 +474,11 @@ class Renderer:
         if obj.material == "rubber":
             spec = 0.08 * key * ndh ** 12
             return light[:, None] * alb + spec[:, None]
-        # metal: dim diffuse; a mirror reflection of the environment (sky brightening
-        # upwards, a darker ground below the horizon, brighter on the key light's
-        # side), a glossy lobe around the key light and a sharp highlight; all tinted
-        # by the colour
+        # metal: dim diffuse, a tinted reflection of a fixed environment, a glossy lobe and a highlight
         refl = d - 2 * (d * n).sum(-1, keepdims=True) * n
         rz = refl[:, 2]
         env = np.where(rz > 0, 0.7 + 0.3 * np.sqrt(np.maximum(rz, 0.0)),
                        0.2 + 0.2 * np.exp(5 * np.minimum(rz, 0.0)))
-        # brighter towards the key light's side of the world (around the vertical)
         kh = self.key_dir[:2] / np.linalg.norm(self.key_dir[:2])
         rh = refl[:, :2] / np.maximum(np.linalg.norm(refl[:, :2], axis=-1, keepdims=True), 1e-6)
         env = env * (0.7 + 0.6 * np.maximum(rh @ kh, 0.0) ** 3)
@@ -568,9 +503,8 @@ def _check_size(size) -> tuple[int, int]:
 def render_scene(objects: Sequence[SceneObject], size: tuple[int, int] = (320, 240), supersample: int = 2,
                  camera: Camera | None = None,
                  lighting: Lighting | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Render one scene -> ``(image uint8 [H, W, 3], object_ids int8 [H, W])``, where
-    ``object_ids`` holds each pixel's object index into ``objects`` (-1: ground). For
-    many scenes, build one :class:`Renderer` and call its ``render``."""
+    """``(image uint8 [H, W, 3], object_ids int8 [H, W])`` of one scene (-1: ground); for many
+    scenes reuse one :class:`Renderer`."""
     r = Renderer(size, supersample, camera, lighting).render(objects)
     return r.image, r.object_ids
 
@@ -583,9 +517,7 @@ def _camera_axes(camera: Camera) -> tuple[np.ndarray, np.ndarray]:
     return np.array([-back[1], back[0]]), back
 
 
-# Two-object layout (the release's "posfix" scenes: fixed positions), in camera terms
-# (units to the right, units towards the camera): object 1 left and further back,
-# object 2 right and nearer, both about the middle of the image.
+# the release's fixed positions ("posfix"), as (units to the right, units towards the camera)
 _PAIR_LAYOUT = ((-1.6, 0.5), (1.6, 1.5))
 _SINGLE_FRONT = 1.0  # a single object stands this far in front of the centre
 
@@ -625,9 +557,7 @@ def _layout_record(objs: Sequence[SceneObject]) -> list[dict[str, Any]]:
 
 
 def scene_objects(dataset: SceneDataset, index: int) -> list[SceneObject]:
-    """The :class:`SceneObject` list of scene ``index`` of a clevr3d dataset (from
-    ``info["layout"]``), in the dataset's object order; render it with :func:`render_scene`
-    to get the object-id map."""
+    """The objects of scene ``index`` of a clevr3d dataset, from ``info["layout"]``."""
     if "layout" not in dataset.info:
         raise ValueError(f"dataset {dataset.name!r} has no info['layout'] "
                          "(it was not made by bindcore.data.clevr3d)")
@@ -660,15 +590,9 @@ def _build(name: str, generator: str, scenes: list[list[SceneObject]], renderer:
 def make_clevr3d(size: tuple[int, int] = (320, 240), order: str = "release", material: str = "rubber",
                  seed: int = 0, yaw: float | None = None, supersample: int = 2,
                  subset: Sequence[int] | None = None, progress: bool = True) -> SceneDataset:
-    """The 576 ordered two-object scenes (24 x 24 objects, identical pairs included):
-    object 1 left and back, object 2 right and front, at fixed positions.
-
-    ``order``: "release" (:func:`~bindcore.data.vocab.clevr_release_order`) or "product"
-    (lexicographic). ``material``: "rubber", "metal" or "random" (per object, seeded).
-    ``yaw``: None turns every object at random (seeded; the same pair gets the same
-    turns in either order), a number turns all by that many degrees. ``subset``: render
-    only these scene indices (same images and file names as
-    ``make_clevr3d(...).subset(subset)``, without rendering the rest)."""
+    """The 576 ordered two-object scenes at fixed positions, in ``order`` "release" or "product".
+    ``material`` "random" and ``yaw=None`` draw per object from ``seed``; ``subset``: render only
+    these scenes (as ``make_clevr3d(...).subset(subset)``)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     _check_options(material, yaw)
@@ -696,8 +620,7 @@ def make_clevr3d(size: tuple[int, int] = (320, 240), order: str = "release", mat
 def make_clevr3d_singles(size: tuple[int, int] = (320, 240), material: str = "rubber", seed: int = 0,
                          yaw: float | None = None, supersample: int = 2,
                          progress: bool = False) -> SceneDataset:
-    """The 24 single-object images (object in the middle of the image), in (colour,
-    shape) lexicographic order; objects ``[24, 1, 2]``."""
+    """The 24 single-object images, (colour, shape) lexicographic; objects ``[24, 1, 2]``."""
     _check_options(material, yaw)
     renderer = Renderer(size, supersample)
     rng = np.random.default_rng(seed)
@@ -725,10 +648,8 @@ class _Sampler:
 
     def place(self, kinds: list[tuple[int, int, float, str]],
               occlusion: bool) -> tuple[list[SceneObject], np.ndarray]:
-        """Positions for the objects ``kinds`` (colour, shape, yaw, material). Without
-        occlusion every object is fully visible; with occlusion object 1 stands behind
-        object 0 on the camera's line of sight, 30-80% visible, and the others are
-        fully visible."""
+        """Objects ``kinds`` (colour, shape, yaw, material) placed fully visible, or (``occlusion``)
+        with object 1 partly behind object 0; left to right, with their visible fractions."""
         cam = np.asarray(self.renderer.camera.position[:2])
         for _ in range(self.max_tries):
             xy = self.rng.uniform(-self.extent, self.extent, size=(len(kinds), 2))
@@ -749,7 +670,6 @@ class _Sampler:
             else:
                 ok = bool((vis >= 1.0).all())
             if ok:
-                # dataset order: left to right in the image (by the base centre)
                 x_img = self.renderer.project(np.array([[o.x, o.y, 0.0] for o in objs]))[:, 0]
                 order = np.argsort(x_img, kind="stable")
                 return [objs[i] for i in order], vis[order]
@@ -759,14 +679,8 @@ class _Sampler:
 def make_clevr3d_three(n_scenes: int, occlusion: bool = False, seed: int = 0,
                        size: tuple[int, int] = (320, 240), material: str = "rubber", yaw: float | None = None,
                        supersample: int = 2, progress: bool = True) -> SceneDataset:
-    """``n_scenes`` three-object scenes, objects drawn uniformly from the 24 (colour,
-    shape) pairs, independently (repeats allowed), placed at random in CLEVR's
-    [-3, 3]^2 area and listed left to right in the image.
-
-    ``occlusion=False``: no object hides any part of another. ``occlusion=True``: in
-    every scene one object stands behind another on the camera's line of sight and
-    shows 30-80% of its area; the third is fully visible. ``info["visible_fraction"]``
-    records, per scene, each object's visible share of its image area."""
+    """``n_scenes`` scenes of three objects drawn independently, placed at random, listed left to
+    right; ``occlusion``: one object shows only :data:`OCCLUDED_VISIBLE` of its area."""
     if not isinstance(n_scenes, (int, np.integer)) or n_scenes < 0:
         raise ValueError(f"n_scenes must be an integer >= 0, got {n_scenes!r}")
     _check_options(material, yaw)

@@ -1,39 +1,6 @@
-"""The one dataset format shared by every dataset of the book (appendix C.1, C.3).
-
-A :class:`SceneDataset` holds, for N scenes of up to O_max objects with C concepts:
-
-* ``objects``: int array ``[N, O_max, C]`` of concept-value indices, ``-1`` for an
-  absent object (scenes list their objects left to right / back to front);
-* ``images``: a sequence of N RGB images (``uint8`` arrays ``[H, W, 3]``), or None for
-  a text-only dataset;
-* ``captions``: N strings in the paper's template ("a <v1> <v2> and a <v1> <v2>");
-* ``filenames``: N file names (``0000000.png`` ...), the release's naming;
-* ``concept_names`` / ``value_names``: e.g. ``["color", "shape"]`` and the names of
-  each concept's values, in index order;
-* ``info``: free-form provenance (generator, seed, image size, source folder).
-
-``labels_frame`` / :func:`read_labels_csv` write and read the release's ``labels.csv``
-layout (``filename, object1_color, object1_shape, ..., object1_color_idx, ...``).
-
-:meth:`SceneDataset.write` never mixes two datasets, never leaves half of one and
-never loses the old one: it refuses a folder that is not empty unless told to
-``overwrite`` (then it replaces the files a dataset owns, :func:`owned_files`, and keeps
-any other file), checks that it can write there before it starts
-(:func:`check_output_folder`), and writes the new dataset completely into a staging
-folder on the target's filesystem before it touches the old one: inside the target
-folder when it exists (so that a target that is a mount point, a Docker volume or a
-tmpfs, works: nothing is renamed across filesystems), else beside it. The swap is a
-series of renames with a journal (``install.json`` in the staging folder): the old
-files are moved into the staging folder, the new ones into their place (``labels.csv``
-last), and the old ones are deleted only once the new dataset is complete. Ctrl-C and
-SIGTERM take effect after the swap (:func:`bindcore.io.signals_deferred`); any error
-during it moves the old files back. A process killed in the middle (SIGKILL, a power
-cut) leaves the old files in the staging folder, and the next :func:`check_output_folder`
-of that folder (every ``bindcore data make`` into it) puts them back
-(:func:`recover_install`). A write interrupted while it generates leaves the old
-dataset untouched and says where the partial new data lies (removed by the next write
-into that folder).
-"""
+"""The dataset format of the book (:class:`SceneDataset`, the release's ``labels.csv``) and
+its install: written whole into a staging folder on the target's filesystem, swapped in by
+journaled renames (``labels.csv`` last), and put back by :func:`recover_install` after a kill."""
 
 from __future__ import annotations
 
@@ -55,8 +22,7 @@ from bindcore.io import atomic_write_json, check_writable_folder, digest, file_m
 
 log = logging.getLogger(__name__)
 
-# the files SceneDataset.write writes besides the images (named like IMAGE_NAME)
-# ... and the hidden list of what it wrote: files an overwrite may delete without asking
+# the hidden list of what SceneDataset.write wrote: files an overwrite may delete without asking
 MANIFEST = ".bindcore-dataset.json"
 DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv", MANIFEST)
 IMAGE_NAME = re.compile(r"^\d+\.png$")
@@ -66,10 +32,7 @@ JOURNAL = "install.json"
 
 
 def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
-    """The paper's template for one scene: "a <v_1> <v_2> ... and a <v_1> <v_2> ...".
-
-    ``objects`` ``[O_max, C]`` with -1 rows for absent objects; concepts in order
-    (for colour x shape: "a red cube and a blue sphere")."""
+    """The paper's caption of ``objects`` ``[O_max, C]`` (-1 rows absent): "a red cube and a blue sphere"."""
     parts = []
     for obj in objects:
         if obj[0] < 0:
@@ -80,6 +43,9 @@ def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
 
 @dataclass
 class SceneDataset:
+    """N scenes: ``objects`` ``[N, O_max, C]`` (-1 absent; left to right), ``images`` (uint8
+    ``[H, W, 3]``, or None for text), captions, file names, concept and value names, ``info``."""
+
     name: str
     concept_names: list[str]
     value_names: list[list[str]]
@@ -133,7 +99,7 @@ class SceneDataset:
                 "values_per_concept": self.values_per_concept}
 
     def object_ids(self) -> np.ndarray:
-        """``[N, O_max]`` object ids (:func:`bindcore.ids.object_ids`), -1 absent."""
+        """``[N, O_max]`` object ids, -1 absent."""
         return object_ids(self.objects, self.values_per_concept)
 
     def subset(self, index: Sequence[int] | np.ndarray) -> SceneDataset:
@@ -155,8 +121,8 @@ class SceneDataset:
 
     # -- labels.csv ----------------------------------------------------------------
     def labels_frame(self):
-        """The release's labels.csv layout: filename, then per object and concept the value
-        name, then per object and concept the value index (empty for absent objects)."""
+        """The release's labels.csv: filename, ``object<i>_<concept>`` names, then ``..._idx``
+        indices (empty for absent objects)."""
         import pandas as pd
 
         cols: dict[str, list[Any]] = {"filename": list(self.filenames)}
@@ -170,14 +136,9 @@ class SceneDataset:
         return pd.DataFrame(cols)
 
     def write(self, out: str | Path, images: bool = True, overwrite: bool = False, force: bool = False) -> Path:
-        """Write ``labels.csv``, ``metadata.json``, ``captions.csv`` and (for image
-        datasets) the PNG files into the folder ``out``, created if missing. A folder that
-        is not empty is refused unless ``overwrite``, which replaces the dataset files
-        in it (:func:`owned_files`; other files stay); dataset files that bindcore did not
-        write there (the authors' images, named by their labels.csv) only with ``force``
-        (:func:`check_output_folder`). Everything is written into a staging folder on
-        ``out``'s filesystem first and swapped in by renames (see the module docstring): a
-        failure or an interrupt leaves the old dataset whole."""
+        """Write labels, metadata, captions and PNGs into ``out``; a non-empty folder needs
+        ``overwrite`` (other files stay), files bindcore did not write need ``force``. A
+        failure or interrupt leaves the old dataset whole."""
         import pandas as pd
         from PIL import Image
 
@@ -212,9 +173,8 @@ class SceneDataset:
 
 
 def owned_files(folder: str | Path) -> list[Path]:
-    """The files of a dataset in ``folder`` that :meth:`SceneDataset.write` wrote and an
-    overwrite replaces: :data:`DATASET_FILES`, every file its ``labels.csv`` names, and
-    PNG files named like the writer names them (``0000000.png`` ...)."""
+    """The files an overwrite of ``folder`` replaces: :data:`DATASET_FILES`, those its
+    ``labels.csv`` names, and PNGs named like ``0000000.png``."""
     folder = Path(folder)
     names = set(DATASET_FILES)
     try:
@@ -228,8 +188,7 @@ def owned_files(folder: str | Path) -> list[Path]:
 
 
 def ours(folder: str | Path) -> set[str]:
-    """The names of the files :meth:`SceneDataset.write` wrote into ``folder`` (its
-    hidden list, :data:`MANIFEST`); empty when it holds none (or an unreadable one)."""
+    """The names in ``folder``'s :data:`MANIFEST`; empty if it has none or it is unreadable."""
     try:
         listed = json.loads((Path(folder) / MANIFEST).read_text())["files"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -238,22 +197,15 @@ def ours(folder: str | Path) -> set[str]:
 
 
 def foreign_files(folder: str | Path) -> list[Path]:
-    """The files an overwrite of ``folder`` would delete (:func:`owned_files`) that
-    bindcore did not write there (:func:`ours`): e.g. the authors' images named by the
-    labels.csv of a folder in their release layout."""
+    """The files an overwrite of ``folder`` would delete that bindcore did not write there."""
     mine = ours(folder)
     return [p for p in owned_files(folder) if p.name not in mine]
 
 
 def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = False) -> Path:
-    """Check, before any work, that a dataset can be written to the folder ``out``: it is
-    missing or empty, or (``overwrite``) holds files; it is not a file; ``out`` (or, when
-    it is missing, the folder that will hold it) can be written to. What an install into
-    ``out`` that was killed left behind is cleaned up first (:func:`recover_install`: an
-    old dataset half swapped out is put back). An overwrite that would delete files
-    bindcore did not write (:func:`foreign_files`) is refused, naming them, unless
-    ``force``, which lists them (a logged warning). Raises ``FileExistsError``,
-    ``NotADirectoryError`` or ``PermissionError`` naming the path."""
+    """``out`` once it is writable and empty (or ``overwrite``; foreign files need ``force``),
+    after recovering a killed install; else ``FileExistsError`` (also while another install
+    runs), ``NotADirectoryError`` or ``PermissionError``."""
     out = Path(out)
     check_writable_folder(out)  # out, or the folder that will hold it, can be written to
     running = [p for p in _staging_folders(out) if _running(p)]
@@ -280,8 +232,7 @@ def check_output_folder(out: str | Path, overwrite: bool = False, force: bool = 
 
 
 def _staging_folders(out: Path) -> list[Path]:
-    """The staging folders of installs into ``out`` (inside it, and beside it), matched by
-    their names' literal prefix (``out``'s name is no pattern: ``d*`` names one folder)."""
+    """Staging folders of installs into ``out`` (inside and beside it), by literal name prefix."""
     found = [p for p in out.iterdir() if p.name.startswith(STAGING)] if out.is_dir() else []
     if out.parent.is_dir():
         found += [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}{STAGING}")]
@@ -292,8 +243,7 @@ OWNER = ".owner"  # in a staging folder: locked (flock) by the process whose ins
 
 
 def _own(staging: Path) -> Any:
-    """Lock ``staging`` as this process's install; the open lock file (closing it, or the
-    process ending, releases the lock)."""
+    """Lock ``staging`` as this process's install; closing the returned file releases it."""
     import fcntl
 
     handle = open(staging / OWNER, "w")  # noqa: SIM115 (held for the whole install)
@@ -316,9 +266,8 @@ def _running(staging: Path) -> bool:
 
 
 def _staging_folder(out: Path) -> Path:
-    """A new staging folder on ``out``'s filesystem: inside ``out`` when it exists (a
-    mount point cannot be renamed, nor can files be renamed into it from elsewhere),
-    else beside it; with the mode any new folder gets."""
+    """A new staging folder inside ``out`` if it exists (a mount point cannot be renamed
+    into), else beside it."""
     if out.is_dir():
         path = Path(tempfile.mkdtemp(dir=out, prefix=STAGING))
     else:
@@ -333,8 +282,8 @@ def _labels_first(names: list[str]) -> list[str]:
 
 
 def _install(staging: Path, out: Path) -> None:
-    """Put the finished dataset ``staging/new`` in the place of ``out``'s dataset files
-    (see the module docstring); the staging folder is gone afterwards."""
+    """Swap ``staging/new`` in for ``out``'s dataset files, signals deferred; any error rolls
+    back. The staging folder is gone afterwards."""
     new = staging / "new"
     if not out.exists():  # nothing to keep: one rename (out's parent is staging's)
         try:
@@ -368,8 +317,7 @@ def _install(staging: Path, out: Path) -> None:
 
 
 def _roll_back(staging: Path, out: Path, journal: dict[str, Any]) -> None:
-    """Undo a swap that did not finish: the new files back into ``staging/new``, the old
-    ones back into ``out``. Safe to repeat (after a kill during a roll-back)."""
+    """Undo an unfinished swap (new files to ``staging/new``, old to ``out``); safe to repeat."""
     new, old = staging / "new", staging / "old"
     new.mkdir(exist_ok=True)
     for name in _labels_first(journal["new"]):  # a new file not in new/ was moved into out
@@ -381,8 +329,7 @@ def _roll_back(staging: Path, out: Path, journal: dict[str, Any]) -> None:
 
 
 def interrupted_install(folder: str | Path) -> str:
-    """For an error message about ``folder``: "; an install into it was interrupted ..."
-    and how to put its old dataset back, when a staging folder is there; else ""."""
+    """An error message's "; an install into it was interrupted ..." if a staging folder is there, else ""."""
     folder = Path(folder)
     found = _staging_folders(folder)
     if not found:
@@ -393,10 +340,8 @@ def interrupted_install(folder: str | Path) -> str:
 
 
 def recover_install(out: str | Path) -> list[Path]:
-    """Finish what an install into ``out`` that was killed left behind: a swap cut in the
-    middle is undone (the old dataset put back), a finished one's old files deleted, a
-    partial new dataset (killed while it was generated) deleted. Returns the staging
-    folders removed; each is reported (a logged warning)."""
+    """Clean up after killed installs into ``out`` (a cut swap is undone, leftovers deleted);
+    the staging folders removed, each logged."""
     out = Path(out)
     removed = []
     for staging in _staging_folders(out):
@@ -419,9 +364,8 @@ def recover_install(out: str | Path) -> list[Path]:
 
 
 def read_labels_table(path: str | Path, **read_csv: Any):
-    """A labels file as a pandas DataFrame (``read_csv`` options passed on), or an error
-    naming the file: ``FileNotFoundError`` when it is missing, ``ValueError`` when it is
-    empty, holds a header and no rows, or is not CSV text."""
+    """A labels file as a DataFrame; ``FileNotFoundError`` if missing, ``ValueError`` if empty,
+    without rows or not CSV."""
     import pandas as pd
 
     path = Path(path)
@@ -440,9 +384,8 @@ def read_labels_table(path: str | Path, **read_csv: Any):
 
 
 def read_labels_csv(path: str | Path, concept_names: Sequence[str] | None = None):
-    """Read a labels.csv in the release's layout -> (objects ``[N, O_max, C]``, filenames,
-    concept names). Indices are taken from the ``*_idx`` columns (the release's names can
-    be wrong: its CLEVR file swaps sphere and cylinder)."""
+    """``(objects [N, O_max, C], filenames, concept names)`` of a release labels.csv, from the
+    ``*_idx`` columns (its CLEVR names swap sphere and cylinder)."""
     import pandas as pd
 
     path = Path(path)

@@ -1,25 +1,7 @@
-"""Load the authors' image datasets from a folder the user points to (appendix C.1).
+"""Load the authors' image datasets (appendix C.1) from a folder of images and ``labels.csv``.
 
-Nothing is downloaded: the user gives a folder holding the images and a ``labels.csv``.
-
-* ``kind="clevr"`` / ``"clevr2d"``: the release layout (``filename``, then
-  ``object<i>_color``, ``object<i>_shape``, then ``object<i>_color_idx``,
-  ``object<i>_shape_idx``), which :meth:`SceneDataset.write` also writes. Indices are
-  authoritative: the names in the release's CLEVR file swap sphere and cylinder, so
-  the name columns are only checked to hold known words.
-* ``kind="pug_spare"``: PUG:SPARE's own layout (``filename, world_name,
-  character_name, character2_name, character_texture, character2_texture,
-  character_pos, character2_pos``); rows of one world (default "Desert") with empty
-  positions (the default placements) are kept. Concept 0 is the species, concept 1
-  the texture (colour), in the release's index order.
-
-Images are opened only when indexed (:class:`LazyImages`), so the 7,392 PUG:SPARE
-images need not sit in memory; the loader does check up front that every listed file
-exists, is a PNG or JPEG whose structure PIL can verify (``Image.verify``: a PNG's
-chunks and checksums, a JPEG's headers; a JPEG must also end with its end-of-image
-marker), and names the labels file's line of any that is not. An empty labels file,
-or one with a header and no rows, is an error naming it.
-"""
+Images are read only when indexed, but every listed file is checked up front (exists, PIL
+verifies it as PNG or JPEG) and errors name the labels file's line."""
 
 from __future__ import annotations
 
@@ -77,8 +59,7 @@ def _image_kind(path: Path) -> str | None:
 
 
 def _image_problem(path: Path) -> str | None:
-    """Why ``path`` is not a usable PNG or JPEG image, or None: its signature, then PIL's
-    ``verify`` of its structure, then (JPEG) the end-of-image marker."""
+    """Why ``path`` is not a usable PNG or JPEG image, or None."""
     kind = _image_kind(path)
     if kind is None:
         return "not a PNG or JPEG image (its first bytes are not an image signature)"
@@ -98,7 +79,7 @@ def _image_problem(path: Path) -> str | None:
 
 
 def _check_images(folder: Path, labels: Path, df, rows: Sequence[int]) -> list[Path]:
-    """The image files of the labels' ``rows``, each checked (:func:`_image_problem`)."""
+    """The image files of the labels' ``rows``, each checked."""
     paths = []
     for r in rows:
         fname = df["filename"].iloc[r]
@@ -132,7 +113,6 @@ def _load_clevr(folder: Path, labels: Path, kind: str) -> SceneDataset:
     expected = (["filename"] + [f"object{i}_{c}" for i in range(1, n_obj + 1) for c in concepts]
                 + [f"object{i}_{c}_idx" for i in range(1, n_obj + 1) for c in concepts])
     _require_columns(labels, df, expected, kind)
-    # validate every cell before trusting the indices
     for i in range(1, n_obj + 1):
         present = None
         for c, cname in enumerate(concepts):
@@ -203,7 +183,6 @@ def _load_pug(folder: Path, labels: Path, world: str) -> SceneDataset:
                 objects[k, slot, c] = index[v]
     filenames = df["filename"].iloc[rows].tolist()
     paths = _check_images(folder, labels, df, rows)
-    # the release's caption wording: "a <texture> <species> and a <texture> <species>"
     caps = [" and ".join(f"a {PUG_TEXTURES[t]} {PUG_SPECIES[s]}" for s, t in o) for o in objects]
     return SceneDataset(
         name="pug_spare", concept_names=["species", "texture"],
@@ -214,13 +193,9 @@ def _load_pug(folder: Path, labels: Path, world: str) -> SceneDataset:
 
 
 def load_folder(path: str | Path, kind: str, world: str = "Desert") -> SceneDataset:
-    """A dataset from an image folder with its ``labels.csv``.
-
-    ``kind``: "clevr", "clevr2d" (release layout) or "pug_spare" (PUG:SPARE layout,
-    rows of ``world`` with default positions). Raises FileNotFoundError for a missing
-    folder, labels.csv or image, ValueError for a wrong or missing column, an unknown
-    label value, an empty labels file or a file that is not a readable image (each
-    message names the file, and the line of labels.csv)."""
+    """A dataset from an image folder with its ``labels.csv``: ``kind`` "clevr", "clevr2d"
+    (release layout; indices decide, names only checked) or "pug_spare" (rows of ``world``
+    at default positions). ``FileNotFoundError`` or ``ValueError`` naming file and line."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     folder = Path(path)

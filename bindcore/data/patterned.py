@@ -1,20 +1,6 @@
-"""Patterned objects: a substitute, made here, for the generated natural images of
-appendix D.4 (the authors' images, made with an image generator, are not public).
-
-Each object has two concepts: a *surface pattern* (plain, striped, checked, dotted,
-rayed) and an *object type* (cube, cylinder, sphere, cone, egg), so that the default 5 x 5 types
-and patterns give 25 objects and the 625 ordered two-object scenes of D.4. Like the
-paper's images, the scenes vary in what the concepts do not fix: each object's colour
-(one of CLEVR's eight, drawn per object and scene), its size, its turn about the
-vertical, and the scale and phase of its pattern. Scenes are rendered by the CLEVR-like
-ray caster (:mod:`bindcore.data.clevr3d`) at its two fixed places (object 1 left and
-back, object 2 right and front); patterns are painted in each object's own frame, a
-light grey over the object's colour.
-
-:func:`make_patterned` returns a :class:`~bindcore.data.core.SceneDataset` (concept 0
-"pattern", concept 1 "object", as CLEVR's colour and shape: captions read "a striped
-cube and a dotted egg"), seeded: the same seed gives the same pixels.
-"""
+"""Patterned objects (pattern x object type), our substitute for appendix D.4's generated
+natural images (not public), rendered by the CLEVR-like ray caster; colour, size, turn and
+pattern scale and phase vary per scene as in the paper's images."""
 
 from __future__ import annotations
 
@@ -40,10 +26,8 @@ SCALE_RANGE = (0.8, 1.25)  # pattern scale
 
 @dataclass(frozen=True)
 class PatternedObject:
-    """One object: ``kind`` (index into :data:`OBJECT_TYPES`), ``pattern`` (into
-    :data:`PATTERNS`), ``color`` (into CLEVR's colours), ground position, turn, size,
-    and the pattern's ``scale`` and ``phase``. ``shape`` and ``material`` are what the
-    ray caster reads."""
+    """One object: indices ``kind``, ``pattern``, ``color``, its place, turn, size and the
+    pattern's ``scale`` and ``phase``."""
 
     kind: int
     pattern: int
@@ -72,8 +56,7 @@ class PatternedObject:
 
 
 def pattern_mask(obj: PatternedObject, p: np.ndarray) -> np.ndarray:
-    """``[n]`` bool: where the pattern's paint covers the surface points ``p`` ``[n, 3]``
-    of ``obj`` (computed in the object's own frame, lengths in units of its size)."""
+    """``[n]`` bool: where the pattern covers surface points ``p`` ``[n, 3]`` (in the object's frame)."""
     c, s = math.cos(math.radians(obj.yaw)), math.sin(math.radians(obj.yaw))
     dx, dy = p[:, 0] - obj.x, p[:, 1] - obj.y
     u = (dx * c + dy * s) / obj.size
@@ -103,10 +86,8 @@ class PatternedRenderer(Renderer):
 
 def make_patterned(n_types: int = 5, n_patterns: int = 5, size: tuple[int, int] = (320, 240), seed: int = 0,
                    supersample: int = 2, progress: bool = False) -> SceneDataset:
-    """All ordered pairs of the ``n_types x n_patterns`` objects (identical pairs
-    included: 625 scenes for 5 x 5), object 1 left and back, object 2 right and front;
-    each object's colour, size, turn and pattern scale and phase drawn per scene from
-    ``seed`` (see the module docstring)."""
+    """All ordered pairs of the ``n_types x n_patterns`` objects (625 for 5 x 5), the rest
+    drawn per scene from ``seed``. Concepts: 0 "pattern", 1 "object"."""
     for name, v, top in (("n_types", n_types, len(OBJECT_TYPES)), ("n_patterns", n_patterns, len(PATTERNS))):
         if not isinstance(v, (int, np.integer)) or not 1 <= v <= top:
             raise ValueError(f"{name} must be an integer in 1..{top}, got {v!r}")

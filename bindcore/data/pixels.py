@@ -1,45 +1,6 @@
-"""Multi-object images of coloured squares, rendered on the fly (appendix E).
-
-A scene is the same ``LongTensor[B, O_max]`` of object ids (``-1`` padded) as in
-:mod:`bindcore.controlled.scenes`, so object ids, the coverage split, labels, metrics, probes and
-approximators of §5 apply unchanged; this module only turns such a tensor into images.
-Everything is vectorised torch on the generator's device: there is no Python loop
-over images (the loops below run over object *slots* and rejection *rounds*).
-
-Objects. Concept 0 is the square's fill colour, concept 1 its border colour, both
-drawn from one palette of ``V`` colours; with ``C = 3`` concept 2 is the square's side
-(``V`` distinct integer sides from ``min_side`` to ``side``). A square of side ``s``
-is a frame of ``border`` pixels around an ``(s - 2 border)``-wide fill. The
-background is black.
-
-Palette rule (:func:`palette`). Let ``k`` be the smallest integer with ``k**3 >= V``.
-The candidate colours are the ``k**3`` RGB lattice points with channel levels
-``(i + 1) / k``, ``i = 0..k-1`` (black, the background, is never one of them); the
-palette is ``V`` of them chosen by farthest-point sampling in RGB, starting from white
-(ties go to the lower lattice index). Any two palette colours therefore differ by at
-least ``1 / k`` in some channel, and every colour is at least ``1 / k`` from the
-background: 0.5 for V <= 8, 1/3 for V <= 27, 0.25 for V <= 64 (V = 50, the paper's
-setting), far above the rounding of an 8-bit image (1/255).
-
-Layout (:func:`sample_layout`). Integer top-left corners drawn uniformly so that the
-square lies inside the image, redrawn (vectorised rejection, ``rounds`` rounds, only
-for scenes that violate the rule) until the rule holds:
-
-* levels ``clean`` and ``speckle``: no two squares overlap or touch (a gap of at least
-  ``gap`` pixels between them);
-* level ``overlap``: squares may overlap (objects are drawn in slot order, a later
-  slot on top), as long as every square keeps at least half of its fill pixels and at
-  least half of its border pixels visible.
-
-Scenes that still violate the rule after ``rounds`` rounds (rare; counted in
-``Layout.fallback``) use a fixed grid layout that satisfies it (one cell per slot,
-jittered inside the cell).
-
-Noise. ``speckle`` and ``overlap`` add speckle noise: every pixel is replaced, with
-probability ``speckle`` (default 0.2), by a uniformly random RGB colour; optionally
-(``noise`` > 0, default 0) Gaussian noise of that standard deviation is then added to
-every channel and the image clipped to [0, 1]. ``clean`` images are exact.
-"""
+"""Images of coloured squares rendered on the fly from scene tensors ``[B, O_max]`` (appendix E),
+vectorised on the generator's device. Concepts: 0 fill colour, 1 border colour, 2 (C = 3) side;
+the background is black."""
 
 from __future__ import annotations
 
@@ -73,15 +34,15 @@ def _palette_cpu(n_values: int) -> torch.Tensor:
 
 
 def palette(n_values: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """The ``V`` colours of the palette rule above, ``[V, 3]`` in [0, 1]."""
+    """``[V, 3]`` colours in [0, 1]: farthest-point sampling from white over the RGB lattice of
+    levels ``(i + 1) / k``, ``k**3 >= V``, so colours (and black) differ by >= ``1 / k``."""
     if n_values < 1:
         raise ValueError(f"n_values must be >= 1, got {n_values}")
     return _palette_cpu(int(n_values)).to(device)
 
 
 def palette_separation(n_values: int) -> float:
-    """The smallest channel-wise (Chebyshev) distance between two palette colours or
-    between a palette colour and the black background."""
+    """The smallest Chebyshev distance between two palette colours or a colour and black."""
     p = torch.cat([palette(n_values), torch.zeros(1, 3)])
     d = (p[:, None, :] - p[None, :, :]).abs().amax(-1)
     d.fill_diagonal_(float("inf"))
@@ -90,7 +51,8 @@ def palette_separation(n_values: int) -> float:
 
 @dataclass(frozen=True)
 class PixelSpec:
-    """How scenes become images. Sizes in pixels."""
+    """How scenes become images, sizes in pixels; ``speckle`` and ``overlap`` replace pixels by
+    random colours (then add ``noise``), ``clean`` images are exact."""
 
     image_size: int = 32
     side: int = 10  # side of a square (the largest side when C = 3)
@@ -176,7 +138,8 @@ def _uniform_corners(side: torch.Tensor, image_size: int, gen: torch.Generator) 
 
 
 def sample_layout(side: torch.Tensor, present: torch.Tensor, spec: PixelSpec, gen: torch.Generator) -> Layout:
-    """Top-left corners of squares of the given sides (see the module docstring)."""
+    """Uniform top-left corners, redrawn for ``rounds`` rounds until squares keep ``gap`` apart
+    (``overlap``: each keeps half its fill and border visible); then a jittered grid."""
     b, o = side.shape
     corners = _uniform_corners(side, spec.image_size, gen)
     bad = _violations(corners, side, present, spec)
@@ -205,8 +168,8 @@ def render_scenes(
     gen: torch.Generator,
     return_layout: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, Layout]:
-    """Scenes ``[B, O_max]`` (object ids, -1 padded) -> images ``[B, 3, H, W]`` in [0, 1]
-    (float32, on the generator's device). Deterministic given the generator's state."""
+    """Scenes ``[B, O_max]`` (-1 padded) -> float32 images ``[B, 3, H, W]`` in [0, 1] on the
+    generator's device, deterministic given its state."""
     spec.check(space)
     device = gen.device
     scenes = scenes.to(device)
@@ -247,8 +210,7 @@ def render_scenes(
 
 
 def visible_masks(layout: Layout, image_size: int, border: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per slot, bool ``[B, O, H, W]`` masks of the visible fill and the visible border
-    pixels (not covered by a later slot)."""
+    """bool ``[B, O, H, W]`` masks of each slot's fill and border not covered by a later slot."""
     pix = torch.arange(image_size, device=layout.top_left.device)
     top, left, s = layout.top_left[..., 0, None], layout.top_left[..., 1, None], layout.side[..., None]
     in_r, in_c = (pix >= top) & (pix < top + s), (pix >= left) & (pix < left + s)
@@ -263,10 +225,8 @@ def visible_masks(layout: Layout, image_size: int, border: int) -> tuple[torch.T
 
 
 def read_objects(space: SceneSpace, images: torch.Tensor, layout: Layout, spec: PixelSpec) -> torch.Tensor:
-    """Decode each slot's concept values from the pixels, knowing only where the squares
-    are: the median colour of its visible fill and of its visible border, mapped to the
-    nearest palette colour (and, for C = 3, its side to the nearest size value).
-    ``[B, O, C]``; absent slots give -1. The test that rendered labels are readable."""
+    """``[B, O, C]`` concept values read back from the pixels and the layout (nearest palette
+    colour to the visible medians); -1 for absent slots. For tests."""
     fill_m, border_m = visible_masks(layout, spec.image_size, spec.border)
     colours = palette(space.n_values, images.device)
     b, o = layout.side.shape

@@ -12,13 +12,11 @@ CLEVR_RGB: dict[str, tuple[int, int, int]] = {
     "blue": (42, 75, 215), "brown": (129, 74, 25), "cyan": (41, 208, 208), "gray": (87, 87, 87),
     "green": (29, 105, 20), "purple": (129, 38, 192), "red": (173, 35, 35), "yellow": (255, 238, 51),
 }
-# Shape indices as the release's code and images use them (its labels.csv names swap
-# 1 and 2): 0 cube, 1 cylinder, 2 sphere; CLEVR-2D draws them as square, triangle, circle.
+# Shape indices as the release's code and images use them (its labels.csv names swap 1 and 2)
 CLEVR_SHAPES: list[str] = ["cube", "cylinder", "sphere"]
 CLEVR2D_SHAPES: list[str] = ["square", "triangle", "circle"]
 
-# PUG:SPARE (Desert world): concept 0 species, concept 1 colour/texture, in the
-# release's index order.
+# PUG:SPARE (Desert world), in the release's index order
 PUG_SPECIES: list[str] = ["Crow", "Fox", "DeerStag", "DeerDoe", "Wolf", "Crocodile", "Elephant", "Hippopotamus",
                           "Lion", "Lioness", "Rhinoceros", "Zebra"]
 PUG_TEXTURES: list[str] = ["Red", "Blue", "Green", "Yellow", "Brown", "Purple", "Cyan", "Gray"]
