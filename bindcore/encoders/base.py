@@ -1,11 +1,5 @@
-"""The interface every frozen embedding backend implements (paper §4, §5.1).
-
-An :class:`Encoder` embeds images (uint8 RGB arrays ``[H, W, 3]`` or PIL images) and/or
-texts into float32 ``[N, d]`` arrays, names itself exactly (``identity``: the key of its
-stored embeddings) and is built lazily, on the first ``embed_*`` call (or ``load()``):
-constructing an encoder, reading its ``identity`` and answering from the stored
-embeddings never builds one.
-"""
+"""The interface of every frozen embedding backend; a model is built only on the first
+``embed_*`` call or ``load()``, never for its ``identity`` or stored embeddings."""
 
 from __future__ import annotations
 
@@ -32,7 +26,7 @@ class ModalityNotSupported(ValueError):
 
 
 def _check_images(images: Sequence[Any]) -> list:
-    """Validate (cheaply, up front) a sequence of uint8 RGB arrays ``[H, W, 3]`` / PIL images."""
+    """``images`` as a list, each a uint8 RGB array ``[H, W, 3]`` or a PIL image, else ``ValueError``."""
     from PIL import Image
 
     if isinstance(images, (str, bytes)) or (isinstance(images, np.ndarray) and images.ndim == 3):
@@ -67,15 +61,10 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
     return texts
 
 
-# ----------------------------------------------------------------------------------------------
-# The interface
-# ----------------------------------------------------------------------------------------------
-
-
 class Encoder:
     """A frozen embedding model. Subclasses set ``modalities`` and implement ``_identity_fields``,
-    ``_build`` (load the model; may raise :class:`EncoderUnavailable`), ``_check`` (the fast
-    availability check, no model built) and ``_embed_image_batch`` / ``_embed_text_batch``."""
+    ``_build`` (may raise :class:`EncoderUnavailable`), ``_check`` (fast, nothing built) and
+    ``_embed_image_batch`` / ``_embed_text_batch``."""
 
     modalities: frozenset[str] = frozenset()
     name: str = "encoder"
@@ -92,7 +81,7 @@ class Encoder:
     @property
     def identity(self) -> dict[str, Any]:
         """JSON-able dict naming the encoder exactly (backend, architecture, weights, seed,
-        precision, library versions that change its outputs); the cache key is built from it."""
+        precision, library versions): its embeddings' key."""
         if self._identity is None:
             self._identity = {**self._identity_fields(), "precision": self.precision}
         return dict(self._identity)
@@ -117,9 +106,8 @@ class Encoder:
         return self._loaded
 
     def check_available(self, probe: Callable[[str], bool] | None = None) -> None:
-        """Raise :class:`EncoderUnavailable` (fast, nothing built) when this encoder cannot be
-        loaded here. ``probe(url) -> bool`` answers reachability (default :func:`hub_reachable`);
-        it is asked only when weights are neither local nor forbidden to download."""
+        """Raise :class:`EncoderUnavailable` (fast, nothing built) if this encoder cannot load
+        here; ``probe(url) -> bool`` (default ``hub_reachable``) is asked only if weights are not local."""
         self._check(probe)
 
     def available(self, probe: Callable[[str], bool] | None = None) -> bool:
@@ -151,15 +139,14 @@ class Encoder:
 
     # -- embedding -----------------------------------------------------------------------
     def embed_images(self, images: Sequence[Any], batch_size: int = 64, progress: bool = True) -> np.ndarray:
-        """float32 ``[N, d]`` embeddings of ``images`` (uint8 RGB arrays ``[H, W, 3]`` or PIL
-        images), each converted with the model's own preprocessing."""
+        """float32 ``[N, d]`` of ``images`` (uint8 ``[H, W, 3]`` or PIL), the model's preprocessing."""
         self._require("image")
         items = _check_images(images)
         return self._run(items, batch_size, progress,
                          lambda batch: self._embed_image_batch([_to_pil(im) for im in batch]), "images")
 
     def embed_texts(self, texts: Sequence[str], batch_size: int = 256, progress: bool = True) -> np.ndarray:
-        """float32 ``[N, d]`` embeddings of ``texts`` (the model's own tokenizer)."""
+        """float32 ``[N, d]`` of ``texts``, the model's own tokenizer."""
         self._require("text")
         return self._run(_check_texts(texts), batch_size, progress, self._embed_text_batch, "texts")
 

