@@ -1,6 +1,4 @@
-"""Appendix D.3, D.4 and D.5: the claims about three-object scenes with occlusion and
-the grid structure of MDS (:func:`additional_claims`) and about generated natural images
-(:func:`natural_claims`)."""
+"""Appendix D.3-D.5 claims: occlusion and MDS grids (:func:`additional_claims`), natural images."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ def _row_evidence(r: pd.Series) -> str:
 
 
 def two_rates_differ(a: float, b: float, n_a: int, n_b: int, z: float = 2.0) -> bool:
-    """``a - b`` (rates of ``n_a`` and ``n_b`` trials) exceeds ``z`` standard errors of the
-    difference (pooled binomial)."""
+    """Whether ``a - b`` (rates of ``n_a``, ``n_b`` trials) exceeds ``z`` pooled standard errors."""
     if not _ok(a, b) or n_a < 1 or n_b < 1:
         return False
     p = (a * n_a + b * n_b) / (n_a + n_b)
@@ -38,24 +35,10 @@ def two_rates_differ(a: float, b: float, n_a: int, n_b: int, z: float = 2.0) -> 
 def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, keep: float = 0.9,
                       high: float = 0.5, r2_margin: float = 0.02, retrieval_margin: float = 0.05, z: float = 2.0,
                       grid_margin: float = 0.05, null_margin: float = 0.2) -> pd.DataFrame:
-    """The paper's D.3 and D.5 claims (summary), per image encoder of ``three``
-    (:func:`~bindcore.experiments.geometry.three_object_table`) and over the pretrained sets of
-    ``grid`` (:func:`~bindcore.book.tables.mds_table`); random-init encoders:
-    :data:`UNTESTABLE` (the claims are CLIP's), pretrained encoders other than CLIP /
-    DINOv2 tagged :data:`SUBSTITUTE`:
-
-    * probing stays high with occlusion: object probing of the occluded scenes is at
-      least ``keep`` of that without occlusion, at least ``high``, and, where the table
-      has the Gaussian null's (``probing objects (null)``), ``null_margin`` above it;
-    * object-based beats concept-based reconstruction: held-out R² of the bag of objects
-      at least ``r2_margin`` above that of the bag of concepts (averaging estimators),
-      with and without occlusion (held out: no in-sample gap from the larger bag), beyond
-      the Gaussian null's gap where the table has it (``R² held-out gap (null)``);
-    * occlusion lowers retrieval of the object reconstructions (all scenes): by at least
-      ``retrieval_margin`` and by more than ``z`` standard errors of the difference;
-    * D.5, grid structure strongest for text: the grid-neighbour recall (full
-      embedding) of every pretrained caption set is at least ``grid_margin`` above chance
-      and above that of every pretrained image set (needs both)."""
+    """D.3 and D.5 claims per image encoder of ``three`` and over ``grid``'s pretrained sets:
+    occluded object probing keeps ``keep`` and reaches ``high`` (``null_margin`` over the null);
+    held-out R² objects > concepts by ``r2_margin``; occlusion lowers retrieval by
+    ``retrieval_margin`` and ``z`` SEs; caption grids beat chance and images by ``grid_margin``."""
     (c_probe, p_probe), (c_r2, p_r2), (c_ret, p_ret), (c_mds, p_mds) = PAPER_CLAIMS_APPENDIX_D
     rows = []
     for (enc, _), sub in three.groupby(["encoder", "weights"], sort=False):
@@ -72,7 +55,6 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                      for c, p in specs]
             continue
         a, b = by[False], by[True]
-        # the Gaussian null of the occluded set, where the table has it (three_object_table)
         null_probe, null_gap = _num(b.get("probing objects (null)")), _num(b.get("R² held-out gap (null)"))
         floor = max(keep * a["probing objects"], high, null_probe + null_margin if _ok(null_probe) else -math.inf)
         rows.append(_row(c_probe, who, p_probe,
@@ -126,21 +108,16 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
 
 
 def above_chance(rate: float, chance: float, n: int, z: float = 3.0) -> bool:
-    """``rate`` of ``n`` trials lies more than ``z`` binomial standard errors above ``chance``."""
+    """Whether ``rate`` of ``n`` trials lies over ``z`` binomial standard errors above ``chance``."""
     if not _ok(rate, chance) or n < 1:
         return False
     return rate > chance + z * math.sqrt(max(chance * (1 - chance), 1e-12) / n)
 
 
 def natural_claims(table: pd.DataFrame, profile: str, z: float = 3.0) -> pd.DataFrame:
-    """D.4 (summary): on generated natural images, decomposition and editing retrieval
-    stay above chance. Per encoder of :func:`~bindcore.experiments.geometry.natural_table`:
-    shown when both retrievals lie more than ``z`` binomial standard errors above their
-    null: the same retrieval on Gaussian embeddings of the same size and spectrum
-    (columns ``retrieval null``, ``edit retrieval null``; in-sample retrieval of noise
-    lies far above the combinatorial chance at a large width) and above chance; without
-    the null: :data:`UNTESTABLE`. Random-init encoders: :data:`UNTESTABLE` (the claim
-    is CLIP's); other pretrained encoders: tagged :data:`SUBSTITUTE`."""
+    """D.4 per encoder: shown when decomposition and editing retrieval lie ``z`` SEs above both
+    chance and their Gaussian null (in-sample retrieval of noise is far above chance); no null:
+    untestable."""
     from bindcore.paper import PAPER_NATURAL_CLAIM
 
     rows = []

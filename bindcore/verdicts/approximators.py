@@ -1,7 +1,5 @@
-"""§5.1, §5.3, §5.4 and figure 9: the claims about binding functions, read from the
-approximator tables: of pretrained encoders (:func:`pretrained_claims`) and of the
-controlled models (:func:`width_claims`, :func:`form_claims`, :func:`figure9_claims`
-with its permutation null :func:`rank_null`)."""
+"""§5.1, §5.3, §5.4 and figure 9: claims about binding functions from the approximator tables
+of pretrained encoders and of the controlled models."""
 
 from __future__ import annotations
 
@@ -53,21 +51,9 @@ def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
 def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
                       above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
                       null: Any = None, margin: float = 0.2) -> pd.DataFrame:
-    """§5.1 / D.6 / D.7, per encoder of an approximator table
-    (:func:`~bindcore.experiments.complexity.pretrained_sweeps`):
-
-    * concepts generalize: the widest MLP's held-out concept recognition is at least
-      ``concept_level`` at every data fraction above ``above``, and at least ``margin``
-      above the null's (the same sweep on the null: ``null``, a table of the same shape,
-      e.g. shuffled labels; without it the random-init control of the same table, the
-      paper's own control; with neither: :data:`UNTESTABLE`);
-    * objects do not, for any family: concepts generalize (above) and, at the largest
-      fraction, the best family's held-out object recognition stays at least ``gap``
-      below the widest MLP's held-out concept recognition (the paper: about 0.20 against
-      >= 0.80); on a null, concepts do not generalize either and nothing is shown.
-
-    Encoders with random weights (named "... (random init)"): :data:`UNTESTABLE`;
-    pretrained encoders other than CLIP / DINOv2: tagged :data:`SUBSTITUTE`."""
+    """§5.1 / D.6 / D.7 per encoder: the widest MLP's held-out concepts reach ``concept_level``
+    above fraction ``above`` and ``margin`` over the ``null`` table (else the random-init
+    control; neither: untestable); the best family's objects stay ``gap`` below that."""
     rows = []
     paper_c = f">= {concept_level:.2f} above fraction {above:g} ({SUMMARY})"
     paper_o = (f"about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']}, "
@@ -128,23 +114,11 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
     return _frame(rows)
 
 
-# ---------------------------------------------------------------------------------
-# §5.3 and §5.4: binding functions of the controlled models
-# ---------------------------------------------------------------------------------
 def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAPER_APPROXIMATOR_WIDTHS[0],
                  share: float = 0.9, gap_margin: float = 0.1) -> pd.DataFrame:
-    """§5.3, at the largest data fraction, from an MLP approximator table
-    (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its ``bag ceiling`` column:
-    the best strict object recognition any bag of concepts reaches on the same held-out
-    scenes):
-
-    * per model, small MLPs suffice: the best width's held-out object recognition clears
-      the bag ceiling by ``margin`` (below it no width binds and nothing is shown; no
-      ceiling: :data:`UNTESTABLE`), and the smallest width reaching ``share`` of the best
-      is at most ``small`` (the paper's smallest width);
-    * across models, the gap (best minus the smallest width's recognition) grows with
-      the object space: the largest |O|'s gap exceeds the smallest |O|'s by at least
-      ``gap_margin`` (needs two sizes)."""
+    """§5.3 at the largest fraction: per model the best MLP clears the bag ceiling by ``margin``
+    and width ``small`` reaches ``share`` of it; across sizes the best-minus-smallest gap of the
+    largest |O| exceeds the smallest |O|'s by ``gap_margin``."""
     top = table[(table["fraction"] == table["fraction"].max()) & (table["family"] == FAMILY_LABELS["mlp"])]
     rows, gaps = [], []
     for name, full in top.groupby("model", sort=False):
@@ -200,19 +174,9 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
 
 def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float = 0.3, margin: float = 0.1,
                 tolerance: float = 0.02) -> pd.DataFrame:
-    """§5.4, at the largest data fraction, per controlled model, from an approximator
-    table of several families (:func:`~bindcore.experiments.complexity.controlled_sweeps`, with its
-    ``bag ceiling`` column):
-
-    * the additive probe recovers concepts, not objects: its held-out concept recognition
-      is >= ``concept_level`` and its object recognition at least ``gap`` below that;
-    * products recover binding: the best product family beats both the additive probe
-      and the bag ceiling of the same scenes on held-out objects by >= ``margin``;
-    * the global product is best: a global-product family (with or without the additive
-      terms) is within ``tolerance`` of the best family on held-out objects, and that
-      best clears the bag ceiling by ``margin`` (when no family binds, none is best).
-
-    Without a bag ceiling the binding claims are :data:`UNTESTABLE`."""
+    """§5.4 at the largest fraction per model: additive concepts >= ``concept_level``, objects
+    ``gap`` below; the best product beats additive and bag ceiling by ``margin``; a global
+    product is within ``tolerance`` of the best. No bag ceiling: untestable."""
     top = table[table["fraction"] == table["fraction"].max()]
     products = [FAMILY_LABELS[f] for f in ("global_product", "sum_global_product", "within_object_product",
                                            "sum_within_object_product")]
@@ -274,8 +238,7 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
 
 
 def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, seed: int = 0) -> float:
-    """The ``quantile`` of the Spearman rank correlation of ``x`` with ``y`` over
-    ``permutations`` seeded permutations of ``y`` (models' ids shuffled)."""
+    """The ``quantile`` of Spearman's rho of ``x`` with seeded permutations of ``y``."""
     rx, ry = pd.Series(np.asarray(x, dtype=float)).rank().to_numpy(), pd.Series(np.asarray(y, dtype=float)).rank()
     ry = ry.to_numpy()
     rng = np.random.default_rng(seed)
@@ -285,14 +248,9 @@ def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, 
 
 def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_rho: float = 0.5,
                    quantile: float = 0.95) -> pd.DataFrame:
-    """Figure 9, per object-space size, from :func:`~bindcore.experiments.complexity.figure9_table`:
-    the global-product probe's held-out object recognition tracks the model's own
-    (Spearman rank correlation >= ``min_rho`` and above the ``quantile`` of its
-    permutation null, the models' ids shuffled; over at least ``min_models`` models of
-    that size, fewer: :data:`UNTESTABLE`; with three models no correlation clears the
-    null); where the records carry swap-pair recognition (a scene and its
-    attribute-swapped twin both recognised, which a bag of concepts never achieves),
-    the same against it."""
+    """Figure 9 per size: the global product's held-out objects track the model's own (and its
+    swap pairs, where recorded): rho >= ``min_rho`` and above the permutation null's
+    ``quantile``, over >= ``min_models`` models (with three, none clears the null)."""
     rows = []
     axes = [("the global product tracks the model", "model: held-out objects")]
     if "model: swap pairs" in table and table["model: swap pairs"].notna().any():

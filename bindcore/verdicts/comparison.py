@@ -1,21 +1,6 @@
-"""The paper's numbers beside ours, like for like first (the reproduction report).
-
-Every number and claim of the paper (:func:`bindcore.paper.paper_items`) falls in exactly
-one group:
-
-* :data:`LIKE` -- same data, same weights, same protocol: the authors' data (for a
-  count of scenes or objects, a label set that is the release's exactly), the paper's
-  encoder with its weights, the release's settings wherever they change the number;
-* :data:`SUBSTITUTE` -- run here with a substitute, named: another encoder (MiniLM for
-  CLIP's text tower), other data (scenes ray-cast or drawn here, our word lists), or
-  another protocol (a profile's shorter schedules, closed-form components);
-* :data:`NOT_RUN` -- not run here, with the reason and the command that runs it.
-
-:func:`comparison_table` decides the group of each item from what the build ran (a
-:class:`Build`); :func:`summary_line` counts them. A random-init encoder is never a
-substitute for a pretrained one: numbers the paper reports for pretrained image
-encoders are not run where only the random-init control runs.
-"""
+"""The paper's numbers beside ours, each item in one group: :data:`LIKE` (same data, weights,
+protocol), :data:`SUBSTITUTE` (named) or :data:`NOT_RUN` (reason and command). A random-init
+encoder never stands in for a pretrained one."""
 
 from __future__ import annotations
 
@@ -53,14 +38,8 @@ NOTEBOOK = {"§4.1": "04_1_geometry", "D.2": "04_1_geometry", "§4.2": "04_2_com
 
 @dataclass
 class Build:
-    """What a book build ran, from the chapters' stored results (the report gathers it).
-
-    ``geometry``: the §4 chapters' parameters; ``sets`` with their ``decomposition``,
-    ``attribution`` and ``editing`` frames; ``pretrained``: the §5.1 sweep table (text
-    encoders) with its parameters ``p51``; ``three`` and ``natural``: the D.3 and D.4
-    tables, ``grid`` the D.5 table, with the appendix chapter's parameters ``pd``;
-    ``p52``: the §5.2 parameters; ``claims``: the claim frames of §5.3 (``"§5.3"``), §5.4
-    (``"§5.4"``) and figure 9 (``"figure 9"``); ``chapters``: the book's notebooks."""
+    """What a book build ran: each chapter's parameters (``geometry``, ``p51``, ``pd``, ``p52``),
+    tables and frames, the ``claims`` frames by chapter and the book's ``chapters``."""
 
     profile: str
     geometry: dict[str, Any]
@@ -127,8 +106,8 @@ def _data_difference(s: Any, b: Build) -> list[str]:
 
 
 def find_set(b: Build, data: str, model: str) -> tuple[int | None, list[str], str, str]:
-    """(index of our set standing for the paper's (data, model) or None, what differs,
-    why none runs, the command that runs it)."""
+    """``(index of our set standing for the paper's (data, model) or None, what differs, why
+    none runs, command)``."""
     sets = b.sets
     pretrained = model != "random init"
     text = data == "text"
@@ -408,8 +387,7 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
 
 
 def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
-    """The §5.2 summary the report's claims were judged on (the published scale records
-    first, else the chapter's sweep), and where it comes from."""
+    """The §5.2 summary the claims were judged on (scale records first) and its source."""
     for key, where in (("§5.2 (scale)", "scale recipe (published records)"), ("§5.2", f"profile '{b.profile}'")):
         frame = b.claims.get(key)
         records = frame.attrs.get("summary") if frame is not None else None
@@ -419,9 +397,7 @@ def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
 
 
 def comparison_table(b: Build) -> pd.DataFrame:
-    """One row per :func:`~bindcore.paper.paper_items` item: its group, the paper's
-    value, ours and what it was measured on, what differs (substitutes) or why it is not
-    run and the command that runs it."""
+    """One row (:data:`COLUMNS`) per item of :func:`~bindcore.paper.paper_items`."""
     rows = []
     for item in paper_items():
         if item.kind == "dataset":
@@ -449,8 +425,7 @@ def group_counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def summary_line(table: pd.DataFrame, profile: str) -> str:
-    """The report's opening count, in words; the bare counts of the datasets (scenes,
-    vocabulary sizes) apart, as the report's tables show them."""
+    """The report's opening count in words, the datasets' counts apart."""
     counts = np.array([item.kind == "dataset" for item in paper_items()])
     if len(counts) == len(table):
         datasets, table = int(counts.sum()), table[~counts]

@@ -1,18 +1,6 @@
-"""The vocabulary every claim of :mod:`bindcore.verdicts` shares. A claim function
-takes a chapter's results and answers, per claim and per encoder or model,
-:data:`SHOWN`, :data:`NOT_SHOWN`, :data:`NOT_TESTABLE` ("not testable here": the
-claim is about models that bind and its model does not, so the precondition failed and
-nothing is said of the claim) or :data:`UNTESTABLE` ("cannot be tested at this profile":
-the results lack what the claim needs, e.g. a pretrained encoder, a second object-space
-size, a data fraction above 0.3), with the paper's statement
-(:mod:`bindcore.paper`), ours in words, and ``why``: the rule the status follows, with
-its thresholds (parameters of each function). Beside the status, each row says what its
-subject is (:data:`EVIDENCE`).
-
-Every claim function returns a frame with the columns :data:`COLUMNS` (appendix E's,
-:func:`~bindcore.verdicts.pixels.pixel_claims`, its own). ``tests/test_claims.py`` feeds
-each function planted tables on which its claims hold, fail and cannot be tested.
-"""
+"""What every claim shares: statuses (:data:`NOT_TESTABLE`: the model does not bind, a failed
+precondition; :data:`UNTESTABLE`: the results lack what the claim needs), kinds of evidence,
+the row columns :data:`COLUMNS`, and counts and sentences made from claim frames."""
 
 from __future__ import annotations
 
@@ -26,9 +14,8 @@ NOT_SHOWN = "not shown"
 NOT_TESTABLE = "not testable here"
 UNTESTABLE = "cannot be tested at this profile"
 STATUSES = (SHOWN, NOT_SHOWN, NOT_TESTABLE, UNTESTABLE)
-# a controlled model binds when its held-out swap-pair recognition (a scene and its
-# attribute-swapped twin both recognised; a bag of concepts scores 0) reaches this: the
-# precondition of the claims about models that generalize (§5.3, §5.4, figure 9)
+# held-out swap-pair recognition (0 for a bag of concepts) at which a controlled model binds:
+# the precondition of the claims about models that generalize (§5.3, §5.4, figure 9)
 BINDS_AT = 0.5
 
 
@@ -72,9 +59,8 @@ def verdict(holds: bool) -> str:
 
 def _row(claim: str, subject: str, paper: str, ours: str, status: str, why: str, profile: str, *,
          evidence: str = NATIVE, null: str = "–", margin: str = "–") -> dict[str, Any]:
-    """One claim row. ``null``: the same statistic on a null of the same shape (or the
-    bag-of-concepts ceiling of the same scenes); ``margin``: ours minus the null, beside
-    the margin the rule asks for."""
+    """One claim row; ``null``: the statistic on a null of the same shape (or the bag ceiling),
+    ``margin``: ours minus the null beside the margin the rule asks."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     if evidence not in EVIDENCE:
@@ -91,9 +77,7 @@ def _margin(ours: float, null: float, need: float) -> str:
 
 
 def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[str, int]:
-    """How many claims of ``frames`` (claim frames) have each status, over the rows of
-    ``evidence`` (default: the paper's kind; None: every row). Substitute, controlled and
-    control rows are counted apart (:func:`evidence_counts`)."""
+    """``{status: count}`` over the rows of ``evidence`` (default the paper's kind; None: all)."""
     out = dict.fromkeys(STATUSES, 0)
     for f in frames:
         rows = f if evidence is None or "evidence" not in f else f[f["evidence"] == evidence]
@@ -103,7 +87,7 @@ def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[
 
 
 def evidence_counts(*frames: pd.DataFrame) -> dict[str, int]:
-    """How many claim rows of ``frames`` stand on each kind of evidence (:data:`EVIDENCE`)."""
+    """``{evidence: count}`` of the claim rows of ``frames``."""
     out = dict.fromkeys(EVIDENCE, 0)
     for f in frames:
         for e in f["evidence"]:
@@ -112,11 +96,8 @@ def evidence_counts(*frames: pd.DataFrame) -> dict[str, int]:
 
 
 def set_evidence(s: Any) -> str:
-    """What an embedding set is beside a claim about pretrained CLIP or DINOv2
-    (:data:`EVIDENCE`): that encoder with its weights (:data:`NATIVE`), another
-    pretrained encoder standing in (:data:`SUBSTITUTE`), a controlled dual encoder
-    (:data:`CONTROLLED`, which ``s.pretrained`` counts as trained) or random weights
-    (:data:`CONTROL`). Only the first two get verdicts."""
+    """The evidence an embedding set gives on a claim about pretrained CLIP or DINOv2; only
+    :data:`NATIVE` and :data:`SUBSTITUTE` get verdicts."""
     if getattr(s, "source", "") == "controlled":
         return CONTROLLED
     if not s.pretrained:
@@ -142,10 +123,8 @@ def _ceiling(sub: pd.DataFrame) -> float:
 
 
 def claim_outcomes(frame: pd.DataFrame) -> list[str]:
-    """One plain sentence per claim of a claims table, from its verdicts: where it was
-    reproduced (shown), on the paper's kind of encoder or on a substitute, where not,
-    and where it could not be tested (controlled models and controls included), naming the
-    subjects (object-space sizes) and the source (the table's ``profile``)."""
+    """One sentence per claim of a claims table: at which subjects it was reproduced (also on a
+    substitute), not reproduced or not testable, and its source."""
     out = []
     for claim, rows in frame.groupby("claim", sort=False):
         source = ", ".join(dict.fromkeys(rows["profile"]))

@@ -1,7 +1,5 @@
-"""The reproduction report's deviations tables: every way in which this book departs from
-the paper and from the authors' released code, with the numbers of each row read from
-the code that sets them (profiles, recipes, defaults, :data:`bindcore.paper.RELEASE`)
-and every measured effect read from stored results; nothing typed by hand."""
+"""The report's deviations tables: how this book departs from the paper and from the released
+code, every number read from the code that sets it or from stored results."""
 
 from __future__ import annotations
 
@@ -39,8 +37,7 @@ def _lrs(lrs: Any) -> str:
 def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53: dict[str, Any],
                      p52: dict[str, Any], pd_: dict[str, Any], n_fig9: int | None = None,
                      pe: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Deviations from the paper, the numbers of this build's parameters beside the
-    paper's; ``pe``: appendix E's chapter parameters (its rows: :func:`pixel_deviations`)."""
+    """Deviations from the paper (:data:`COLUMNS_PAPER`); ``pe``: appendix E's parameters."""
     from bindcore.analysis.geometry_sets import HOLDOUT
 
     a, n = p4["text_space"]
@@ -127,8 +124,7 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
 
 
 def pixel_deviations(profile: str, pe: dict[str, Any] | None = None) -> list[tuple[str, str, str, str]]:
-    """Appendix E's rows of the paper deviations: the pixel scenes, model and binding
-    data of ``profile`` (and of the ``paper`` profile) beside the paper's setting."""
+    """Appendix E's rows of the paper deviations, ``profile``'s (and ``paper``'s) beside the paper's."""
     from bindcore.controlled.recipes import pixel_recipe
 
     q, p = pixel_recipe(profile), pixel_recipe("paper")
@@ -161,10 +157,8 @@ def pixel_deviations(profile: str, pe: dict[str, Any] | None = None) -> list[tup
 
 def release_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], trees: pd.DataFrame | None = None,
                        ablation: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Deviations from (and bugs in) the released code, with effects measured in this
-    build where it measured them: ``trees`` (:func:`~bindcore.analysis.complexity.tree_components`
-    of §5.1) and ``ablation`` (§5.2's ablation table: ``variant``, ``test_object_2``, a row per
-    variant and seed; the median over seeds is read)."""
+    """Deviations from (and bugs in) the released code, with effects measured here: ``trees``
+    (tree components of §5.1) and ``ablation`` (rows per variant and seed; medians read)."""
     from bindcore.analysis.approximators import PCATreeRegressor, make_specs
     from bindcore.controlled.recipes import recipe
 

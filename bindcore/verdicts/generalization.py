@@ -1,6 +1,4 @@
-"""§5.2: the claims about binding generalization, from the sweep's summary
-(:func:`bindcore.sweep.generalization_summary`): :func:`claims_table` with its rules in
-words (:func:`generalization_claim_rules`)."""
+"""§5.2: the claims about binding generalization from the sweep's summary, and their rules in words."""
 
 from __future__ import annotations
 
@@ -35,9 +33,8 @@ def _size(r: dict[str, Any]) -> str:
 
 
 def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | None:
-    """How the transition coverage moves from a smaller object space to a larger one:
-    ``"rises"``, ``"falls"``, ``"same"``, or None when they cannot be compared (neither
-    has a transition; a missing one lies above that size's largest coverage)."""
+    """``"rises"``, ``"falls"`` or ``"same"``: the transition coverage from a smaller space to a
+    larger; None if not comparable (a missing transition lies above the largest coverage)."""
     ts, tl = small["transition coverage"], large["transition coverage"]
     if _ok(ts) and _ok(tl):
         return "rises" if tl > ts else "falls" if tl < ts else "same"
@@ -50,10 +47,8 @@ def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | Non
 
 def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
                  concept_threshold: float = 0.9) -> pd.DataFrame:
-    """The §5.2 claims per object-space size (and across sizes) from
-    :func:`bindcore.sweep.generalization_summary`, with the verdicts of
-    :func:`generalization_claim_rules`. ``profile`` names where the numbers come from
-    (e.g. ``"quick"`` or ``"scale (published)"``)."""
+    """The §5.2 claims per object-space size and across sizes, judged by
+    :func:`generalization_claim_rules`; ``profile`` names where the numbers come from."""
     (rises, c_rises), (above, c_above), (order_claim, c_order), (fraction, c_fraction) = PAPER_CLAIMS_5_2
     conc_col = f"concepts >= {concept_threshold:g} from coverage"
     rows = []
@@ -114,11 +109,8 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
 
 
 def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_release: str = "") -> str:
-    """Per object-space size, where the transition (swap pairs >= the threshold from there
-    on) was found and whether the runs there had fitted their training task, else up to
-    which coverage none was, with the release protocol's two-object number at the coverage
-    validation objects chose (beside the paper's ``paper_release``): the §5.2 row of the
-    report's outcome table."""
+    """The outcome table's §5.2 line: per size, the transition coverage (or up to where none)
+    and whether runs there fitted, with the release protocol's number beside ``paper_release``."""
     recs = summary.to_dict("records") if isinstance(summary, pd.DataFrame) else list(summary)
     parts = []
     for r in sorted(recs, key=lambda r: r["objects"]):

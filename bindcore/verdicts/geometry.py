@@ -1,6 +1,5 @@
-"""§4.1, D.2 and §4.2 / D.1: the claims about embedding sets of pretrained encoders:
-additive decomposition and editing (:func:`geometry_claims`), component attribution
-(:func:`attribution_claims`), each judged against a null of the same shape."""
+"""§4.1, D.2 and §4.2 / D.1 claims about embedding sets of pretrained encoders, each judged
+against a null of the same shape."""
 
 from __future__ import annotations
 
@@ -49,24 +48,10 @@ def geometry_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], edit_fr
                     null_frames: Sequence[pd.DataFrame | None] | None = None,
                     null_edit_frames: Sequence[pd.DataFrame | None] | None = None,
                     r2_margin: float = 0.02, retrieval_margin: float = 0.1) -> pd.DataFrame:
-    """§4.1 and D.2, per embedding set of a pretrained encoder (controlled models and
-    random-init controls: :data:`UNTESTABLE`; another pretrained encoder than CLIP or
-    DINOv2: tagged :data:`SUBSTITUTE`). Each statistic is also computed on the set's null
-    (``null_frames`` / ``null_edit_frames``: the same analyses of
-    :func:`~bindcore.analysis.embedding_sets.gaussian_null`, Gaussian embeddings of the
-    same size and spectrum with the same labels); without a null: :data:`UNTESTABLE`.
-
-    * objects explain more than concepts: the R² gap (bag of objects minus bag of
-      concepts, averaging estimators, all scenes) exceeds the null's gap by ``r2_margin``
-      (in-sample, noise alone gives the bag of objects, with more components, a gap);
-    * object reconstructions retrieve their scene: top-1 retrieval >= ``retrieval_level``
-      and at least ``retrieval_margin`` above the null's;
-    * editing works: retrieval of the counterfactual (obj-avg bank, strength ``k``,
-      ``case`` edits: by default the release's "different"-concept scenes) >=
-      ``retrieval_level`` and at least ``retrieval_margin`` above the null's.
-
-    ``frames``: :func:`~bindcore.analysis.geometry_sets.decomposition`; ``edit_frames``:
-    :func:`~bindcore.analysis.geometry_sets.editing`."""
+    """§4.1 and D.2 per embedding set, each against the set's Gaussian null (none: untestable):
+    the R² gap objects - concepts beats the null's by ``r2_margin`` (noise alone gives a gap
+    in-sample); reconstruction and edit (obj-avg, ``k``, ``case``) retrieval reach
+    ``retrieval_level`` and ``retrieval_margin`` above the null's."""
     rows = []
     gap_paper = (f"bag of concepts up to {PAPER_CONCEPT_R2['text']:.2f} (text) / {PAPER_CONCEPT_R2['CLEVR']:.2f} "
                  f"(image), objects about {PAPER_OBJECTS_OVER_CONCEPTS:.2f} more ({SUMMARY})")
@@ -78,8 +63,7 @@ def geometry_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], edit_fr
     null_edits = list(null_edit_frames) if null_edit_frames is not None else [None] * len(sets)
 
     def edits_of(ed: pd.DataFrame | None) -> pd.DataFrame | None:
-        """The edits the claim reads, their retrieval in column ``hit``: the release's exact
-        order (``retrieval_exact``, as the report's comparison) where the frame has it."""
+        """The edits the claim reads, retrieval in ``hit`` (exact order where the frame has it)."""
         if ed is None or not len(ed):
             return None
         e = ed[(ed["bank"] == "obj-avg") & np.isclose(ed["k"], k) & (ed["case"] == case)]
@@ -149,30 +133,12 @@ def geometry_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], edit_fr
     return _frame(rows)
 
 
-# ---------------------------------------------------------------------------------
-# §4.2 / D.1: component attribution
-# ---------------------------------------------------------------------------------
 def attribution_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], profile: str, chance_margin: float = 0.2,
                        keep: float = 0.8, control_drop: float = 0.1, min_original: float = 0.5,
                        margin: float = 0.2) -> pd.DataFrame:
-    """§4.2 / D.1, per embedding set of a pretrained encoder (controlled models and
-    controls: :data:`UNTESTABLE`; encoders other than CLIP / DINOv2: :data:`SUBSTITUTE`),
-    from :func:`~bindcore.analysis.geometry.component_attribution` frames (components
-    cross-fitted: a scene's components are estimated on other scenes). The null of each
-    removal is its permuted-ID control: the same number of vectors subtracted, attached
-    to the wrong scenes.
-
-    * removing concept components removes concepts but keeps objects: concept decoding
-      falls below ``chance_margin`` and at least ``margin`` below the permuted-concepts
-      control's, while object decoding keeps at least ``keep`` of its original value;
-    * removing object components removes both: concept and object decoding below
-      ``chance_margin`` and each at least ``margin`` below the permuted-objects control's;
-    * permuted controls barely change decoding: concepts (permuted concepts) and objects
-      (permuted objects) lose at most ``control_drop`` (the mean over derangements), and
-      the real removal takes at least ``margin`` more than its control.
-
-    Each needs the original embeddings to decode concepts and objects at
-    ``min_original`` at least: what is not there cannot be removed (:data:`NOT_SHOWN`)."""
+    """§4.2 / D.1 per embedding set, each removal against its permuted-ID control: decoding falls
+    below ``chance_margin`` and ``margin`` below the control (objects keep ``keep`` when concepts
+    go), controls lose at most ``control_drop``. Originals under ``min_original``: not shown."""
     paper = PAPER_ATTRIBUTION["text"]
     rows = []
     for s, df in zip(sets, frames):

@@ -1,6 +1,4 @@
-"""Appendix E (models trained from scratch on pixels): its claims per visual level
-(:func:`pixel_claims`, rules in words: :func:`pixel_claim_rules`), and D.7 beside it
-(:func:`d7_contrast`)."""
+"""Appendix E claims per visual level (rules in words: :func:`pixel_claim_rules`) and D.7 beside it."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ from bindcore.paper import PAPER_CLAIMS_APPENDIX_E, PAPER_D7
 
 from .core import NATIVE, STATUSES, UNTESTABLE, _ceiling, _encoder_evidence, _margin, _ok, verdict
 
-# thresholds of the claim rules (see :func:`pixel_claim_rules`)
 SWAP_THRESHOLD = 0.5  # swap pairs, as the §5.2 transition
 BAG_MARGIN = 0.1  # strict recognition above the bag ceiling of the same scenes
 SMALL_WIDTH = 64
@@ -39,7 +36,7 @@ def pixel_claim_rules() -> str:
 
 
 def _level_of(name: str) -> str:
-    """The visual level in a pixel model's name (``PixelTrainConfig.short_name``)."""
+    """The visual level in a pixel model's name."""
     for level in LEVELS:
         if f", {level}," in name:
             return level
@@ -47,17 +44,9 @@ def _level_of(name: str) -> str:
 
 
 def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
-    """Appendix E's claims, the paper's statement of each and ours, per visual level,
-    with the verdicts of :func:`pixel_claim_rules` (:data:`STATUSES`) and, beside ours,
-    the null (the bag-of-concepts ceiling of the same scenes) and the margin.
-
-    ``summary``: :func:`bindcore.book.tables.level_summary`; ``approx``: the approximator
-    table (:func:`bindcore.experiments.complexity.approximator_table` rows with a ``model`` column,
-    and a ``bag ceiling`` column where known) of the MLP widths and families;
-    ``ceiling``: :func:`bindcore.analysis.complexity.true_embedding_ceiling` of the same
-    binding data (``model`` column). Approximators are read at their largest data
-    fraction; without a bag ceiling of their scenes the binding claims are
-    :data:`UNTESTABLE`."""
+    """Appendix E's claims per visual level (:data:`PIXEL_COLUMNS`), judged by
+    :func:`pixel_claim_rules` from the level ``summary``, the ``approx`` table (largest
+    fraction; ``model`` column) and the models' own ``ceiling``."""
     (generalizes, c_generalizes), (small, c_small), (product, c_product) = PAPER_CLAIMS_APPENDIX_E
     rows = []
     for s in summary.to_dict("records"):
@@ -121,10 +110,8 @@ def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
 
 
 def d7_contrast(pretrained: Any, pixel_approx: Any, profile: str):
-    """D.7 beside appendix E: held-out object recognition of the global-product probe
-    (and of the additive probe, the bag-of-concepts reference) at the largest data
-    fraction, on each frozen encoder of §5.1 (``pretrained``: the §5.1 sweep table,
-    column ``encoder``) and on each pixel model (column ``model``)."""
+    """D.7: held-out recognition of the global-product (and additive) probe at the largest
+    fraction, per frozen encoder of §5.1 and per pixel model."""
     gp = FAMILY_LABELS["global_product"]
     rows = []
     for key, table in (("encoder", pretrained), ("model", pixel_approx)):

@@ -1,10 +1,5 @@
-"""What the reproduction report makes of the chapters' results: the parameters each
-chapter ran with in this build (:func:`report_parameters`, read by
-:func:`~bindcore.book.chapter.ran_with`), and, from the results the experiments computed
-or read from the store (:func:`bindcore.experiments.report.gather_results`), the tables
-the report shows, the claim frames of every chapter, the
-:class:`~bindcore.verdicts.comparison.Build` the comparison reads and the outcome table
-(:func:`gather`). Nothing here trains or fits."""
+"""What the reproduction report makes of the chapters' results: the parameters each chapter
+ran with, and the tables, claim frames, comparison and outcome table (:func:`gather`)."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ PIXELS = "e_pixel_encoders"
 
 
 def report_parameters(profile: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """({notebook: the parameters it ran with on ``profile``}, {notebook: where they come
-    from}) for :data:`CHAPTERS` and :data:`PIXELS` (:func:`~bindcore.book.chapter.ran_with`)."""
+    """``({notebook: parameters it ran with on profile}, {notebook: their source})``."""
     from bindcore.book.profiles import NOTEBOOK_TABLES
 
     params, sources = {}, {}
@@ -34,15 +28,8 @@ def report_parameters(profile: str) -> tuple[dict[str, dict[str, Any]], dict[str
 
 def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, str],
            results: dict[str, Any]) -> dict[str, Any]:
-    """The report of ``profile`` from the chapters' ``results``
-    (:func:`bindcore.experiments.report.gather_results`) and their parameters and sources
-    (:func:`report_parameters`): ``build`` (a :class:`~bindcore.verdicts.comparison.Build`),
-    ``claims`` ({chapter: claim frame}), ``params`` and ``sources`` of :data:`CHAPTERS`,
-    ``encoder_note``, and the tables the report shows: ``decomposition``, ``attribution``,
-    ``editing``, ``three``, ``natural``, ``grid``, ``pretrained``, ``trees``, ``fig9``, and
-    the §5.2 sweep's records (``generalization_runs``), appendix E's results (``pixels``:
-    :func:`pixel_report`) and the outcome table (``outcomes``:
-    :func:`~bindcore.verdicts.outcomes.outcome_table`)."""
+    """The report of ``profile``: ``build``, ``claims`` ({chapter: frame}), ``params``,
+    ``sources``, ``encoder_note``, ``pixels``, ``outcomes`` and the tables it shows."""
     from bindcore.book.tables import attribution_table, decomposition_table, editing_table, mds_table
     from bindcore.book.toc import toc_notebooks
 
@@ -81,10 +68,7 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
 
 
 def pixel_report(profile: str, params: dict[str, Any], source: str, results: dict[str, Any]) -> dict[str, Any]:
-    """Appendix E as its chapter ran on ``profile``: parameters ``params`` (and their
-    ``source``), the ``runs``, binding ``data``, approximator table ``approx`` and the
-    models' own ``ceiling`` (``results``: :func:`bindcore.experiments.pixels.pixel_results`),
-    and the ``claims`` (:func:`~bindcore.verdicts.pixels.pixel_claims`)."""
+    """Appendix E on ``profile``: ``params``, ``source``, the ``results`` and their ``claims``."""
     from bindcore.book.tables import level_summary, pixel_results_table
 
     from .pixels import pixel_claims
@@ -96,12 +80,8 @@ def pixel_report(profile: str, params: dict[str, Any], source: str, results: dic
 
 def generalization_claims(profile: str, runs: list[dict[str, Any]],
                           scale: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    """The §5.2 claims of the chapter's own sweep (``runs``:
-    :func:`bindcore.experiments.generalization.generalization_runs`) and, when there are
-    any, of the scale sweep's stored records (``scale``: those the chapter shows,
-    :func:`bindcore.experiments.generalization.scale_records`); each frame carries the rows
-    of its :func:`~bindcore.sweep.generalization_summary` in ``attrs["summary"]``
-    (records: pandas compares the attrs of frames it concatenates)."""
+    """The §5.2 claims of the chapter's sweep ``runs`` and (if any) the ``scale`` records, each
+    with its summary as records in ``attrs["summary"]`` (pandas compares the attrs it concatenates)."""
     from bindcore.sweep import generalization_summary, results_table
 
     from .generalization import claims_table
@@ -117,10 +97,7 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]],
 
 
 def claims_overview(claims: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per chapter: how many of its claims are shown, not shown, untestable on
-    the encoders or models the paper's claims are about; rows on substitutes (another
-    pretrained encoder) counted apart, and rows on controlled models or random-init
-    controls (no verdict) apart again."""
+    """Per chapter, the status counts on the paper's kind, then substitutes and no-verdict rows apart."""
     from .core import CONTROL, CONTROLLED, NATIVE, SHOWN, STATUSES, SUBSTITUTE, status_counts
 
     rows = []
