@@ -1,7 +1,4 @@
-"""One figure style for the whole book, and the figures the chapters share: tokens and
-object grids (§3), metrics against coverage (§5.2), approximators against data fraction
-and width (§5.1, §5.3, §5.4), MDS pictures of embedding sets (D.5), rendered squares and
-recognition by visual level (appendix E)."""
+"""The book's figure style and the figures the chapters share (§3, §5, D.5, appendix E)."""
 
 from __future__ import annotations
 
@@ -120,8 +117,7 @@ def plot_metric_vs_coverage(
 
 def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str | None = None,
                 width: float = 2.6):
-    """Images of ``dataset`` (a :class:`bindcore.data.SceneDataset`) with their captions
-    above them, like the sample grid of the authors' release."""
+    """Images of ``dataset`` at ``indices`` with their captions, as the release's sample grid."""
     import textwrap
 
     if dataset.images is None:
@@ -140,8 +136,7 @@ def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str
 
 
 def plot_by_fraction(ax: Any, table: Any, metric: str, ylabel: str, families: Sequence[str] | None = None) -> None:
-    """``metric`` against the data fraction, one line per family (the widest width of
-    each family, whose capacity is least in doubt)."""
+    """``metric`` against the data fraction, one line per family at its widest width."""
     fams = families or list(dict.fromkeys(table["family"]))
     for i, fam in enumerate(fams):
         sub = table[table["family"] == fam]
@@ -175,8 +170,7 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p"]
 
 
 def _value_colours(names: Sequence[str]) -> list[Any]:
-    """Colours of concept 0's values: the values themselves where all are colour names
-    (CLEVR colours, colour adjectives), else a qualitative colour map."""
+    """Colours of concept 0's values: the names themselves if all are colours, else a colour map."""
     if names and all(mcolors.is_color_like(n) for n in names):
         return [mcolors.to_rgba(n) for n in names]
     cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
@@ -190,9 +184,8 @@ def _names(s: EmbeddingSet, c: int) -> list[str]:
 
 
 def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 30) -> None:
-    """Draw the D.5 picture of one set on two axes: the objects (colour = concept 0,
-    marker = concept 1, labelled when there are at most ``annotate_max``) and the
-    concept values (labelled). The first two MDS dimensions are drawn."""
+    """The D.5 picture of one set on two axes: objects (colour: concept 0, marker: concept 1;
+    labelled up to ``annotate_max``) and concept values, in the first two MDS dimensions."""
     ax_o, ax_c = axes
     objs = df[df["bank"] == "objects"]
     cols = _value_colours(_names(s, 0))
@@ -227,13 +220,9 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
         ax.set_ylabel("MDS 2")
 
 
-# ---------------------------------------------------------------------------------
-# appendix E: pixel dual encoders
-# ---------------------------------------------------------------------------------
 def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, seed: int = 0):
-    """The same ``n`` training scenes of a pixel config
-    (:class:`bindcore.controlled.pixels.PixelTrainConfig`) drawn at each visual level,
-    titled with their objects as (fill, border) values."""
+    """The same ``n`` training scenes of a pixel config at each visual level, titled with
+    their objects' (fill, border) values."""
     import torch
 
     space = cfg.space
@@ -257,9 +246,8 @@ def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, see
 
 
 def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
-    """Per visual level, held-out two-object recognition (strict) and swap-pair
-    recognition against coverage, with the bag-of-concepts floor and ceiling
-    (``table``: :func:`bindcore.book.tables.pixel_results_table`)."""
+    """Per visual level, held-out strict and swap-pair recognition against coverage, with
+    the bag-of-concepts floor and ceiling."""
     levels = [lv for lv in (levels or LEVELS) if lv in set(table["level"])]
     fig, axes = plt.subplots(1, len(levels), figsize=(4.6 * len(levels), 3.9), sharey=True, squeeze=False)
     for ax, level in zip(axes[0], levels):
@@ -285,9 +273,8 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
 
 
 def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
-    """Figure 9: the global product's held-out object recognition against the model's
-    own, one colour per object-space size (the legend gives its correlation), the
-    diagonal dotted."""
+    """Figure 9: the global product's held-out object recognition against the model's own,
+    a colour per object-space size (its correlation in the legend)."""
     corr = correlations.set_index("objects")
     drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
     for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
@@ -305,13 +292,9 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
 
 
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
-    """§5.2 at several object-space sizes, every seed a dot and the median over seeds a
-    line: (0) strict held-out two-object recognition against coverage, one colour per
-    size, its bag-of-concepts ceiling dotted, and where the records have it the
-    release's protocol (two-object scenes) dashed; (1) held-out swap-pair recognition (a
-    bag scores 0), the transition level dashed; (2) the transition coverage of the
-    median against |O| (:func:`bindcore.sweep.transition_coverage`; open markers: no
-    transition, drawn at the largest coverage)."""
+    """§5.2 at several sizes on three axes (seeds as dots, medians as lines): strict held-out
+    recognition with its bag ceiling (and the release's protocol), swap pairs, and the
+    transition coverage against |O| (open markers: none, drawn at the largest coverage)."""
     keys = ["objects", "C", "V", "coverage"]
     median = table.groupby(keys, as_index=False).median(numeric_only=True)
     release = "release_test_object_2" in table and table["release_test_object_2"].notna().any()
@@ -353,8 +336,7 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
 
 
 def _panel_grid(n: int, ncols: int, width: float, height: float, **kw: Any):
-    """A figure of ``n`` panels, ``ncols`` to a row, each ``width`` x ``height`` inches; the
-    unused panels of the last row hidden."""
+    """A figure of ``n`` panels, ``ncols`` to a row, ``width`` x ``height`` inches each."""
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kw)
     for ax in axes.flat[n:]:
@@ -364,8 +346,7 @@ def _panel_grid(n: int, ncols: int, width: float, height: float, **kw: Any):
 
 
 def _steps_axis(ax) -> None:
-    """A training-step axis with a few ticks, written in thousands (``5k``), so that long
-    runs' labels do not run into each other."""
+    """A training-step axis with a few ticks in thousands (``5k``)."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
@@ -373,9 +354,8 @@ def _steps_axis(ax) -> None:
 
 
 def _label_bottom_panels(axes, label: str) -> None:
-    """The x ticks and ``label`` on the lowest drawn panel of each column: with a shared x
-    axis only the bottom row shows ticks, and a column whose bottom panel is hidden (an
-    incomplete last row) would show none."""
+    """The x ticks and ``label`` on each column's lowest drawn panel (a shared x axis shows
+    none where the bottom panel is hidden)."""
     nrows, ncols = axes.shape
     for col in range(ncols):
         visible = [r for r in range(nrows) if axes[r, col].get_visible()]
@@ -390,10 +370,8 @@ def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
 
 
 def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair", ncols: int = 4):
-    """``metric`` over training steps: one panel per object-space size, one colour per
-    coverage (darker: higher), one thin line per run (every seed drawn) and the median over
-    a coverage's runs at the steps they share in the same colour, thick. Returns the
-    figure (None when no record has ``metric`` in its history)."""
+    """``metric`` over training steps, a panel per size, a colour per coverage, thin per run
+    and thick for the median; None when no record has ``metric``."""
     runs = []  # (objects, coverage, the metric by step)
     for r in records:
         c, h = r["config"], pd.DataFrame(r["history"])
@@ -425,8 +403,7 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
 
 
 def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]], float]]:
-    """Attempts of one recipe (same base and changes, e.g. seed 0 and then seeds 1 and 2
-    logged apart) as one: (first name, every run, target), in log order."""
+    """Attempts of one recipe (same base and changes) as one ``(first name, runs, target)``."""
     groups: dict[str, tuple[str, list[dict[str, Any]], float]] = {}
     for a in attempts:
         key = repr((a.get("base"), sorted((a.get("changes") or {}).items()))) if a.get("changes") else a["name"]
@@ -436,11 +413,8 @@ def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dic
 
 
 def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
-    """The training-task curves of a fit-search log (``published/fit-search.json``), one
-    panel per recipe (attempts with the same changes share one): ``task_object_2``
-    against the step, a thin line per seed (one colour per seed number) and the median
-    over the seeds at each step they share in black, the target dashed. Returns the
-    figure (None without attempts)."""
+    """The ``task_object_2`` curves of a fit-search log, a panel per recipe, a line per seed,
+    the median black and the target dashed; None without attempts."""
     if not attempts:
         return None
     recipes = _same_recipe(attempts)

@@ -1,11 +1,5 @@
-"""Object ids, the one numbering of objects in bindcore (paper §3, B.1).
-
-An object of C concepts with values ``(v_0, ..., v_{C-1})`` (``V_c`` values each) has
-the id ``sum_c v_c * prod_{c' < c} V_{c'}``: mixed radix with concept 0 the least
-significant digit, ids ``0 .. prod V_c - 1``. A row of ``-1`` values is an absent object
-and has id ``-1`` (and back). The functions take numpy arrays or torch tensors and
-return the same kind.
-"""
+"""Object ids (§3, B.1): mixed radix with concept 0 least significant, ids ``0 .. prod V_c - 1``;
+a row of -1 values (an absent object) is id -1. Numpy in, numpy out; torch in, torch out."""
 
 from __future__ import annotations
 
@@ -29,8 +23,7 @@ def _is_torch(x: Any) -> bool:
 
 
 def object_ids(values: Any, values_per_concept: Sequence[int]) -> Any:
-    """Concept values ``[..., C]`` -> object ids ``[...]``; -1 where the object is absent
-    (its values are -1)."""
+    """Concept values ``[..., C]`` -> object ids ``[...]``, -1 for absent objects."""
     r = radix(values_per_concept)
     if _is_torch(values):
         import torch
@@ -42,8 +35,7 @@ def object_ids(values: Any, values_per_concept: Sequence[int]) -> Any:
 
 
 def object_values(ids: Any, values_per_concept: Sequence[int]) -> Any:
-    """Inverse of :func:`object_ids`: object ids ``[...]`` -> concept values ``[..., C]``
-    (``v_c = id // radix_c mod V_c``); -1 rows where the id is negative."""
+    """Object ids ``[...]`` -> concept values ``[..., C]``, -1 rows for negative ids."""
     r = radix(values_per_concept)
     if _is_torch(ids):
         import torch

@@ -1,19 +1,5 @@
-"""Files and hashes: atomic writes and stable content hashes, used by everything that
-stores or keys results (the result store, the embedding cache, the book build).
-
-Atomic writes go to a uniquely named temporary file in the target folder
-(``tempfile.mkstemp``) that replaces the target in one ``os.replace``: a reader never
-sees a half-written file, two writers never share a temporary name, and a failed
-write leaves nothing behind. ``mkstemp`` creates its file readable by its owner alone;
-the file is given the mode any other new file gets (``0o666`` less the umask,
-:func:`file_mode`), so that a group shares results as it shares other output. Nothing
-is pickled: JSON, text, ``.npz`` (read with
-``allow_pickle=False``) and torch state dicts (read with ``weights_only=True``).
-
-A change made of several renames (a dataset's files swapped for another's,
-:mod:`bindcore.data.core`) runs under :func:`signals_deferred`: a Ctrl-C or SIGTERM that
-arrives meanwhile takes effect when the change is complete.
-"""
+"""Stable content hashes and atomic writes (a temporary file in the target folder, then one
+``os.replace``, with the mode other new files get). Nothing is pickled."""
 
 from __future__ import annotations
 
@@ -29,14 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 
-# ---------------------------------------------------------------------------------
-# hashes
-# ---------------------------------------------------------------------------------
 def canonical_numbers(obj: Any) -> Any:
-    """``obj`` with every ``-0.0`` (in dicts, lists and tuples) as ``0.0``: equal values,
-    one text. Every other value is left as it is, so the text of any config without a
-    ``-0.0`` does not change. (Typed configs make ``0`` and ``0.0`` alike before they are
-    hashed: :func:`bindcore.settings.coerce`.)"""
+    """``obj`` with every ``-0.0`` (in dicts, lists, tuples) as ``0.0``, all else unchanged."""
     if isinstance(obj, float):
         return obj + 0.0 if obj == 0 else obj
     if isinstance(obj, dict):
@@ -47,8 +27,7 @@ def canonical_numbers(obj: Any) -> Any:
 
 
 def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no spaces, ``-0.0`` written as ``0.0``
-    (:func:`canonical_numbers`): equal configs give equal text."""
+    """JSON with sorted keys, no spaces and ``-0.0`` as ``0.0``: equal configs, equal text."""
     return json.dumps(canonical_numbers(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -66,10 +45,8 @@ def _encode(part: Any) -> bytes:
 
 
 def digest(*parts: Any, length: int | None = 16) -> str:
-    """sha256 of ``parts`` as hex (its first ``length`` digits; None: all 64), the one hash
-    of bindcore. ``bytes`` and ``str`` count as they are, numpy arrays by shape, dtype and
-    contents, ``None`` is skipped, anything else as canonical JSON. Parts are separated,
-    so ``("ab", "c")`` and ``("a", "bc")`` differ; a single part hashes as its bytes."""
+    """The first ``length`` hex digits (None: all 64) of the sha256 of ``parts``, separated:
+    bytes and str as they are, arrays by shape, dtype and contents, None skipped, else canonical JSON."""
     h = hashlib.sha256()
     first = True
     for part in parts:
@@ -89,15 +66,14 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def arrays_hash(*arrays: Any) -> str:
-    """Stable short hash of the shapes, dtypes and contents of ``arrays`` (None skipped):
-    the key under which an analysis of those arrays is stored."""
+    """Stable short hash of the shapes, dtypes and contents of ``arrays`` (None skipped)."""
     import numpy as np
 
     return digest(*(None if a is None else np.asarray(a) for a in arrays))
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
-    """sha256 (64 hex digits) of a file's bytes, read in chunks."""
+    """sha256 (64 hex digits) of a file's bytes."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
@@ -105,15 +81,12 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
     return h.hexdigest()
 
 
-# ---------------------------------------------------------------------------------
-# atomic writes
-# ---------------------------------------------------------------------------------
 _UMASK_LOCK = threading.Lock()
 
 
 def umask() -> int:
-    """This process's umask (read from ``/proc`` where there is one: setting and
-    restoring it, the portable way, is not safe while other threads create files)."""
+    """This process's umask, from ``/proc`` where there is one (setting and restoring it is
+    unsafe while other threads create files)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -133,10 +106,8 @@ def file_mode(directory: bool = False) -> int:
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: str | Path | None = None) -> Path:
-    """Call ``write(f)`` on a new temporary file in ``path``'s folder, then move it onto
-    ``path`` in one step. On any error the temporary file is removed and ``path`` keeps
-    its old content. ``backup``: first move the old ``path`` (if any) there, so that a
-    good copy exists at every moment (``path``, else ``backup``)."""
+    """``write(f)`` into a temporary file moved onto ``path`` in one step (on error ``path`` is
+    unchanged); ``backup``: first move the old ``path`` there, so a good copy always exists."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -174,8 +145,7 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 
 
 def atomic_torch_save(path: str | Path, obj: Any, backup: str | Path | None = None) -> Path:
-    """``torch.save`` of state dicts and plain containers (read back with
-    ``weights_only=True``); ``backup`` as in :func:`atomic_write`."""
+    """``torch.save`` of state dicts and plain containers (read with ``weights_only=True``)."""
     import torch
 
     return atomic_write(path, lambda f: torch.save(obj, f), backup=backup)
@@ -189,10 +159,8 @@ def atomic_savez(path: str | Path, **arrays: Any) -> Path:
 
 
 def check_writable_folder(path: str | Path) -> Path:
-    """``path`` if it is a folder this process can create files in, or a missing one it
-    can create (its nearest existing parent is a writable folder); otherwise
-    ``NotADirectoryError`` or ``PermissionError`` naming the path. Creates nothing
-    (a probe folder is made and removed)."""
+    """``path`` if this process can create files in it (or create it), else
+    ``NotADirectoryError`` or ``PermissionError``; leaves nothing behind."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{path} exists and is not a folder")
@@ -211,11 +179,8 @@ def check_writable_folder(path: str | Path) -> Path:
 
 @contextlib.contextmanager
 def signals_deferred(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[list[int]]:
-    """Hold back ``signums`` (Ctrl-C, SIGTERM) for the ``with`` block: one that arrives is
-    recorded (the list yielded) and delivered again, to the handler that was in place,
-    once the block has ended, so that a few quick steps that must not be cut in half
-    (renames that swap one dataset for another) end together. Outside the main thread
-    (where Python cannot set handlers) nothing is held back."""
+    """Hold back ``signums`` during the block (recorded in the yielded list) and deliver the
+    first afterwards, so quick steps that must not be cut in half end together; main thread only."""
     got: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield got

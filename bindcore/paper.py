@@ -1,18 +1,6 @@
-"""What the paper reports, once: every number this book sets beside its own, and the
-paper's statement of each claim a chapter tests (Uselis, Koishigarina, Oh, "How can
-embedding models bind concepts?", arXiv 2605.31503).
-
-Sources: the paper's summary (``../shared/paper/paper-summary.txt``) and, where marked
-(:data:`NOTES`), secondary reading notes of the paper (``numbers.md``). Only this module
-and :mod:`bindcore.book` hold the paper's numbers and claims; the science modules hold
-none (``tests/test_layout.py`` checks).
-
-The tables below are the paper's own layout; :func:`paper_items` lists every number and
-every claim of them once, as :class:`PaperItem` rows, which is what the reproduction
-report sorts into like-for-like, substitute and not-run comparisons
-(:mod:`bindcore.verdicts.comparison`). :data:`RELEASE` holds settings of the authors'
-released code that the book quotes (settings, not results: never compared).
-"""
+"""What the paper reports (Uselis, Koishigarina, Oh, arXiv 2605.31503), once: every number the book
+sets beside its own and each claim's statement, from the summary and, where marked (:data:`NOTES`),
+secondary notes; :data:`RELEASE` holds settings of the released code (never compared)."""
 
 from __future__ import annotations
 
@@ -23,9 +11,7 @@ NOTES = "as reported in secondary notes"
 SUMMARY = "paper summary"
 SUMMARY_AND_NOTES = "paper summary + notes"
 
-# ---------------------------------------------------------------------------------
-# appendix C: the datasets
-# ---------------------------------------------------------------------------------
+# -- appendix C: the datasets --
 # sizes of the paper's datasets (summary; checked against the release's label files)
 PAPER_DATASET_SIZES = {
     "CLEVR": {"scenes": 576, "colours": 8, "shapes": 3, "objects": 24},
@@ -47,9 +33,7 @@ def _sizes(name: str) -> str:
 
 PAPER_DATASETS = {name: _sizes(name) for name in ("CLEVR-2D", "captions (C.3)", "captions (released code)")}
 
-# ---------------------------------------------------------------------------------
-# §4.1 additive decomposition, §4.2 / D.1 component attribution, D.2 editing
-# ---------------------------------------------------------------------------------
+# -- §4.1 additive decomposition, §4.2 / D.1 component attribution, D.2 editing --
 # §4.1 reconstruction from object components (notes): R² avg, R² avg+pos, retrieval, probing
 PAPER_RECONSTRUCTION = {
     ("text", "CLIP ViT-B/32"): (0.90, 0.92, 0.97, 0.99),
@@ -92,9 +76,7 @@ PAPER_EDITING = {
     ("PUG:SPARE", "DINOv2"): {"probing": (0.97, 0.97, None), "retrieval": (0.48, 0.76, None)},
 }
 
-# ---------------------------------------------------------------------------------
-# appendix D.3 (three objects, occlusion), D.4 (natural images) and D.5 (MDS)
-# ---------------------------------------------------------------------------------
+# -- appendix D.3 (three objects, occlusion), D.4 (natural images) and D.5 (MDS) --
 # D.3, from the paper summary (not the secondary notes): pretrained CLIP on the authors'
 # Blender three-object CLEVR scenes. The summary gives no probing number without
 # occlusion; probing with occlusion is a range (low, high).
@@ -131,9 +113,7 @@ PAPER_CLAIMS_APPENDIX_D = (
     ("D.5 partial grid structure, strongest for text", PAPER_MDS),
 )
 
-# ---------------------------------------------------------------------------------
-# §5 binding functions and binding generalization
-# ---------------------------------------------------------------------------------
+# -- §5 binding functions and binding generalization --
 # Appendix D: the approximators' training protocol (Adam)
 PAPER_APPROXIMATOR_PROTOCOL = {"steps": 10_000, "lrs": (1e-2, 1e-3, 1e-4), "batch_size": 4096}
 # C.4: the approximators' MLP widths
@@ -169,9 +149,7 @@ PAPER_CLAIMS_5_2 = (
 PAPER_WIDTH = "small MLPs suffice; the gap grows with |O|"
 PAPER_FORM = "additive: concepts yes, objects no; products recover objects; global product best"
 
-# ---------------------------------------------------------------------------------
-# appendix E: vision encoders trained from scratch on pixels (summary), and D.7
-# ---------------------------------------------------------------------------------
+# -- appendix E: vision encoders trained from scratch on pixels (summary), and D.7 --
 PAPER_PIXELS = {
     "objects": "squares with a fill colour and a border colour",
     "values per concept": 50,
@@ -203,10 +181,7 @@ PAPER_D7 = {"frozen": PAPER_PRODUCT_ON_PRETRAINED, "pixels": "recovers objects"}
 PAPER_PIXELS_CLAIM = ("shallow MLPs approximate the binding map; the global-product probe recovers held-out objects "
                       "at every level of visual complexity")
 
-# ---------------------------------------------------------------------------------
-# the released code's settings the book quotes (reference-spec §2-§9; settings, not
-# results: they are never compared)
-# ---------------------------------------------------------------------------------
+# -- the released code's settings the book quotes (reference-spec §2-§9; never compared) --
 RELEASE = {
     "probe train fraction": 0.4,  # linear probes: 40 % of the scenes
     "probe epochs": 10_000,
@@ -224,18 +199,11 @@ RELEASE = {
 }
 
 
-# ---------------------------------------------------------------------------------
-# every number and claim, once
-# ---------------------------------------------------------------------------------
+# -- every number and claim, once --
 @dataclass(frozen=True)
 class PaperItem:
-    """One number (``value``: a float, an int, a (low, high) range) or one claim
-    (``value`` None, ``statement`` its words) the paper reports.
-
-    ``section``: where in the paper; ``data`` and ``model``: what it was measured on
-    (the paper's names); ``metric``: what it is; ``source``: :data:`SUMMARY`,
-    :data:`NOTES` or :data:`SUMMARY_AND_NOTES`; ``kind``: "result", "dataset" (a size of
-    a dataset), "setting" (a protocol the paper states) or "claim"."""
+    """One number the paper reports (``value``: float, int or (low, high)) or one claim (``value``
+    None, ``statement``); ``kind``: "result", "dataset", "setting" or "claim"."""
 
     section: str
     data: str

@@ -1,25 +1,16 @@
-"""Where and how bindcore runs: the workload profiles, CPU threads and OpenMP, the
-device, progress bars.
+"""Where and how bindcore runs: profiles, threads and OpenMP, the device, progress bars.
 
-This is the one place that sets thread and OpenMP policy. PyTorch's OpenMP threads
-spin-wait by default, which on a small, shared machine slows training by an order of
-magnitude; ``OMP_WAIT_POLICY=PASSIVE`` must be in the environment before torch loads,
-so ``bindcore/__init__`` calls :func:`apply_openmp_policy` and this module imports
-neither torch nor numpy at import time. Child processes that run bindcore code (sweep
-workers, notebook kernels) get :func:`openmp_environment`.
-"""
+The one place for OpenMP policy: torch's spin-waiting threads slow a small shared machine
+tenfold, so ``OMP_WAIT_POLICY=PASSIVE`` is set before torch loads (no torch import here)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-# Workload sizes (README "Profiles"): smoke (CI: every code path, numbers meaningless),
-# quick (a laptop CPU: the paper's findings at small scale), colab (one Colab T4-class GPU,
-# under an hour per chapter: the paper's sizes where they fit), paper (a GPU: the paper's scales).
+# workload sizes (README "Profiles"); ``scale``: a recipe no chapter runs but the quick book
+# shows from published/
 PROFILES = ("smoke", "quick", "colab", "paper")
-# training recipes: the book's profiles and ``scale`` (bindcore.controlled.recipes), a
-# recipe and sweep plan that no chapter runs but the quick book shows from published/
 RECIPE_PROFILES = (*PROFILES, "scale")
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -37,12 +28,8 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in _TRUE
 
 
-# ---------------------------------------------------------------------------------
-# OpenMP and threads
-# ---------------------------------------------------------------------------------
 def openmp_environment(threads: int | None = None) -> dict[str, str]:
-    """The OpenMP variables of a process that runs bindcore code: passive waiting, and
-    ``threads`` OpenMP threads when given."""
+    """The OpenMP variables of a process running bindcore code (sweep workers, kernels)."""
     env = {"OMP_WAIT_POLICY": "PASSIVE"}
     if threads:
         env["OMP_NUM_THREADS"] = str(int(threads))
@@ -50,15 +37,13 @@ def openmp_environment(threads: int | None = None) -> dict[str, str]:
 
 
 def apply_openmp_policy() -> None:
-    """Passive OpenMP waiting for this process unless the user chose otherwise; effective
-    only before torch loads (``import bindcore`` does it)."""
+    """Passive OpenMP waiting unless the user chose otherwise; effective only before torch loads."""
     for key, value in openmp_environment().items():
         os.environ.setdefault(key, value)
 
 
 def set_threads(threads: int | None) -> None:
-    """Use ``threads`` CPU threads in torch (None: leave torch's choice, the machine's
-    cores); anything but a positive integer is a ``ValueError``."""
+    """Use ``threads`` CPU threads in torch (None: torch's choice); else ``ValueError``."""
     if threads is None:
         return
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -68,16 +53,12 @@ def set_threads(threads: int | None) -> None:
     torch.set_num_threads(threads)
 
 
-# ---------------------------------------------------------------------------------
-# device
-# ---------------------------------------------------------------------------------
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 
 def check_device(device: Any):
-    """``device`` (a name such as ``cpu``, ``cuda``, ``cuda:1``, ``mps``, or a
-    ``torch.device``) as a ``torch.device`` this machine has, else a ``ValueError``
-    that says why not (no CUDA here, no such GPU, not a device name)."""
+    """``device`` (a name or ``torch.device``) as a ``torch.device`` this machine has, else a
+    ``ValueError`` saying why not."""
     import torch
 
     try:
@@ -99,8 +80,7 @@ def check_device(device: Any):
 
 
 def resolve_device(device: Any = None):
-    """``device`` if given (checked by :func:`check_device`), else CUDA when present,
-    else the CPU (a ``torch.device``)."""
+    """``device`` if given (checked), else CUDA when present, else the CPU."""
     import torch
 
     if device:
@@ -108,13 +88,9 @@ def resolve_device(device: Any = None):
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-# ---------------------------------------------------------------------------------
-# progress bars
-# ---------------------------------------------------------------------------------
 def progress_bar(iterable: Any = None, *, enabled: bool = True, **kwargs: Any):
-    """A tqdm bar, shown when ``enabled`` and ``TQDM_DISABLE`` is not set (a book build
-    sets it: bars would land in the rendered pages). tqdm itself lets an explicit
-    ``disable=`` argument win over the variable, hence this one function."""
+    """A tqdm bar, shown when ``enabled`` and ``TQDM_DISABLE`` is unset (a book build sets it);
+    tqdm lets an explicit ``disable=`` win over the variable, hence this function."""
     from tqdm.auto import tqdm
 
     return tqdm(iterable, disable=not enabled or env_flag("TQDM_DISABLE"), **kwargs)
