@@ -79,7 +79,7 @@ from IPython.display import Markdown
 import bindcore
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import fit_search_table, recipe_search_table
+from bindcore.book.tables import fit_search_table, recipe_search_table, show_claims
 from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
     FIT_MARGIN,
@@ -278,6 +278,7 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # objects, so that no held-out object enters training (every object in the
 # release-negatives ablation at the end of this chapter).
 #
+# ::::{dropdown} The loss, the candidates and one minibatch's loss (source)
 # ```{literalinclude} /bindcore/controlled/training.py
 # :pyobject: soft_target_loss
 # ```
@@ -289,11 +290,13 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # ```{literalinclude} /bindcore/controlled/training.py
 # :pyobject: train_loss
 # ```
+# ::::
 #
 # Evaluation scores every held-out scene against the full vocabulary with the strict
 # rule of §3 (`bindcore.analysis.metrics`), and reads binding from the swap pairs, with
 # the bag-of-concepts ceiling beside it:
 #
+# ::::{dropdown} The strict rule, the swap pairs and the bag ceiling (source)
 # ```{literalinclude} /bindcore/analysis/metrics.py
 # :pyobject: strict_correct
 # ```
@@ -309,11 +312,13 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # ```{literalinclude} /bindcore/analysis/metrics.py
 # :pyobject: bag_ceiling
 # ```
+# ::::
 #
 # The release's protocol (`bindcore.controlled.evaluation`): one test batch as the
 # released code draws it, its rates per batch, and the bag's ceiling under the same
 # candidates:
 #
+# ::::{dropdown} The release's protocol (source)
 # ```{literalinclude} /bindcore/controlled/evaluation.py
 # :pyobject: release_batch
 # ```
@@ -325,6 +330,7 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # ```{literalinclude} /bindcore/controlled/evaluation.py
 # :pyobject: release_ceiling
 # ```
+# ::::
 
 # %% [markdown]
 # ## One run, in full
@@ -536,8 +542,7 @@ frames = [claims_table(summary, profile, transition=TRANSITION_SWAP)]
 if scale_recs:
     frames.append(claims_table(generalization_summary(scale_table), "scale (published records)",
                                transition=TRANSITION_SWAP))
-with pd.option_context("display.max_colwidth", None):
-    display(pd.concat(frames, ignore_index=True))
+show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
 
 # %% [markdown]
 # In words, claim by claim and source by source (generated from the verdicts above):
