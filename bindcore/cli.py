@@ -307,7 +307,12 @@ def _run_train(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         return _fail(args, exc)
     set_threads(args.threads)
-    rec = train(cfg, store=store, device=args.device, progress=not args.quiet)
+    from bindcore.controlled.training import Diverged
+
+    try:
+        rec = train(cfg, store=store, device=args.device, progress=not args.quiet)
+    except Diverged as exc:
+        return _fail(args, exc)
     summary = {k: rec.get(k) for k in ("hash", "metrics", "bag_of_concepts", "seconds", "source", "path")}
     print(json.dumps(summary, indent=2))
     return 0

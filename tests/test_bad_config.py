@@ -213,3 +213,17 @@ def test_a_huge_integer_written_as_text_is_refused_at_once():
         with pytest.raises(ValueError, match="below 10\\*\\*18"):
             coerce(text, int, "TrainConfig.steps")
     assert coerce("1e17", int, "TrainConfig.steps") == 10**17
+
+
+def test_a_diverged_run_fails_and_is_not_stored_as_finished(tmp_path, capsys):
+    """``--set lr=1e30``: the weights become NaN; the run fails with a one-line error and
+    leaves no finished record (it was stored with accuracy 0.0)."""
+    from bindcore.cli import main
+    from bindcore.controlled.training import STORE_KIND
+
+    argv = ["train", "--profile", "smoke", "--threads", "1", "--quiet", "--results", str(tmp_path),
+            "--set", "lr=1e30", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "diverged" in err and "Traceback" not in err
+    assert not list((tmp_path / STORE_KIND).glob("*/result.json"))

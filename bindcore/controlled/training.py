@@ -533,6 +533,17 @@ def start_state(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
     return resume(fresh, device, checkpoint)
 
 
+class Diverged(ValueError):
+    """A run whose weights stopped being finite: a failed run, never stored as finished."""
+
+
+def check_finite(cfg: TrainConfig, model: torch.nn.Module, step: int) -> None:
+    """:class:`Diverged` naming the run unless every weight of ``model`` is finite."""
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise Diverged(f"{cfg.short_name()} seed {cfg.seed} diverged: its weights are not finite at step {step} "
+                       f"(lr {cfg.lr:g}); the run failed and nothing of it is stored as finished")
+
+
 @dataclass
 class TrainOutput:
     model: DualEncoder
@@ -596,6 +607,7 @@ def run_training(
             if n == cfg.steps and not pending:
                 break
             if cfg.eval_every and n % cfg.eval_every == 0 and not pending:
+                check_finite(cfg, model, n)
                 seen = _evaluation(cfg, model, es, n, history, parts, on_eval)
                 concept_from = concept_loss_onset(cfg, history)
                 bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
@@ -612,6 +624,7 @@ def run_training(
         spent = clock.so_far()
         return TrainOutput(model, {}, {}, history, spent["seconds"], done, concept_from, spent["cpu_seconds"])
     bar.close()
+    check_finite(cfg, model, cfg.steps)
     final = _evaluation(cfg, model, es, cfg.steps, history, {}, on_eval)
     spent = clock.so_far()
     return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
