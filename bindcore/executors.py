@@ -247,9 +247,17 @@ class LocalExecutor:
             for task in tasks:
                 self._in_process(task, report)
             return
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="bindcore-worker") as pool:
-            for future in [pool.submit(self._in_child, task, report) for task in tasks]:
+        children = _Children()
+        pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="bindcore-worker")
+        try:
+            for future in [pool.submit(self._in_child, task, report, children) for task in tasks]:
                 future.result()  # exceptions are reported by _in_child; this only waits
+        except BaseException as exc:  # Ctrl-C, SIGTERM (raised in this thread by the command) or a bug
+            # no queued run starts now, and the running ones get the signal (each saves its checkpoint and ends)
+            children.stop(signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
 
     @staticmethod
     def _in_process(task: Task, report: Report) -> None:
@@ -262,16 +270,21 @@ class LocalExecutor:
             report.finished(task, json.loads(result))
 
     @staticmethod
-    def _in_child(task: Task, report: Report) -> None:
-        report.started(task)
+    def _in_child(task: Task, report: Report, children: _Children) -> None:
         env = {**os.environ, **openmp_environment(threads=1)}
         code = "from bindcore.executors import child_main; child_main()"
         try:
             with tempfile.TemporaryDirectory(prefix="bindcore-task-") as tmp, open(task.log, "a") as out:
                 result_path = Path(tmp) / "result.json"
-                proc = subprocess.run([sys.executable, "-c", code, task.name, str(result_path)],
-                                      input=json.dumps(task.payload), stdout=out, stderr=subprocess.STDOUT,
-                                      text=True, env=env)
+                proc = children.start([sys.executable, "-c", code, task.name, str(result_path)], stdin=subprocess.PIPE,
+                                      stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
+                if proc is None:
+                    return  # the sweep was stopped before this run began
+                report.started(task)
+                try:
+                    proc.communicate(json.dumps(task.payload))
+                finally:
+                    children.done(proc)
                 result = result_path.read_text(encoding="utf-8") if proc.returncode == 0 else None
         except OSError as exc:
             report.failed(task, f"could not start a worker process: {exc}")
@@ -282,6 +295,35 @@ class LocalExecutor:
             report.failed(task, f"worker process killed by {signal.Signals(-proc.returncode).name}")
         else:
             report.failed(task, _last_line(task.log.read_text(errors="replace")) or f"exit code {proc.returncode}")
+
+
+class _Children:
+    """The worker processes of a local sweep: none starts once :meth:`stop` was called,
+    and that call sends its signal to every one running."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self._stopped: int | None = None
+
+    def start(self, args: list[str], **kw: Any) -> subprocess.Popen | None:
+        with self._lock:
+            if self._stopped is not None:
+                return None
+            proc = subprocess.Popen(args, **kw)
+            self._running.add(proc)
+            return proc
+
+    def done(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.discard(proc)
+
+    def stop(self, signum: int) -> None:
+        with self._lock:
+            self._stopped = signum
+            for proc in self._running:
+                if proc.poll() is None:
+                    proc.send_signal(signum)
 
 
 # ---------------------------------------------------------------------------------
