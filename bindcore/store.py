@@ -478,6 +478,35 @@ def _too_large(files: Iterable[Path]) -> list[Path]:
     return [f for f in files if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT]
 
 
+# the fields a result may hold and their JSON types (a record whose field has another
+# type, edited or written by other code, reads as corrupt, not as a traceback later)
+RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "hash": str, "config": dict, "metrics": dict, "history": list, "code": dict, "weights": dict,
+    "bag_of_concepts": dict, "machine": dict, "finished_at": str,
+}
+
+
+def _check_identity(e: Entry, result: dict[str, Any]) -> None:
+    """:class:`CorruptRecord` when a field of ``result`` has another type than
+    :data:`RESULT_TYPES` says, when ``config.json`` does not hash to the entry's folder
+    (a record copied into another config's folder), or when the result's own config is
+    not that config (an edited record)."""
+    for key, tp in RESULT_TYPES.items():
+        if key in result and not isinstance(result[key], tp):
+            raise CorruptRecord(e.path / "result.json", f"its {key!r} is a JSON {type(result[key]).__name__}, "
+                                f"not {'an object' if tp is dict else 'a list' if tp is list else 'text'}")
+    path = e.path / "config.json"
+    try:
+        stored = read_record(path)
+    except (FileNotFoundError, CorruptRecord):
+        return  # missing or cut short: _config_readable writes it again from a config that hashes to the folder
+    if config_hash(stored) != e.path.name:
+        raise CorruptRecord(path, f"hashes to {config_hash(stored)}, not to its folder {e.path.name}: the record "
+                            "of another config")
+    if "config" in result and result["config"] != stored:
+        raise CorruptRecord(e.path / "result.json", "its config differs from config.json (an edited record)")
+
+
 def _published_result(dest: Path) -> dict[str, Any] | None:
     """The result a published record at ``dest`` holds, None where it has none readable."""
     try:
@@ -548,6 +577,7 @@ class ResultStore:
                 raise CorruptRecord(e.path / "result.json", "an incomplete record: no " + ", ".join(
                     repr(k) for k in missing))
             if e.kind is not None:
+                _check_identity(e, result)
                 _check_weights(e, result, missing_ok=e.source != "local")
         except CorruptRecord as exc:
             if e.source == "local":

@@ -122,7 +122,7 @@ def test_published_records_found_in_a_checkout_and_in_an_installed_package(tmp_p
     site = tmp_path / "site-packages"
     (site / "published").mkdir(parents=True)  # somebody else's folder: never read
     assert published_root(site / "bindcore") is None
-    installed = site / "bindcore" / "published" / "train-2" / "abc"
+    installed = site / "bindcore" / "published" / "train-2" / config_hash({"n": 1})
     installed.mkdir(parents=True)
     atomic_write_json(installed / "config.json", {"n": 1})
     atomic_write_json(installed / "result.json", {"metrics": {"x": 1.0}})
