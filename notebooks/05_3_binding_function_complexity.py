@@ -21,9 +21,9 @@
 # approximators grows with the object space.
 #
 # **What this chapter does.** The claim is about models that generalize, so on the
-# `quick` profile it reads the scale sweep's models of §5.2 that bind: per object space,
-# the coverage whose runs recognise the most validation swap pairs (if their median
-# reaches one half), every seed whose weights are published (`models = "scale"`;
+# `quick` profile it reads the scale sweep's models of §5.2 that bind: every object space
+# and coverage whose runs recognise at least half of the validation swap pairs (their
+# median), every seed whose weights are published (`models = "scale"`;
 # `"chapter"`: the §5.2 chapter's own runs at their largest coverage, as the `smoke`
 # and `paper` profiles do). A claim on a model that does not bind is "not testable
 # here": its precondition failed, and nothing is said of the claim. For each model it builds the binding

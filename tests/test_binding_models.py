@@ -27,11 +27,11 @@ def _store(tmp_path, points):
     return store
 
 
-def test_the_models_that_bind_are_chosen_on_validation_objects_among_those_with_weights(tmp_path):
-    store = _store(tmp_path, {(20, 0.7): (0.9, 0.1, False),  # the best on validation, but no weights
+def test_the_models_that_bind_are_chosen_on_validation_objects_with_their_weights(tmp_path):
+    store = _store(tmp_path, {(20, 0.7): (0.9, 0.1, False),  # binds on validation objects, but no weights
                               (20, 0.8): (0.7, 0.2, True), (20, 0.9): (0.6, 0.99, True),
                               (50, 0.5): (0.3, 0.9, True)})  # does not bind on validation objects
     runs = binding_scale_runs(store)
     assert [(r["config"]["n_values"], r["config"]["coverage"], r["config"]["seed"]) for r in runs] == \
-        [(20, 0.8, 0), (20, 0.8, 1), (20, 0.8, 2)]  # test swap pairs (0.99 at 0.9) choose nothing
+        [(20, 0.8, s) for s in range(3)] + [(20, 0.9, s) for s in range(3)]  # test swap pairs choose nothing
     assert binding_scale_runs(_store(tmp_path / "none", {(20, 0.8): (0.4, 0.9, True)})) == []

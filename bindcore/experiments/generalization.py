@@ -50,11 +50,10 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, p52: Ma
 
 
 def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, Any]]:
-    """The scale sweep's models that bind, chosen on validation objects: per object space,
-    among the points whose runs (first object split, the plan's budget) all have their
-    weights stored (a record published without them is never trained again by a page),
-    the coverage whose runs have the largest median validation swap pairs, if that median
-    reaches ``level``; every seed there. Test objects choose nothing."""
+    """The scale sweep's models that bind, chosen on validation objects: every point (first
+    object split, the plan's budget) whose runs' median validation swap pairs reach
+    ``level``, each of its runs whose weights are stored (a record published without them
+    is never trained again by a page). Test objects choose nothing."""
     import statistics
 
     from bindcore.controlled.search import search_view
@@ -66,14 +65,11 @@ def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, 
         c = r["config"]
         if c.get("split_seed", 0) == 0 and not r.get("earlier_budget"):
             points.setdefault((c["n_values"] ** c["n_concepts"], c["coverage"]), []).append(r)
-    points = {p: runs for p, runs in points.items() if all(has_weights(r) for r in runs)}
     chosen = []
-    for size in sorted({size for size, _ in points}):
-        val = {cov: statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in runs)
-               for (s, cov), runs in points.items() if s == size}
-        cov = max(val, key=lambda c: (val[c], -c))
-        if val[cov] >= level:
-            chosen += sorted(points[(size, cov)], key=lambda r: r["config"]["seed"])
+    for point in sorted(points):
+        runs = points[point]
+        if statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in runs) >= level:
+            chosen += sorted((r for r in runs if has_weights(r)), key=lambda r: r["config"]["seed"])
     return chosen
 
 
