@@ -3,7 +3,9 @@ one process, each run the same as a lone run of its config (up to float rounding
 
 A stack of R runs keeps every parameter of the R dual encoders as one tensor with a
 leading run dimension (``[R, ...]``), runs both towers as batched matrix products over
-the runs, and takes one fused AdamW step over the stacked tensors. AdamW is
+the runs on a GPU (on the CPU, run after run through the lone encoder's packed path,
+which is faster there: :func:`per_run_losses`), and takes one fused AdamW step over the
+stacked tensors. AdamW is
 elementwise, and the stack's loss is the sum of the runs' losses (run r's loss depends
 only on run r's parameters), so each run's gradient and update are its lone ones.
 
@@ -45,7 +47,7 @@ from bindcore.store import ResultStore
 
 from .checkpoints import Clock, previous_checkpoint, save_checkpoint
 from .evaluation import bag_of_concepts_baseline, evaluate, make_eval_set
-from .models import DualEncoder
+from .models import DualEncoder, cosine_logits, packed_encode
 from .runs import train_record
 from .scenes import SceneSpace, object_labels, sample_scenes
 from .training import (
@@ -62,6 +64,7 @@ from .training import (
     lr_factor,
     make_optimizer,
     object_candidates,
+    soft_target_loss,
     start_state,
     step_generator,
 )
@@ -332,7 +335,10 @@ def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch
                  ) -> tuple[torch.Tensor, list[dict[str, float]]]:
     """The sum over runs of each run's :func:`~bindcore.controlled.training.train_loss`
     on its own minibatch (``weights``: each run's concept-loss weight), and each run's
-    loss parts."""
+    loss parts. On the CPU each run's loss is its lone one, computed as a lone run does
+    (:func:`per_run_losses`)."""
+    if positions.device.type == "cpu":
+        return per_run_losses(p, runs, scenes, gens, weights, positions)
     cfg0 = runs[0].cfg
     dev = positions.device
     z = stacked_scene_embeddings(p, cfg0, scenes, positions)
@@ -354,6 +360,41 @@ def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch
         for part, d, value in zip(parts, drawn, loss.detach().tolist()):
             if name in d:
                 part[name] = value
+    return total, parts
+
+
+def per_run_losses(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch.Tensor],
+                   gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
+                   ) -> tuple[torch.Tensor, list[dict[str, float]]]:
+    """:func:`stacked_loss` on the CPU: run after run, the lone
+    :func:`~bindcore.controlled.training.train_loss` on views of the run's slice of the
+    stacked parameters, through the lone encoder's packed path
+    (:func:`~bindcore.controlled.models.packed_encode`: oneDNN products and short-sequence
+    attention, faster on a CPU than the batched products over runs with padded
+    sequences), so that each run's loss and gradient are its lone run's, operation for
+    operation."""
+    names = list(p)
+    views = [dict(zip(names, slices)) for slices in zip(*(p[name].unbind(0) for name in names))]
+    enc = runs[0].cfg.encoder_config()
+    total: torch.Tensor | None = None
+    parts: list[dict[str, float]] = []
+    for run, v, s, g, w_c in zip(runs, views, scenes, gens, weights):
+        space = run.cfg.space
+        uniq, inverse = torch.unique(s, dim=0, return_inverse=True)  # encode_scenes
+        z = packed_encode(v, "scene.", enc, positions, space.tokenize_scenes(uniq))[inverse]
+        scale = v["tau"].exp().clamp(max=run.cfg.logit_scale_cap)  # DualEncoder.logit_scale
+        drawn = draw_queries(run.cfg, s, run.allowed, g, w_c)
+        width = max(tokens.shape[1] for tokens, _ in drawn.values())  # encode_queries
+        queries = torch.cat([F.pad(tokens, (0, width - tokens.shape[1]), value=space.pad) for tokens, _ in drawn.values()])
+        e = packed_encode(v, "query.", enc, positions, queries).split([len(tokens) for tokens, _ in drawn.values()])
+        run_total, part = z.new_zeros(()), {}
+        for (name, (_, labels)), emb in zip(drawn.items(), e):
+            loss = soft_target_loss(cosine_logits(z, emb, scale), labels)
+            run_total = run_total + (w_c if name == "concept_loss" else 1.0) * loss
+            part[name] = float(loss.detach())
+        total = run_total if total is None else total + run_total
+        parts.append(part)
+    assert total is not None
     return total, parts
 
 
