@@ -482,7 +482,7 @@ def _too_large(files: Iterable[Path]) -> list[Path]:
 # type, edited or written by other code, reads as corrupt, not as a traceback later)
 RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
     "hash": str, "config": dict, "metrics": dict, "history": list, "code": dict, "weights": dict,
-    "bag_of_concepts": dict, "machine": dict, "finished_at": str,
+    "bag_of_concepts": dict, "machine": dict, "finished_at": str, "trained_by": list,
 }
 
 

@@ -176,3 +176,18 @@ def test_near_miss_negatives_differ_in_one_concept_and_stay_among_training_objec
         gen = step_generator(cfg, step, torch.device("cpu"))
         scenes = sample_scenes(split.train, cfg.batch_size, cfg.max_objects, gen)
         assert not held & set(object_candidates(cfg, scenes, split.train, gen).tolist())
+
+
+def test_a_run_resumed_under_other_code_names_every_code_version_that_trained_it(tmp_path, monkeypatch):
+    """Killed under one code version and resumed under another, a record says so: its
+    ``trained_by`` lists both, in order (it named the last one alone)."""
+    from bindcore.controlled import checkpoints
+
+    cfg = tiny()
+    ckpt = tmp_path / "ckpt.pt"
+    monkeypatch.setattr(checkpoints, "code_label", lambda: "git aaaa (bindcore 0.1.0)")
+    run_training(cfg, device="cpu", checkpoint=ckpt, progress=False, stop_after=5)
+    monkeypatch.setattr(checkpoints, "code_label", lambda: "git bbbb (bindcore 0.1.0)")
+    resumed = run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
+    assert resumed.trained_by == ["git aaaa (bindcore 0.1.0)", "git bbbb (bindcore 0.1.0)"]
+    assert run_training(cfg, device="cpu", progress=False).trained_by == ["git bbbb (bindcore 0.1.0)"]

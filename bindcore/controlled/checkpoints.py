@@ -22,16 +22,28 @@ from bindcore.store import quarantine
 log = logging.getLogger(__name__)
 
 
-class Clock:
-    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all threads)."""
+def code_label() -> str:
+    """The code this process trains with, as a record names it (commit and package version)."""
+    from bindcore.store import code_version, provenance
 
-    def __init__(self, before: dict[str, float] | None = None) -> None:
+    return code_version(provenance())
+
+
+class Clock:
+    """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all
+    threads), and the code versions that trained it (``trained_by``, in order)."""
+
+    def __init__(self, before: dict | None = None) -> None:
         self.before = dict(before or {})
+        self.trained_by = [str(c) for c in self.before.get("trained_by", [])]
+        if code_label() not in self.trained_by[-1:]:
+            self.trained_by.append(code_label())
         self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
 
-    def so_far(self) -> dict[str, float]:
+    def so_far(self) -> dict:
         return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
-                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0}
+                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0,
+                "trained_by": list(self.trained_by)}
 
 
 def previous_checkpoint(path: Path) -> Path:

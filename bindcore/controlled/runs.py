@@ -115,6 +115,7 @@ def train_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device) -> dict[
         "n_train_objects": len(split.train),
         "n_val_objects": len(split.val),
         "n_test_objects": len(split.test),
+        "trained_by": out.trained_by,  # every code version that trained it, resumed runs included
     }
 
 

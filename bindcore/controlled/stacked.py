@@ -477,7 +477,8 @@ class ShareClock(Clock):
 
     def so_far(self) -> dict[str, float]:
         now = super().so_far()
-        return {k: self.before.get(k, 0.0) + (now[k] - self.before.get(k, 0.0)) / self.share for k in now}
+        return {**now, **{k: self.before.get(k, 0.0) + (now[k] - self.before.get(k, 0.0)) / self.share
+                          for k in ("seconds", "cpu_seconds")}}
 
 
 def _start_runs(cfgs: list[TrainConfig], dev: torch.device, checkpoints: list[Path | None]
@@ -562,7 +563,7 @@ def run_stacked(
         run.history.append({"step": cfg0.steps, **final})
         spent = run.clock.so_far()
         outs.append(TrainOutput(run.model, final, bag_of_concepts_baseline(run.cfg, es), run.history,
-                                spent["seconds"], done, run.concept_from, spent["cpu_seconds"]))
+                                spent["seconds"], done, run.concept_from, spent["cpu_seconds"], spent["trained_by"]))
     return outs
 
 

@@ -14,7 +14,7 @@ import importlib
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, get_type_hints
@@ -554,6 +554,7 @@ class TrainOutput:
     steps_run: int  # optimiser steps of this call
     concept_loss_from: int | None = None
     cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
+    trained_by: list[str] = field(default_factory=list)  # the code versions that trained it, resumes included
 
 
 def optimizer_step(cfg: TrainConfig, model: DualEncoder, opt: torch.optim.Optimizer, train_objects: torch.Tensor,
@@ -628,7 +629,7 @@ def run_training(
     final = _evaluation(cfg, model, es, cfg.steps, history, {}, on_eval)
     spent = clock.so_far()
     return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
-                       concept_from, spent["cpu_seconds"])
+                       concept_from, spent["cpu_seconds"], spent["trained_by"])
 
 
 def _evaluation(cfg: TrainConfig, model: DualEncoder, es: EvalSet, step: int, history: list,
