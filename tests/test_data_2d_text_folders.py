@@ -383,3 +383,19 @@ def test_pug_bad_inputs(tmp_path):
     (root / "0000001.png").write_text("filename,caption\n")
     with pytest.raises(ValueError, match="0000001.png is not a PNG or JPEG"):
         load_folder(root, "pug_spare")
+
+
+def test_a_labels_file_naming_images_outside_its_folder_is_refused(clevr2d, tmp_path):
+    """A labels.csv whose file names leave the dataset folder (``../x.png``, an absolute
+    path) is refused naming the line, instead of reading files elsewhere."""
+    sub = clevr2d.subset(np.arange(2))
+    sub.write(tmp_path / "imgs")
+    outside = tmp_path / "elsewhere.png"
+    Image.new("RGB", (8, 8)).save(outside)
+    labels = tmp_path / "imgs" / "labels.csv"
+    for name in ("../elsewhere.png", str(outside)):
+        df = pd.read_csv(labels, dtype=str, keep_default_na=False)
+        df.loc[0, "filename"] = name
+        df.to_csv(labels, index=False)
+        with pytest.raises(ValueError, match="lies outside the dataset folder"):
+            load_folder(tmp_path / "imgs", "clevr2d")

@@ -191,3 +191,13 @@ def test_a_run_resumed_under_other_code_names_every_code_version_that_trained_it
     resumed = run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
     assert resumed.trained_by == ["git aaaa (bindcore 0.1.0)", "git bbbb (bindcore 0.1.0)"]
     assert run_training(cfg, device="cpu", progress=False).trained_by == ["git bbbb (bindcore 0.1.0)"]
+
+
+def test_a_checkpoint_save_cut_short_leaves_no_temporary_file_after_the_next_start(tmp_path):
+    cfg = tiny()
+    ckpt = tmp_path / "ckpt.pt"
+    run_training(cfg, device="cpu", checkpoint=ckpt, progress=False, stop_after=5)
+    left = tmp_path / ".ckpt.pt.abc123.tmp"  # what a kill during atomic_torch_save leaves
+    left.write_bytes(b"partial")
+    run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
+    assert not left.exists()

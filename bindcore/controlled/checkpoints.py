@@ -67,6 +67,10 @@ def resume(fresh: Callable[[], tuple[torch.nn.Module, torch.optim.Optimizer]], d
     that cannot be read or does not fit is reported and moved aside (``*.corrupt-<time>``,
     :func:`bindcore.store.quarantine`)."""
     candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
+    for c in candidates:  # temporary files of a save that a kill cut short (this run's claim is ours)
+        for tmp in c.parent.glob(f".{c.name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
+            log.info("removed %s, left by a checkpoint save that was cut short", tmp)
     for candidate in candidates:
         if not candidate.exists():
             continue

@@ -85,6 +85,8 @@ def _check_images(folder: Path, labels: Path, df, rows: Sequence[int]) -> list[P
         fname = df["filename"].iloc[r]
         p = folder / fname
         where = f"{labels}, line {r + 2}"
+        if not p.resolve().is_relative_to(folder.resolve()):  # an absolute path, or ../ out of the dataset
+            raise ValueError(f"image {fname!r} listed in {where} lies outside the dataset folder {folder}")
         if not p.is_file():
             raise FileNotFoundError(f"image {fname!r} listed in {where} not found: {p}")
         problem = _image_problem(p)
