@@ -545,3 +545,14 @@ def test_pages_that_read_other_chapters_wait_for_them_side_by_side():
              for name in book.toc_notebooks()}
     assert waits["reproduction_report"] and waits["05_4_functional_form"]
     assert not waits["05_2_binding_generalization"] and not waits["03_formalisation"]
+
+
+def test_the_cache_key_depends_on_the_result_store_a_chapter_reads(tmp_path, monkeypatch):
+    """A chapter executed against one result store is executed again against another
+    (its numbers come from there), not served from the book's cache."""
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "one"))
+    one = book.inputs_hash(ROOT)
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "two"))
+    assert book.inputs_hash(ROOT) != one
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "one"))
+    assert book.inputs_hash(ROOT) == one

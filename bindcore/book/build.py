@@ -105,9 +105,13 @@ def published_hash(published_dir: Path | str) -> str:
 
 
 def inputs_hash(root: Path) -> str:
-    """What a chapter reads besides its source and parameters: the library code and the
-    committed records a chapter shows (a newly published record executes it again)."""
-    return digest(library_hash(root / "bindcore"), published_hash(root / "published"), length=None)
+    """What a chapter reads besides its source and parameters: the library code, the
+    committed records a chapter shows (a newly published record executes it again) and
+    which result store it reads (``$BINDCORE_RESULTS``: another store, another execution)."""
+    from bindcore.store import default_root
+
+    return digest(library_hash(root / "bindcore"), published_hash(root / "published"),
+                  str(default_root().resolve()), length=None)
 
 
 def cache_key(source: str, parameters: Mapping[str, Any], inputs: str, chapters: Any = None) -> str:
