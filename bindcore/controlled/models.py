@@ -68,17 +68,21 @@ def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
 
 @functools.cache
 def _onednn_linear_works() -> bool:
-    """Whether oneDNN's fp32 inner product (``torch.ops.mkldnn._linear_pointwise``, the op
-    torch.compile's CPU backend uses for linear layers) is in this torch build and agrees
-    with F.linear on a small case. On CPUs with AVX-512 it runs at about twice the
-    throughput of the BLAS behind F.linear (MKL: 180 against 85 GFLOP/s on one AMD Zen 5
-    thread), in fp32 throughout (oneDNN's default math mode)."""
+    """Whether to use oneDNN's fp32 inner product (``torch.ops.mkldnn._linear_pointwise``,
+    the op torch.compile's CPU backend uses for linear layers): on a CPU with AVX-512
+    (where it was measured: about twice the throughput of the BLAS behind F.linear, 180
+    against 85 GFLOP/s on one AMD Zen 5 thread, whose MKL takes its AVX2 path), in this
+    torch build, agreeing with F.linear on a small case. fp32 throughout (oneDNN's default
+    math mode)."""
+    if torch.backends.cpu.get_cpu_capability() != "AVX512":
+        return False
     try:
         op = torch.ops.mkldnn._linear_pointwise
         gen = torch.Generator().manual_seed(0)
         x, w, b, v = (torch.randn(*shape, generator=gen) for shape in ((7, 5), (3, 5), (3,), (5, 3)))
-        return bool(torch.allclose(op(x, w, b, "none", [], ""), F.linear(x, w, b), rtol=1e-5, atol=1e-6)
-                    and torch.allclose(op(x, v.t(), None, "none", [], ""), x @ v, rtol=1e-5, atol=1e-6))
+        with torch.autocast("cpu", enabled=False), torch.no_grad():
+            return bool(torch.allclose(op(x, w, b, "none", [], ""), F.linear(x, w, b), rtol=1e-5, atol=1e-6)
+                        and torch.allclose(op(x, v.t(), None, "none", [], ""), x @ v, rtol=1e-5, atol=1e-6))
     except (AttributeError, RuntimeError):
         return False
 
