@@ -412,6 +412,15 @@ class Kind:
         return self.name
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what the platform says."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def machine_info() -> dict[str, Any]:
     import torch
 
@@ -421,6 +430,7 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu_threads": torch.get_num_threads(),
+        "cpu": _cpu_model(),  # float results of long runs differ between CPU kinds (their kernels differ)
     }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
