@@ -15,7 +15,9 @@ path, :func:`packed_encode`):
   attention within each group of equal lengths needs no mask (:class:`PackedAttention`,
   written for sequences of a few tokens);
 * the last layer runs attention and feed-forward only for the EOS position, the only
-  position the pooling reads;
+  position the pooling reads, and with that one query per sequence it projects the
+  query through the key weights instead of every token to keys and values
+  (:func:`packed_layer_at`: the same scores and outputs, fewer products);
 * fp32 linear layers run on oneDNN (:func:`linear`: about twice the throughput of
   F.linear's BLAS on a CPU with AVX-512), the packed row counts padded to few distinct
   values (:func:`padded_rows`; the padding rows are never attended to nor read).
@@ -323,15 +325,34 @@ def packed_layer(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, group
 def packed_layer_at(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, groups: list[tuple[int, int]],
                     last: torch.Tensor, n_heads: int) -> torch.Tensor:
     """The layer's output at each packed sequence's last token (rows ``last`` ``[B]``)
-    -> ``[B, D]`` (sequences in packed order)."""
-    d = x.shape[1]
+    -> ``[B, D]`` (sequences in packed order).
+
+    With one query per sequence, keys and values need not be projected at every token:
+    head j's score of token t is q_j . (W_kj h_t + b_kj) = (W_kj^T q_j) . h_t + a term
+    equal for all tokens (which the softmax ignores), and its output is
+    W_vj (sum_t p_jt h_t) + b_vj (the weights sum to 1). So the layer reads the LayerNorm
+    output h of every token but projects only B queries and B mixtures of h."""
+    b, d = len(last), x.shape[1]
+    hd = d // n_heads
     h = _layer_norm(p, pre + "ln1", x)
-    w_q, w_kv = p[pre + "qkv.weight"].split([d, 2 * d])
-    b_q, b_kv = p[pre + "qkv.bias"].split([d, 2 * d])
+    w_q, w_k, w_v = p[pre + "qkv.weight"].split(d)
+    b_q, _, b_v = p[pre + "qkv.bias"].split(d)
     q = linear(h.index_select(0, last), w_q, b_q)  # [B, D]
-    kv = linear(h, w_kv, b_kv)  # [T, 2D]
-    a = PackedAttention.apply(q, kv, groups, n_heads)
-    y = x.index_select(0, last) + linear(a, p[pre + "proj.weight"], p[pre + "proj.bias"])
+    # per head, the query seen through the key projection, scaled: [B, H, D]
+    qk = torch.bmm(q.view(b, n_heads, hd).transpose(0, 1), w_k.view(n_heads, hd, d)).transpose(0, 1)
+    qk = qk * (1.0 / math.sqrt(hd))
+    mixed, start, row = [], 0, 0
+    for n, length in groups:
+        hg = h[start:start + n * length].view(n, length, d)
+        weights = torch.bmm(hg, qk[row:row + n].transpose(1, 2)).softmax(dim=1)  # [n, tokens, H]
+        mixed.append(torch.bmm(weights.transpose(1, 2), hg))  # [n, H, D]
+        start, row = start + n * length, row + n
+    mixed = torch.cat(mixed) if len(mixed) > 1 else mixed[0]
+    if len(mixed) < b:  # padding rows (padded_rows): no sequence
+        mixed = F.pad(mixed, (0, 0, 0, 0, 0, b - len(mixed)))
+    # per head, W_vj (mixture) + b_vj: [H, B, D] x [H, D, D/H]
+    a = torch.bmm(mixed.transpose(0, 1), w_v.view(n_heads, hd, d).transpose(1, 2)).transpose(0, 1).reshape(b, d)
+    y = x.index_select(0, last) + linear(a + b_v, p[pre + "proj.weight"], p[pre + "proj.bias"])
     return y + _ffn(p, pre, y)
 
 
