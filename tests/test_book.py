@@ -556,3 +556,15 @@ def test_the_cache_key_depends_on_the_result_store_a_chapter_reads(tmp_path, mon
     assert book.inputs_hash(ROOT) != one
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "one"))
     assert book.inputs_hash(ROOT) == one
+
+
+def test_a_garbled_executed_notebook_is_rendered_without_outputs_and_named(tmp_path, capsys):
+    """An executed notebook that cannot be read (cut short, edited) no longer fails every
+    later HTML build with a traceback naming no file: its page is rendered from the
+    source, and the build says which file and how to execute it again."""
+    name = book.toc_notebooks(ROOT)[0]
+    (tmp_path / f"{name}.ipynb").write_text('{"cells": [')
+    files = render.staging_files(ROOT, "smoke", tmp_path)
+    assert f"notebooks/{name}.ipynb" in files
+    out = capsys.readouterr().out
+    assert f"{tmp_path / name}.ipynb cannot be read" in out and f"--only {name}" in out

@@ -126,9 +126,16 @@ def staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Pat
             files[path.relative_to(root).as_posix()] = path
     for name in toc_notebooks(root):
         executed = executed_dir / f"{name}.ipynb"
+        nb = None
         if executed.is_file():
-            nb = nbformat.read(executed, as_version=4)
-        else:
+            try:
+                nb = nbformat.read(executed, as_version=4)
+            except Exception as exc:  # garbled (cut short, edited): render without outputs, naming it
+                print(f"[book] warning: {executed} cannot be read ({type(exc).__name__}); the page of {name} is "
+                      f"rendered without outputs: execute it again (bindcore book --only {name})", flush=True)
+        if nb is None and executed.is_file():
+            nb = read_py_notebook(root / "notebooks" / f"{name}.py")
+        elif nb is None:
             # Only possible with --only: render the page without outputs rather than not at all.
             print(f"[book] warning: {name} has no executed copy for profile {profile}; "
                   "its page is rendered without outputs", flush=True)
