@@ -111,18 +111,13 @@ def test_a_sequence_is_encoded_alike_in_any_batch(linear_path):
 
 
 def test_padding_rows_get_no_output_and_no_gradient():
-    rows = [(2, 3), (1, 5)]  # (count, length): 11 rows of tokens
-    qkv = torch.randn(padded_rows(11) + 5, 3 * 8, requires_grad=True)
-    out = PackedAttention.apply(qkv, None, rows, 2)
-    assert torch.equal(out[11:], torch.zeros_like(out[11:]))
+    groups = [(2, 3), (1, 5), (3, 1)]  # (count, length): 14 rows of tokens
+    qkv = torch.randn(padded_rows(14) + 5, 3 * 8, requires_grad=True)
+    out = PackedAttention.apply(qkv, groups, 2)
+    assert torch.equal(out[14:], torch.zeros_like(out[14:]))
+    assert torch.equal(out[11:14], qkv[11:14, 16:].detach())  # a one-token sequence attends to itself
     out.sum().backward()
-    assert torch.equal(qkv.grad[11:], torch.zeros_like(qkv.grad[11:]))
-    q = torch.randn(6, 8, requires_grad=True)  # 3 sequences, 3 padding rows
-    kv = torch.randn(14, 16, requires_grad=True)
-    out = PackedAttention.apply(q, kv, rows, 2)
-    out.sum().backward()
-    assert torch.equal(out[3:], torch.zeros_like(out[3:]))
-    assert torch.equal(q.grad[3:], torch.zeros_like(q.grad[3:])) and torch.equal(kv.grad[11:], torch.zeros_like(kv.grad[11:]))
+    assert torch.equal(qkv.grad[14:], torch.zeros_like(qkv.grad[14:]))
 
 
 def test_padded_rows_are_few_and_close():

@@ -157,13 +157,10 @@ def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> t
 
 
 class PackedAttention(torch.autograd.Function):
-    """Multi-head attention of packed sequences, each within itself: the tokens of the
-    sequences one after the other, sequences of one length together (``groups``:
-    (count, length) in order, T tokens in all).
-
-    ``apply(qkv, None, groups, heads)``: self-attention, qkv ``[T, 3D]`` (each token's
-    query, key and value) -> ``[T, D]``. ``apply(q, kv, groups, heads)``: one query per
-    sequence (q ``[B, D]``, kv ``[T, 2D]``) -> ``[B, D]``. Rows past the groups' (padding:
+    """Multi-head self-attention of packed sequences, each within itself:
+    ``apply(qkv, groups, heads)``, qkv ``[T, 3D]`` (each token's query, key and value;
+    the tokens of the sequences one after the other, sequences of one length together,
+    ``groups``: (count, length) in order) -> ``[T, D]``. Rows past the groups' (padding:
     :func:`padded_rows`) are no query and no key; their output and gradient are 0.
 
     Sequences this short (at most (C + 2) O_max + 1 tokens, heads of D/H) make the usual
@@ -171,85 +168,62 @@ class PackedAttention(torch.autograd.Function):
     last axis of a few keys, are tuned for long rows. Here the scores are held with the
     key axis first (``[keys, n H, queries]``), where the softmax and its gradient are
     vectorised reductions, the products are batched matrix products, and each group's
-    output and gradient are written straight into their rows."""
+    output and gradient are written straight into their rows. Computed in fp32 (under
+    bf16 autocast too), returned in qkv's dtype."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, kv: torch.Tensor | None, groups: list[tuple[int, int]],
-                heads: int) -> torch.Tensor:
-        ctx.dtypes = (x.dtype, None if kv is None else kv.dtype)
-        with torch.autocast(x.device.type, enabled=False):  # in fp32 (bf16 autocast: cast back at the end)
-            return PackedAttention._forward(ctx, x.float(), None if kv is None else kv.float(), groups,
-                                            heads).to(x.dtype)
+    def forward(ctx, qkv: torch.Tensor, groups: list[tuple[int, int]], heads: int) -> torch.Tensor:
+        ctx.dtype = qkv.dtype
+        with torch.autocast(qkv.device.type, enabled=False):
+            return PackedAttention._forward(ctx, qkv.float(), groups, heads).to(qkv.dtype)
 
     @staticmethod
-    def _forward(ctx, x: torch.Tensor, kv: torch.Tensor | None, groups: list[tuple[int, int]],
-                 heads: int) -> torch.Tensor:
-        d = x.shape[1] // 3 if kv is None else x.shape[1]
+    def _forward(ctx, qkv: torch.Tensor, groups: list[tuple[int, int]], heads: int) -> torch.Tensor:
+        d = qkv.shape[1] // 3
         h = d // heads
-        parts = 3 if kv is None else 2
-        src = x if kv is None else kv
-        out = x.new_empty(len(x), d)
-        saved, start, row = [], 0, 0
+        out = qkv.new_empty(len(qkv), d)
+        saved, start = [], 0
         for n, length in groups:
-            lq = length if kv is None else 1
-            t = src[start:start + n * length].view(n, length, parts, heads, h).permute(2, 0, 3, 1, 4)
-            t = t.reshape(parts, n * heads, length, h)
-            q = t[0] if kv is None else x[row:row + n].view(n * heads, 1, h)
-            s = torch.bmm(t[-2], q.transpose(1, 2)).transpose(0, 1).contiguous().mul_(1.0 / math.sqrt(h))
+            rows = slice(start, start + n * length)
+            t = qkv[rows].view(n, length, 3, heads, h).permute(2, 0, 3, 1, 4).reshape(3, n * heads, length, h)
+            s = torch.bmm(t[1], t[0].transpose(1, 2)).transpose(0, 1).contiguous().mul_(1.0 / math.sqrt(h))
             p = torch.softmax(s, dim=0)  # [keys, n heads, queries]
-            o = torch.bmm(p.permute(1, 2, 0), t[-1])  # [n heads, queries, h]
-            first = start if kv is None else row  # this group's first output row
-            out[first:first + n * lq].view(n, lq, heads, h).copy_(o.view(n, heads, lq, h).transpose(1, 2))
-            saved += [t, p] if kv is None else [t, q, p]
-            start, row = start + n * length, row + n
-        out[start if kv is None else row:].zero_()
+            o = torch.bmm(p.permute(1, 2, 0), t[2])  # [n heads, queries, h]
+            out[rows].view(n, length, heads, h).copy_(o.view(n, heads, length, h).transpose(1, 2))
+            saved += [t, p]
+            start += n * length
+        out[start:].zero_()
         ctx.save_for_backward(*saved)
-        ctx.groups, ctx.heads, ctx.self_attention, ctx.rows = groups, heads, kv is None, len(src)
+        ctx.groups, ctx.heads = groups, heads
         return out
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):  # type: ignore[override]
         with torch.autocast(dout.device.type, enabled=False):
-            grads = PackedAttention._backward(ctx, dout.float())
-        return tuple(g if g is None or g.dtype == dt else g.to(dt) for g, dt in zip(grads, (*ctx.dtypes, None, None)))
+            dqkv = PackedAttention._backward(ctx, dout.float())
+        return dqkv.to(ctx.dtype), None, None
 
     @staticmethod
-    def _backward(ctx, dout: torch.Tensor) -> tuple:
-        groups, heads, self_attention = ctx.groups, ctx.heads, ctx.self_attention
-        saved = list(ctx.saved_tensors)
+    def _backward(ctx, dout: torch.Tensor) -> torch.Tensor:
+        groups, heads, saved = ctx.groups, ctx.heads, ctx.saved_tensors
         d = dout.shape[1]
         h = d // heads
-        scale = 1.0 / math.sqrt(h)
-        parts = 3 if self_attention else 2
-        dsrc = dout.new_empty(ctx.rows, parts * d)
-        dq_rows = None if self_attention else dout.new_empty(dout.shape)
-        start, row = 0, 0
-        for n, length in groups:
-            if self_attention:
-                t, p = saved.pop(0), saved.pop(0)
-                q, lq = t[0], length
-            else:
-                t, q, p = saved.pop(0), saved.pop(0), saved.pop(0)
-                lq = 1
-            k, v = t[-2], t[-1]
-            do = dout[start:start + n * lq] if self_attention else dout[row:row + n]
-            do = do.reshape(n, lq, heads, h).transpose(1, 2).reshape(n * heads, lq, h)
+        dqkv = dout.new_empty(len(dout), 3 * d)
+        start = 0
+        for i, (n, length) in enumerate(groups):
+            t, p = saved[2 * i], saved[2 * i + 1]
+            rows = slice(start, start + n * length)
+            do = dout[rows].reshape(n, length, heads, h).transpose(1, 2).reshape(n * heads, length, h)
             dt = torch.empty_like(t)
-            _bmm(p.transpose(0, 1), do, out=dt[-1])  # dv
-            dp = torch.bmm(v, do.transpose(1, 2)).transpose(0, 1).contiguous()
-            ds = dp.sub_((dp * p).sum(0, keepdim=True)).mul_(p).mul_(scale)
-            _bmm(ds.transpose(0, 1), q, out=dt[-2])  # dk
-            if self_attention:
-                torch.bmm(ds.permute(1, 2, 0), k, out=dt[0])
-            else:
-                dq_rows[row:row + n].view(n * heads, 1, h).copy_(torch.bmm(ds.permute(1, 2, 0), k))
-            dsrc[start:start + n * length].view(n, length, parts, heads, h).copy_(
-                dt.view(parts, n, heads, length, h).permute(1, 3, 0, 2, 4))
-            start, row = start + n * length, row + n
-        dsrc[start:].zero_()
-        if dq_rows is not None:
-            dq_rows[row:].zero_()
-        return (dsrc, None, None, None) if self_attention else (dq_rows, dsrc, None, None)
+            _bmm(p.transpose(0, 1), do, out=dt[2])  # values
+            dp = torch.bmm(t[2], do.transpose(1, 2)).transpose(0, 1).contiguous()
+            ds = dp.sub_((dp * p).sum(0, keepdim=True)).mul_(p).mul_(1.0 / math.sqrt(h))
+            _bmm(ds.transpose(0, 1), t[0], out=dt[1])  # keys
+            torch.bmm(ds.permute(1, 2, 0), t[1], out=dt[0])  # queries
+            dqkv[rows].view(n, length, 3, heads, h).copy_(dt.view(3, n, heads, length, h).permute(1, 3, 0, 2, 4))
+            start += n * length
+        dqkv[start:].zero_()
+        return dqkv
 
 
 class Block(nn.Module):
@@ -317,7 +291,7 @@ def packed_layer(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, group
     the tokens of the sequences one after the other, sequences of one length together
     (``groups``: (count, length) in order); each sequence attends to its own tokens."""
     qkv = linear(_layer_norm(p, pre + "ln1", x), p[pre + "qkv.weight"], p[pre + "qkv.bias"])
-    a = PackedAttention.apply(qkv, None, groups, n_heads)
+    a = PackedAttention.apply(qkv, groups, n_heads)
     x = x + linear(a, p[pre + "proj.weight"], p[pre + "proj.bias"])
     return x + _ffn(p, pre, x)
 
