@@ -243,10 +243,16 @@ class ReferenceDualEncoder(nn.Module):
 
 # %% [markdown]
 # The runs train a faster encoder of the same parameters, which skips work whose result
-# nothing reads: trailing PAD columns that no sequence of a batch uses, the feed-forward
-# block at PAD positions, and every position but EOS in the last layer. On a batch of
-# this chapter's scenes and queries, with the same weights, it gives the reference's
-# embeddings and gradients:
+# nothing reads and orders the rest for the hardware: on a CPU it packs the real tokens
+# of a batch into one block (no PAD token is embedded, projected or fed forward), runs
+# attention per group of sequences of equal length, computes the last layer at EOS only,
+# and uses oneDNN's matrix kernels where the CPU has them
+# (`bindcore.controlled.models`; on a GPU the padded form with the PAD keys masked). On a
+# batch of this chapter's scenes and queries, with the same weights, it gives the
+# reference's embeddings and gradients to float rounding. Over thousands of training
+# steps such rounding differences grow, as they do between two kinds of CPU: a run
+# retrained with another kernel lands within the spread of its seeds, not on the same
+# digits.
 
 # %%
 fast = DualEncoder(base.encoder_config())
