@@ -568,3 +568,17 @@ def test_a_garbled_executed_notebook_is_rendered_without_outputs_and_named(tmp_p
     assert f"notebooks/{name}.ipynb" in files
     out = capsys.readouterr().out
     assert f"{tmp_path / name}.ipynb cannot be read" in out and f"--only {name}" in out
+
+
+def test_a_build_of_some_chapters_names_the_other_pages_that_are_out_of_date(fake_repo, fake_papermill, tmp_path,
+                                                                             capsys):
+    build = tmp_path / "build"
+    book.execute_book("smoke", build, root=fake_repo)
+    (fake_repo / "notebooks" / "ch2.py").write_text(NOTEBOOK.replace("A chapter", "Another chapter, edited"))
+    capsys.readouterr()
+    book.execute_book("smoke", build, only=["ch1"], root=fake_repo)
+    out = capsys.readouterr().out
+    assert "the page of ch2 shows an earlier execution" in out and "the page of ch1" not in out
+    book.execute_book("smoke", build, root=fake_repo)  # brought up to date: no note
+    book.execute_book("smoke", build, only=["ch1"], root=fake_repo)
+    assert "shows an earlier execution" not in capsys.readouterr().out

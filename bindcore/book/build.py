@@ -272,6 +272,26 @@ def profile_parameters(name: str, profile: str, root: Path) -> dict[str, Any]:
     return params
 
 
+def _key(name: str, source: str, params: Mapping[str, Any], out_dir: Path, root: Path, inputs: str | None) -> str:
+    """The cache key of a chapter's execution as it would run now (:func:`cache_key`)."""
+    chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
+    return cache_key(source, params, inputs if inputs is not None else inputs_hash(root), chapters)
+
+
+def outdated_pages(names: Iterable[str], profile: str, out_dir: Path, root: Path, inputs: str) -> list[str]:
+    """The chapters among ``names`` whose executed copy was made from another source,
+    other parameters, library or published records than they have now."""
+    out = []
+    for name in names:
+        executed = out_dir / f"{name}.ipynb"
+        if executed.is_file():
+            source = (root / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
+            params = profile_parameters(name, profile, root)
+            if _stored_key(executed) != _key(name, source, params, out_dir, root, inputs):
+                out.append(name)
+    return out
+
+
 def _execute(
     name: str,
     profile: str,
@@ -290,8 +310,7 @@ def _execute(
     source = py_path.read_text(encoding="utf-8")
     params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
     out_dir.mkdir(parents=True, exist_ok=True)
-    chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
-    key = cache_key(source, params, inputs if inputs is not None else inputs_hash(root), chapters)
+    key = _key(name, source, params, out_dir, root, inputs)
 
     executed = out_dir / f"{name}.ipynb"
     if not force and executed.is_file() and _stored_key(executed) == key:
@@ -395,6 +414,10 @@ def execute_book(
             run = _execute(name, profile, out_dir, (parameters or {}).get(name), force or recompute, root, inputs)
             _report(run)
             runs.append(run)
+    if only:
+        for name in outdated_pages([n for n in names if n not in selected], profile, out_dir, root, inputs):
+            print(f"[book] note: the page of {name} shows an earlier execution (its source, parameters, the library "
+                  "or the published records changed since); build without --only to bring it up to date", flush=True)
     return runs
 
 
