@@ -420,6 +420,8 @@ def sweep_executor(args: argparse.Namespace):
     executor = RayExecutor(address=args.address, cpus_per_run=args.cpus_per_run or 1.0, gpus_per_run=gpus,
                            workers=args.workers)
     check_option("--address", lambda _: executor.start(), args.address or "local instance")
+    option = "--gpus-per-run" if gpus else "--cpus-per-run"
+    check_option(option, lambda _: executor.check_resources(), getattr(args, option[2:].replace("-", "_")))
     return executor
 
 

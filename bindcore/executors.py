@@ -378,6 +378,16 @@ class RayExecutor:
         except ConnectionError as exc:
             raise ValueError(f"no Ray cluster at address {self.address!r}: {_last_line(str(exc))}") from None
 
+    def check_resources(self) -> None:
+        """A ``ValueError`` when one run asks for more CPUs or GPUs than the whole cluster
+        has (its tasks would wait for ever)."""
+        res = _import_ray().cluster_resources()
+        for name, ask, option in (("CPU", self.cpus_per_run, "--cpus-per-run"),
+                                  ("GPU", self.gpus_per_run, "--gpus-per-run")):
+            if ask and ask > res.get(name, 0):
+                raise ValueError(f"{ask:g} {name}s per run, and the Ray cluster has {res.get(name, 0):g} in all: no run "
+                                 f"could ever start (lower {option})")
+
     def describe(self) -> str:
         where = self.address or os.environ.get("RAY_ADDRESS") or "local instance"
         gpus = f", {self.gpus_per_run:g} GPU" if self.gpus_per_run else ""
@@ -395,6 +405,7 @@ class RayExecutor:
     def run(self, tasks: Sequence[Task], report: Report) -> None:
         ray = _import_ray()
         self.start()
+        self.check_resources()
         remote = ray.remote(_ray_task)
         resources = dict(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.max_retries,
                          retry_exceptions=False)

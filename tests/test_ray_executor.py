@@ -215,3 +215,15 @@ def test_approximator_sweeps_on_ray_store_what_this_process_would(local_ray, tmp
         return [{k: v for k, v in r.items() if not k.endswith("seconds")} for records in sweeps for r in records]
 
     assert numbers(here) == numbers(there) and len(numbers(there)) == 2
+
+
+def test_asking_for_more_than_the_cluster_has_is_refused_up_front(local_ray, tmp_path, capsys):
+    """A run that asks for more CPUs or GPUs than the whole cluster has would wait for
+    ever: the sweep is refused before any work, naming the option."""
+    assert main(["sweep", *SMOKE, "--executor", "ray", "--cpus-per-run", "64", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--cpus-per-run" in err and "the Ray cluster has 2 in all" in err
+    assert main(["sweep", *SMOKE, "--executor", "ray", "--gpus-per-run", "1", "--device", "cuda",
+                 "--results", str(tmp_path)]) == 2
+    assert "GPUs per run, and the Ray cluster has 0 in all" in capsys.readouterr().err
+    assert not (tmp_path / STORE_KIND).exists()
