@@ -263,3 +263,16 @@ def test_a_sweep_with_stack_trains_stackable_runs_together(tmp_path):
     assert stacked[0] == stacked[1] == pair and not stacked[2] and not stacked[3]
     again = run_sweep(seeds + [other], store=store, executor=LocalExecutor(workers=1), progress=False, stack=2)
     assert [r["finished_at"] for r in again] == [r["finished_at"] for r in recs]  # stored: none trained again
+
+
+def test_a_diverged_stack_fails_and_stores_no_run_as_finished(tmp_path):
+    """lr 1e30 makes the weights NaN: the stack raises Diverged at its first evaluation,
+    like a lone run, and no run of it is stored as finished (before, each was stored with
+    its NaN weights and accuracy 0.0)."""
+    from bindcore.controlled.training import Diverged
+
+    store = ResultStore(tmp_path)
+    cfgs = [tiny(seed=s, lr=1e30) for s in (0, 1)]
+    with pytest.raises(Diverged, match="diverged"):
+        train_stacked(cfgs, store=store, progress=False)
+    assert not list((tmp_path / STORE_KIND).glob("*/result.json"))

@@ -56,6 +56,7 @@ from .training import (
     TrainOutput,
     autocast_dtype,
     build_model,
+    check_finite,
     concept_loss_onset,
     concept_query_set,
     concept_weight,
@@ -540,7 +541,8 @@ def run_stacked(
         for r, (run, es) in enumerate(zip(runs, eval_sets)):
             run.parts = parts[r]
             if run.cfg.eval_every and n % run.cfg.eval_every == 0 and n < cfg0.steps:
-                last = evaluate(run.cfg, copy_run(params, r, run.model), es)
+                check_finite(run.cfg, copy_run(params, r, run.model), n)
+                last = evaluate(run.cfg, run.model, es)
                 run.history.append({"step": n, **last, **run.parts})
                 run.concept_from = concept_loss_onset(run.cfg, run.history)
         stopping = stop_after is not None and done >= stop_after and n < cfg0.steps
@@ -558,8 +560,10 @@ def run_stacked(
                     for r, run in enumerate(runs)]
     bar.close()
     outs = []
-    for r, (run, es) in enumerate(zip(runs, eval_sets)):
-        final = evaluate(run.cfg, copy_run(params, r, run.model), es)
+    for r, run in enumerate(runs):
+        check_finite(run.cfg, copy_run(params, r, run.model), cfg0.steps)
+    for run, es in zip(runs, eval_sets):
+        final = evaluate(run.cfg, run.model, es)
         run.history.append({"step": cfg0.steps, **final})
         spent = run.clock.so_far()
         outs.append(TrainOutput(run.model, final, bag_of_concepts_baseline(run.cfg, es), run.history,
