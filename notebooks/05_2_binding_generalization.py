@@ -79,7 +79,7 @@ from IPython.display import Markdown
 import bindcore
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import fit_search_table, recipe_search_table, show_claims
+from bindcore.book.tables import show_claims
 from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
     FIT_MARGIN,
@@ -92,7 +92,6 @@ from bindcore.controlled.recipes import (
 )
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.scenes import sample_scenes
-from bindcore.controlled.search import read_attempts
 from bindcore.controlled.training import TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
     chapter_recipe,
@@ -100,7 +99,7 @@ from bindcore.experiments.generalization import (
     note_stored,
     scale_records,
 )
-from bindcore.figures import plot_binding_curves, plot_fit_search, plot_scale
+from bindcore.figures import plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.store import has_weights
@@ -557,60 +556,13 @@ show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
 display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_outcomes(frame))))
 
 # %% [markdown]
-# ## The recipe search
+# ## How the scale recipe was found
 #
-# (The search logs below are folded: open one with its toggle.)
-#
-# The earlier `scale` recipe (before attempt V1 below set its batch size and its object candidates) bound
-# on some seeds and not on others, and its records (rows `V0` below) say why a recipe
-# binds at one seed and not at another: at the larger
-# coverages, held-out recognition follows how well a run fits its *own* training
-# task (two-object scenes of training objects, recognised among the training objects:
-# `task_object_2`), and the runs that fail have not fitted it by their last step. That
-# is an optimisation question, which can be searched on training objects alone. The
-# search below (`benchmarks/fit_search.py`, logged in `published/fit-search.json`)
-# trains each candidate recipe on one CPU thread until the training task reaches the
-# target or the last step, and reads every evaluation through a view without test keys
-# (`bindcore.controlled.search.search_view`; a test fails if the search reads one). The
-# column "chosen on" names what each attempt was judged on. Most candidates were first
-# screened on the seed that fits slowest (seed zero) and stopped by hand once they fell
-# below the base recipe's curve on that seed (their status says so); a candidate that
-# led on it was then run on the other seeds, logged as a second row of the same changes
-# (drawn in one panel below). One seed's lead is no finding: the seeds of one recipe
-# spread widely.
-
-# %% tags=["hide-input", "hide-output", "full-width"]
-fits = fit_search_table()
-with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
-    display(fits if len(fits) else Markdown("No fit-search log in `published/`."))
-
-# %% [markdown]
-# The same attempts as curves: the training task against the step, one thin line per
-# seed, the median over seeds in black where an attempt ran several, the target dashed.
-# Attempts stopped by hand end where they were stopped.
-
-# %% tags=["hide-input", "hide-output", "full-width"]
-fig = plot_fit_search(read_attempts(None, "fit-search.json"))
-if fig is not None:
-    plt.show()
-
-# %% [markdown]
-# The first search, which found the earlier `scale` recipe, kept attempts by their held-out
-# numbers, one seed each, before the held-out objects were divided into validation and
-# test objects; its log stays here as it was made, failed attempts included
-# (`benchmarks/recipe_search.py`, logged in `published/recipe-search.json`; "changes"
-# are the fields changed from the base recipe besides V, coverage and steps). Later
-# attempts of that script read validation objects only: the rows named `V0` are the
-# earlier `scale` recipe's published records, read on validation objects, and the rows named
-# `V1` the fit search's lead trained to its last step, seed by seed, so that the two
-# recipes meet on the same objects under both protocols. `V1` recognised more validation
-# objects than `V0` on every seed, above the bag's ceilings, and became today's `scale`
-# recipe: the records of the scale sweep above are its runs.
-
-# %% tags=["hide-input", "hide-output", "full-width"]
-search = recipe_search_table()
-with pd.option_context("display.max_colwidth", None, "display.max_rows", 200):
-    display(search.round(3) if len(search) else Markdown("No search log in `published/`."))
+# The `scale` recipe came out of two searches: a first one that kept attempts by their
+# held-out numbers, before the held-out objects were divided into validation and test
+# objects, and a second one, on training objects only, that set today's batch size and
+# object candidates. Their logs, every attempt with what it was judged on, are on their
+# own page: [How the scale recipe was found](b_recipe_search.ipynb).
 
 # %% [markdown]
 # ## Two ablations: the one-phase objective and the released code's negatives
