@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
+from bindcore.analysis.embedding_sets import frame_row
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
@@ -40,6 +42,66 @@ def use_style() -> None:
     })
 
 
+# -- readable at the page's width (issue 40) --
+PAGE_WIDTH_PX = 790  # the content width of a book page in the HTML, in pixels
+PAGE_WIDTH_IN = 7.0  # a figure this wide (at figure.dpi 110: 770 px) shows unscaled on the page
+MIN_TEXT_PT = 8.0  # the smallest text a figure may show, in points as displayed on the page
+MAX_PANELS_PER_ROW = 3
+
+
+def displayed_scale(fig: Any) -> float:
+    """How much the page shrinks ``fig``: the page's width over the figure's as the
+    notebook shows it (its tight bounding box plus padding, at the figure's dpi), at most
+    one."""
+    fig.canvas.draw()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
+    width_px = (bbox.width + 2 * mpl.rcParams["savefig.pad_inches"]) * fig.dpi
+    return min(1.0, PAGE_WIDTH_PX / width_px)
+
+
+def _shown_texts(fig: Any) -> list[Any]:
+    texts = []
+    for t in fig.findobj(mpl.text.Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        ax = t.axes
+        if ax is not None and (not ax.get_visible() or (not ax.axison and t in ax.get_xticklabels()
+                                                        + ax.get_yticklabels())):
+            continue
+        texts.append(t)
+    return texts
+
+
+def smallest_text_pt(fig: Any) -> float:
+    """The smallest font of ``fig``'s visible text in points as displayed on the page."""
+    sizes = [t.get_fontsize() for t in _shown_texts(fig)]
+    return min(sizes, default=float("inf")) * displayed_scale(fig)
+
+
+def panels_per_row(fig: Any) -> int:
+    """The most visible axes side by side (overlapping in height) in ``fig``."""
+    boxes = [ax.get_position() for ax in fig.axes if ax.get_visible()]
+    return max((sum(1 for o in boxes if o.y0 < b.y1 - 1e-6 and b.y0 < o.y1 - 1e-6) for b in boxes), default=0)
+
+
+def readability_problems(fig: Any) -> list[str]:
+    """What keeps ``fig`` from being read at the page's width: more than
+    :data:`MAX_PANELS_PER_ROW` panels side by side, text under :data:`MIN_TEXT_PT` as
+    displayed, a legend drawn inside its axes' data area."""
+    out = []
+    if (n := panels_per_row(fig)) > MAX_PANELS_PER_ROW:
+        out.append(f"{n} panels in a row (at most {MAX_PANELS_PER_ROW})")
+    if (pt := smallest_text_pt(fig)) < MIN_TEXT_PT - 1e-6:
+        out.append(f"text of {pt:.1f} pt as displayed (at least {MIN_TEXT_PT:g})")
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is not None and leg.get_visible() and ax.get_visible():
+            if ax.get_window_extent(renderer).overlaps(leg.get_window_extent(renderer)):
+                out.append(f"a legend over the data of the panel {ax.get_title()!r}")
+    return out
+
+
 def token_name(space: SceneSpace, tok: int, concept_names: Sequence[str] | None = None) -> str:
     specials = {space.soo: "SOO", space.eoo: "EOO", space.eos: "EOS", space.pad: "PAD"}
     if tok in specials:
@@ -59,7 +121,7 @@ def draw_token_rows(
     """Token sequences as rows of boxes: value tokens coloured by concept, specials grey."""
     width = max(len(r) for r in rows)
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.0 * width + 2.2, 0.75 * len(rows) + 0.6))
+        _, ax = plt.subplots(figsize=(min(PAGE_WIDTH_IN, 0.7 * width + 1.5), 0.75 * len(rows) + 0.6))
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
         for j, tok in enumerate(row):
@@ -72,10 +134,10 @@ def draw_token_rows(
             ax.add_patch(mpl.patches.FancyBboxPatch((j + 0.05, y + 0.1), 0.9, 0.8, boxstyle="round,pad=0.02",
                                                     facecolor=colour, alpha=alpha, edgecolor="white"))
             ax.text(j + 0.5, y + 0.5, token_name(space, tok, concept_names), ha="center", va="center",
-                    fontsize=7, color=text_colour)
+                    fontsize=8, color=text_colour)
         ax.text(-0.15, y + 0.5, labels[i], ha="right", va="center", fontsize=9)
     for j in range(width):
-        ax.text(j + 0.5, len(rows) + 0.1, str(j), ha="center", va="bottom", fontsize=7, color="#666666")
+        ax.text(j + 0.5, len(rows) + 0.1, str(j), ha="center", va="bottom", fontsize=8, color="#666666")
     ax.set_xlim(-0.1, width)
     ax.set_ylim(0, len(rows) + 0.5)
     ax.axis("off")
@@ -115,20 +177,24 @@ def plot_metric_vs_coverage(
     ax.legend(loc="best")
 
 
-def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = 4, title: str | None = None,
-                width: float = 2.6):
-    """Images of ``dataset`` at ``indices`` with their captions, as the release's sample grid."""
-    import textwrap
-
+def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = MAX_PANELS_PER_ROW, title: str | None = None,
+                width: float = PAGE_WIDTH_IN / MAX_PANELS_PER_ROW):
+    """Images of ``dataset`` at ``indices`` with their captions, as the release's sample
+    grid: ``ncols`` images a row, ``width`` inches each."""
     if dataset.images is None:
         raise ValueError(f"dataset {dataset.name!r} has no images")
+    indices = list(indices)
     nrows = (len(indices) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, width * 1.25 * nrows), squeeze=False)
+    first = np.asarray(dataset.images[indices[0]]) if indices else np.zeros((1, 1))
+    aspect = first.shape[0] / first.shape[1]  # the images' height over width: no blank band between rows
+    chars = int(width * 72 / (0.6 * 8)) - 2  # a caption line's characters at 8 pt monospace
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, width * (aspect + 0.3) * nrows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, i in zip(axes.flat, indices):
         ax.imshow(np.asarray(dataset.images[i]))
-        ax.set_title("\n".join(textwrap.wrap(dataset.captions[i], 26)), fontsize=8, family="monospace", loc="left")
+        ax.set_title("\n".join(textwrap.wrap(dataset.captions[i], chars)), fontsize=8, family="monospace",
+                     loc="left")
     if title:
         fig.suptitle(title, y=1.0)
     fig.tight_layout()
@@ -183,9 +249,10 @@ def _names(s: EmbeddingSet, c: int) -> list[str]:
     return [str(v) for v in range(s.values_per_concept[c])]
 
 
-def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 30) -> None:
+def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16) -> None:
     """The D.5 picture of one set on two axes: objects (colour: concept 0, marker: concept 1;
-    labelled up to ``annotate_max``) and concept values, in the first two MDS dimensions."""
+    labelled up to ``annotate_max``) and concept values, in the first two MDS dimensions;
+    each legend below its axes, off the data."""
     ax_o, ax_c = axes
     objs = df[df["bank"] == "objects"]
     cols = _value_colours(_names(s, 0))
@@ -194,15 +261,20 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
     for v1 in range(len(names1)):
         sub = objs[objs["value_1"].astype(int) == v1] if len(s.values_per_concept) > 1 else objs
         ax_o.scatter(sub["mds_1"], sub["mds_2"], c=[cols[int(v)] for v in sub["value_0"]],
-                     marker=_MARKERS[v1 % len(_MARKERS)], s=42, edgecolors="black", linewidths=0.4,
-                     label=names1[v1])
+                     marker=_MARKERS[v1 % len(_MARKERS)], s=42, edgecolors="black", linewidths=0.4)
+        ax_o.scatter([], [], marker=_MARKERS[v1 % len(_MARKERS)], s=42, c="#bbbbbb", edgecolors="black",
+                     linewidths=0.4, label=names1[v1])  # the legend's marker, in neutral grey
         if len(objs) <= annotate_max:
             for _, r in sub.iterrows():
                 ax_o.annotate(f"{names0[int(r['value_0'])]} {names1[v1]}".strip(), (r["mds_1"], r["mds_2"]),
-                              fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax_o.legend(fontsize=6, title=s.concept_names[1] if len(s.concept_names) > 1 else None, title_fontsize=7,
-                loc="best", ncol=2 if len(names1) > 5 else 1)
-    ax_o.set_title(f"objects: {s.label}", fontsize=8)
+                              fontsize=8, xytext=(3, 3), textcoords="offset points")
+    if len(s.values_per_concept) > 1:
+        ax_o.legend(title=s.concept_names[1] if len(s.concept_names) > 1 else None, fontsize=8,
+                    title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(5, len(names1)),
+                    handletextpad=0.2, columnspacing=0.8)
+    name0 = s.concept_names[0] if s.concept_names else "concept 0"
+    name1 = f", {s.concept_names[1]} as marker" if len(s.concept_names) > 1 and len(s.values_per_concept) > 1 else ""
+    ax_o.set_title(f"objects: {name0} as colour{name1}", fontsize=9)
     conc = df[df["bank"] == "concepts"]
     for c in range(len(s.values_per_concept)):
         sub = conc[conc["concept"].astype(int) == c]
@@ -211,13 +283,140 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
                      c=[cols[int(v)] for v in sub["value"]] if c == 0 else "#7f7f7f", edgecolors="black",
                      linewidths=0.4)
         for _, r in sub.iterrows():
-            ax_c.annotate(_names(s, c)[int(r["value"])], (r["mds_1"], r["mds_2"]), fontsize=6, xytext=(3, 3),
+            ax_c.annotate(_names(s, c)[int(r["value"])], (r["mds_1"], r["mds_2"]), fontsize=8, xytext=(3, 3),
                           textcoords="offset points")
-    ax_c.legend(fontsize=6)
-    ax_c.set_title(f"concept values: {s.label}", fontsize=8)
+    ax_c.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax_c.set_title("concept values", fontsize=9)
     for ax in axes:
-        ax.set_xlabel("MDS 1")
-        ax.set_ylabel("MDS 2")
+        ax.set_xlabel("MDS 1", fontsize=9)
+        ax.set_ylabel("MDS 2", fontsize=9)
+        ax.tick_params(labelsize=8)
+
+
+def mds_figure(s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16):
+    """:func:`plot_mds` of one set as a figure of the page's width, titled with the set."""
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.8), gridspec_kw={"width_ratios": [1.25, 1]})
+    plot_mds(axes, s, df, annotate_max=annotate_max)
+    fig.suptitle(s.label, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# -- §4.1, §4.2, D.2 and D.3: one bar or panel per embedding set --
+def _set_label(s: EmbeddingSet, width: int = 24) -> str:
+    """The set's dataset over its encoder, each wrapped at ``width`` characters."""
+    return "\n".join(textwrap.wrap(s.dataset, width) + textwrap.wrap(s.encoder, width))
+
+
+def _grouped_hbars(ax: Any, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]],
+                   height: float = 0.8) -> None:
+    """Horizontal bars, a group per label (first on top) and a bar per ``(name, values)``."""
+    n, h = len(series), height / max(1, len(series))
+    y = np.arange(len(labels))[::-1]
+    for i, (name, vals) in enumerate(series):
+        ax.barh(y + (n - 1) / 2 * h - i * h, np.asarray(vals, dtype=float), h, label=name,
+                color=PALETTE[i % len(PALETTE)])
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_ylim(-0.5, len(labels) - 0.5)
+    ax.grid(axis="y", visible=False)
+    ax.tick_params(axis="x", labelsize=8)
+
+
+def _legend_below(fig: Any, ax: Any, ncol: int = 2) -> None:
+    """``ax``'s legend under the whole figure (call after ``tight_layout``)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=9)
+
+
+def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], title: str | None = None):
+    """§4.1: R² of each set's bag-of-concepts and bag-of-objects reconstructions (averaged
+    components, all scenes; in any slot and per slot), a bar group per set."""
+    bars = [("concepts", "avg", "bag of concepts (avg)"), ("concepts", "pos-avg", "bag of concepts (per slot)"),
+            ("objects", "avg", "bag of objects (avg)"), ("objects", "pos-avg", "bag of objects (per slot)")]
+    series = [(name, [frame_row(df, kind, est)["r2_eval"] for df in frames]) for kind, est, name in bars]
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 0.6 * len(sets) + 1.0))
+    _grouped_hbars(ax, [_set_label(s) for s in sets], series)
+    ax.set_xlabel("R² of the reconstruction (all scenes)", fontsize=9)
+    ax.set_xlim(min(0.0, min(min(v) for _, v in series)), 1.0)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    _legend_below(fig, ax)
+    return fig
+
+
+def plot_editing_sweep(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], case: str = "different",
+                       title: str | None = None):
+    """D.2: retrieval of the intended counterfactual against the editing strength k, a panel
+    per set (three to a row) and a line per bank of object vectors."""
+    ncols = min(MAX_PANELS_PER_ROW, len(sets))
+    fig, axes = _panel_grid(len(sets), ncols, PAGE_WIDTH_IN / MAX_PANELS_PER_ROW, 2.1, sharex=True, sharey=True)
+    for ax, s, df in zip(axes.flat, sets, frames):
+        for i, (bank, b) in enumerate(df[df["case"] == case].groupby("bank", sort=False)):
+            ax.plot(b["k"], b["retrieval"], "o-", color=PALETTE[i], label=bank, ms=3)
+        ax.axvline(1.0, color="#999999", ls=":", lw=1)
+        ax.set_title(f"{s.dataset}\n{s.encoder}", fontsize=8)
+        ax.set_ylim(-0.03, 1.03)
+        ax.tick_params(labelsize=8)
+    for row in axes:
+        row[0].set_ylabel("retrieval", fontsize=9)
+    _label_bottom_panels(axes, "strength k")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _legend_below(fig, axes[0, 0], ncol=3)
+    return fig
+
+
+def plot_attribution(sets: Sequence[EmbeddingSet], table: pd.DataFrame, title: str | None = None):
+    """§4.2 / D.1: concept and object decoding after each subtraction (a bar per variant),
+    a bar group per set; ``table`` is :func:`bindcore.book.tables.attribution_table`'s."""
+    variants = list(dict.fromkeys(table["variant"]))
+    labels = [_set_label(s, 20) for s in sets]
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 0.75 * len(sets) + 1.2), sharey=True)
+    for ax, metric in zip(axes, ("concepts", "objects")):
+        series = [(v, [table[(table["dataset"] == s.dataset) & (table["encoder"] == s.encoder)
+                             & (table["variant"] == v)][metric].iloc[0] for s in sets]) for v in variants]
+        _grouped_hbars(ax, labels, series)
+        ax.set_title(f"{metric} decoded after subtraction", fontsize=9)
+        ax.set_xlim(0, 1.02)
+        ax.set_xlabel("probe accuracy (test scenes)", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _legend_below(fig, axes[0], ncol=3)
+    return fig
+
+
+def plot_three_objects(long: pd.DataFrame):
+    """D.3: held-out R² of the reconstructions and retrieval of the object reconstructions
+    (all and held-out scenes, with chance), a group per occlusion and encoder."""
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.2))
+    labels = []
+    for i, ((occ, enc), sub) in enumerate(long.groupby(["occlusion", "encoder"], sort=True)):
+        labels.append(textwrap.fill(f"{'occluded' if occ else 'no occlusion'}, {enc}", 16))
+        for j, (kind, est) in enumerate([("concepts", "avg"), ("objects", "avg"), ("concepts", "lstsq"),
+                                         ("objects", "lstsq")]):
+            r = frame_row(sub, kind, est)
+            axes[0].bar(i + (j - 1.5) * 0.2, r["r2_heldout"], 0.2, color=PALETTE[j],
+                        label=f"bag of {kind} ({est})" if i == 0 else None)
+        o = frame_row(sub, "objects", "avg")
+        axes[1].bar(i - 0.15, o["retrieval"], 0.3, color=PALETTE[4], label="retrieval: all scenes" if i == 0 else None)
+        axes[1].bar(i + 0.15, o["retrieval_heldout"], 0.3, color=PALETTE[5],
+                    label="retrieval: held-out scenes" if i == 0 else None)
+        axes[1].plot([i - 0.3, i + 0.3], [o["retrieval_chance_heldout"]] * 2, color="black", lw=1,
+                     label="retrieval: chance (held out)" if i == 0 else None)
+    for ax, title in zip(axes, ["held-out R² of the reconstructions", "retrieval of object\nreconstructions (avg)"]):
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel("R²", fontsize=9)
+    axes[1].set_ylabel("top-1 retrieval", fontsize=9)
+    axes[1].set_ylim(0, 1.05)
+    fig.tight_layout()
+    handles, names = zip(*[hl for ax in axes for hl in zip(*ax.get_legend_handles_labels())])
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8)
+    return fig
 
 
 def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, seed: int = 0):

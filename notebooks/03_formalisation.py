@@ -137,8 +137,8 @@ if space.n_concepts == 2:
     ax.imshow(object_grid(space, split.train.numpy()), cmap="Blues", vmin=-0.3, vmax=1.2, origin="lower")
     ax.set_xlabel("value of concept 1")
     ax.set_ylabel("value of concept 2")
-    ax.set_title(f"coverage {coverage:g}: {len(split.train)} training objects (blue), "
-                 f"{len(split.heldout)} held out (white: {len(split.val)} validation, "
+    ax.set_title(f"coverage {coverage:g}: {len(split.train)} training objects (dark),\n"
+                 f"{len(split.heldout)} held out (pale: {len(split.val)} validation, "
                  f"{len(split.test)} test)", fontsize=9)
     ax.grid(False)
     plt.show()
@@ -222,7 +222,7 @@ ax.set_xlabel("values per concept V")
 ax.set_ylabel("object recognition of the oracle")
 ax.set_title(f"Bag-of-concepts oracle, C={n_concepts}, full object vocabulary as candidates")
 ax.set_ylim(0, 1.05)
-ax.legend()
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=9)
 plt.show()
 boc.round(3)
 

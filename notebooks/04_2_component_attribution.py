@@ -77,10 +77,7 @@ workers = None
 device = None
 
 # %% tags=["hide-input"]
-import textwrap
-
 import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import Markdown
 
 from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
@@ -91,7 +88,7 @@ from bindcore.book.prose import glue
 from bindcore.book.tables import attribution_table, sets_frame, show_claims
 from bindcore.experiments.geometry import geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
-from bindcore.figures import PALETTE
+from bindcore.figures import plot_attribution
 from bindcore.paper import PAPER_ATTRIBUTION
 from bindcore.verdicts.geometry import attribution_claims
 
@@ -141,22 +138,7 @@ table = attribution_table(sets, frames)
 table.round(3)
 
 # %% tags=["hide-input"]
-variants = list(dict.fromkeys(table["variant"]))
-fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), sharey=True)
-x = np.arange(len(sets))
-width = 0.8 / len(variants)
-for ax, metric in zip(axes, ("concepts", "objects")):
-    for i, v in enumerate(variants):
-        sub = table[table["variant"] == v]
-        ax.bar(x + (i - (len(variants) - 1) / 2) * width, sub[metric], width, label=v, color=PALETTE[i])
-    ax.set_xticks(x, [textwrap.fill(f"{s.dataset} | {s.encoder}", 18) for s in sets], fontsize=6.5)
-    ax.set_title(f"{metric} decoded after subtraction", fontsize=9)
-    ax.set_ylim(0, 1.05)
-axes[0].set_ylabel("probe accuracy (test scenes)")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(variants), fontsize=8,
-           bbox_to_anchor=(0.5, 0.97))
-fig.suptitle(f"Component attribution (profile '{profile}')", y=1.03)
-fig.tight_layout(rect=(0, 0, 1, 0.92))
+plot_attribution(sets, table, title=f"Component attribution (profile '{profile}')")
 plt.show()
 
 # %% [markdown]

@@ -98,7 +98,7 @@ from bindcore.book.tables import mds_table, show_claims
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
 from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
-from bindcore.figures import PALETTE, plot_mds, sample_grid
+from bindcore.figures import PALETTE, mds_figure, plot_three_objects, sample_grid
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
 from bindcore.verdicts.additional import additional_claims, natural_claims
 
@@ -141,7 +141,7 @@ datasets = three_object_datasets(P)
 print(f"{P['three_object_scenes']} scenes per set at {P['clevr3d_width']} px wide, "
       f"rendered in {time.perf_counter() - t0:.1f} s")
 for occ, ds in datasets.items():
-    sample_grid(ds, range(min(4, len(ds))), title="one object partly hidden" if occ else "all objects fully visible")
+    sample_grid(ds, range(min(3, len(ds))), title="one object partly hidden" if occ else "all objects fully visible")
     plt.show()
 
 # %% [markdown]
@@ -159,7 +159,7 @@ for occ, colour in ((False, PALETTE[0]), (True, PALETTE[1])):
             label=f"{'occluded' if occ else 'no occlusion'} (median {sub['visible_fraction'].median():.2f})")
 ax.set_xlabel("visible fraction of the least visible object in the scene")
 ax.set_ylabel("scenes")
-ax.legend(fontsize=8)
+ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
 plt.show()
 
 # %% [markdown]
@@ -192,28 +192,7 @@ three.drop(columns=["dataset"]).set_index(["occlusion", "encoder"]).round(3).T
 
 # %% tags=["hide-input"]
 long = three_object_long(three_sets, P)
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-labels = []
-for i, ((occ, enc), sub) in enumerate(long.groupby(["occlusion", "encoder"], sort=True)):
-    labels.append(f"{'occluded' if occ else 'no occlusion'}\n{enc}")
-    for j, (kind, est) in enumerate([("concepts", "avg"), ("objects", "avg"), ("concepts", "lstsq"),
-                                     ("objects", "lstsq")]):
-        r = sub[(sub["kind"] == kind) & (sub["estimator"] == est)].iloc[0]
-        axes[0].bar(i + (j - 1.5) * 0.2, r["r2_heldout"], 0.2, color=PALETTE[j],
-                    label=f"bag of {kind} ({est})" if i == 0 else None)
-    o = sub[(sub["kind"] == "objects") & (sub["estimator"] == "avg")].iloc[0]
-    axes[1].bar(i - 0.15, o["retrieval"], 0.3, color=PALETTE[0], label="all scenes" if i == 0 else None)
-    axes[1].bar(i + 0.15, o["retrieval_heldout"], 0.3, color=PALETTE[1], label="held-out scenes" if i == 0 else None)
-    axes[1].plot([i - 0.3, i + 0.3], [o["retrieval_chance_heldout"]] * 2, color="black", lw=1,
-                 label="chance" if i == 0 else None)
-for ax, title in zip(axes, ["held-out R² of the reconstructions", "retrieval of object reconstructions (avg)"]):
-    ax.set_xticks(range(len(labels)), labels, fontsize=7)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-axes[0].set_ylabel("R²")
-axes[1].set_ylabel("top-1 retrieval")
-axes[1].set_ylim(0, 1.05)
-fig.tight_layout()
+plot_three_objects(long)
 plt.show()
 
 # %% [markdown]
@@ -242,7 +221,7 @@ nat_sets = natural_sets(P, image_encoders, patterned)
 natural = natural_table(nat_sets, P)
 print(f"{len(patterned)} scenes, {P['natural_width']} px wide; rendered, embedded and analysed in "
       f"{time.perf_counter() - t0:.1f} s")
-sample_grid(patterned, np.linspace(0, len(patterned) - 1, 8).astype(int),
+sample_grid(patterned, np.linspace(0, len(patterned) - 1, 6).astype(int),
             title="the D.4 substitute: patterned objects")
 plt.show()
 natural.round(3)
@@ -296,9 +275,7 @@ grid.round(3)
 
 # %% tags=["hide-input"]
 for s, df in zip(gsets, mds_frames):
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [1.4, 1]})
-    plot_mds(axes, s, df)
-    fig.tight_layout()
+    mds_figure(s, df)
     plt.show()
 
 # %% [markdown]
