@@ -148,6 +148,9 @@ PAPER_CLAIMS_5_2 = (
 # §5.3 and §5.4
 PAPER_WIDTH = "small MLPs suffice; the gap grows with |O|"
 PAPER_FORM = "additive: concepts yes, objects no; products recover objects; global product best"
+# §5.4 and appendix E: the families in the order of their held-out object recognition that
+# the paper finds (global product best; the additive probe recovers no objects)
+PAPER_FORM_ORDER = ("global_product", "mlp", "additive")
 
 # -- appendix E: vision encoders trained from scratch on pixels (summary), and D.7 --
 PAPER_PIXELS = {

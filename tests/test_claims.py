@@ -12,7 +12,15 @@ import pytest
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.verdicts import core as CL
 from bindcore.verdicts.additional import above_chance, additional_claims, natural_claims
-from bindcore.verdicts.approximators import figure9_claims, form_claims, pretrained_claims, width_claims
+from bindcore.verdicts.approximators import (
+    figure9_claims,
+    form_claims,
+    form_sentences,
+    pretrained_claims,
+    pretrained_sentences,
+    separation_sentence,
+    width_claims,
+)
 from bindcore.verdicts.generalization import claims_table
 from bindcore.verdicts.geometry import attribution_claims, geometry_claims
 
@@ -66,6 +74,66 @@ def test_pretrained_claims_on_their_null():
     assert statuses(pretrained_claims(pretrained(0.95, 0.1, control=0.9), "quick"))[:2] == [CL.NOT_SHOWN] * 2
     shuffled = pretrained(0.05, 0.0, control=None)
     assert statuses(pretrained_claims(shuffled, "quick", null=shuffled)) == [CL.NOT_SHOWN] * 2
+
+
+# --------------------------------------------------------------------------- directions in words
+def test_a_direction_shows_on_ordered_numbers_and_not_on_their_null():
+    terms = [("global product", 0.58), ("MLP", 0.43), ("additive", 0.27)]
+    text = CL.direction_sentence(terms, "m", what="the paper's ordering")
+    assert text == "m: the paper's ordering shows: global product 0.58 > MLP 0.43 > additive 0.27."
+    # the same shape reversed, or equal numbers (and numbers that print alike): it does not show
+    for null in ([(a, v) for (a, _), (_, v) in zip(terms, terms[::-1])], [(a, 0.43) for a, _ in terms],
+                 [("global product", 0.584), ("MLP", 0.578), ("additive", 0.2)]):
+        text = CL.direction_sentence(null, "m", what="the paper's ordering")
+        assert "does not show" in text and " shows" not in text
+    assert "cannot be read" in CL.direction_sentence([("a", np.nan), ("b", 0.1)])
+    assert CL.ordered([0.3, 0.2, 0.1]) and not CL.ordered([0.3, 0.3]) and not CL.ordered([0.3, np.nan])
+
+
+def test_a_direction_never_contradicts_the_verdict():
+    terms = [("held-out concepts", 0.97), ("held-out objects", 0.29)]
+    for status in (CL.NOT_SHOWN, CL.NOT_TESTABLE, CL.UNTESTABLE):
+        text = CL.direction_sentence(terms, "MiniLM", "about 0.20", claim="c", status=status)
+        assert "shows" in text and f"a direction only, not the claim “c”, whose verdict stays “{status}”" in text
+    assert CL.direction_sentence(terms, "MiniLM", claim="c", status=CL.SHOWN).endswith("(the claim “c”: shown).")
+    back = CL.direction_sentence(terms[::-1], "MiniLM", claim="c", status=CL.NOT_SHOWN)
+    assert "does not show" in back and "(the claim “c”: not shown)" in back
+
+
+def test_pretrained_sentences_say_the_direction_and_whether_the_null_is_separated():
+    # MiniLM-like: the direction shows, but the untrained tower's concepts are as high (no separation)
+    text = pretrained_sentences(pretrained(0.97, 0.29, encoder="MiniLM", control=1.0))
+    assert len(text) == 2  # the control gets none
+    assert text[0].startswith("MiniLM: the paper's direction shows: held-out concepts 0.97 > held-out objects 0.29")
+    assert "paper: CLIP, concepts >= 0.80, objects about 0.20" in text[0]
+    assert "verdict stays “not shown”" in text[0]  # the claims table says not shown
+    assert text[1].startswith("The concept diagnostic does not separate MiniLM from its null here: held-out "
+                              "concepts 0.97 (the widest MLP's lowest at the fractions above 0.3) against 1.00")
+    # a trained encoder the diagnostic separates, with the direction: shown, and said so
+    text = pretrained_sentences(pretrained(0.95, 0.1))
+    assert "direction shows" in text[0] and text[0].endswith("(the claim “objects do not generalize, for any "
+                                                             "family”: shown).")
+    assert text[1].startswith("The concept diagnostic separates CLIP ViT-B/32 text from its null: held-out concepts "
+                              "0.95 (the widest MLP's lowest at the fractions above 0.3) against 0.30")
+    # the null of the same shape (objects as high as concepts): the direction does not show
+    assert "does not show" in pretrained_sentences(pretrained(0.5, 0.5))[0]
+    assert "cannot compare" in separation_sentence("m", 0.9, np.nan, "", 0.2)
+
+
+def test_form_sentences_state_the_ordering_with_the_verdict():
+    holds = forms({ADD: (0.95, 0.2), GP: (0.95, 0.9), WOP: (0.9, 0.5), MLP: (0.95, 0.85)})
+    (text,) = form_sentences(holds, form_claims(holds, "quick"))
+    assert text == ("m: the paper's ordering shows: global product 0.90 > MLP 0.85 > additive (per slot) 0.20 "
+                    "(the claim “the global product is best”: shown).")
+    # the quick models' pattern: ordered, below the thresholds: a direction only
+    low = forms({ADD: (0.99, 0.27), GP: (0.99, 0.58), MLP: (0.99, 0.43)})
+    (text,) = form_sentences(low, form_claims(low, "quick"))
+    assert "ordering shows" in text and "whose verdict stays “not shown”" in text
+    # its null: the MLP no better than the additive probe, or the order reversed
+    for null in (forms({ADD: (0.99, 0.25), GP: (0.99, 0.33), MLP: (0.99, 0.25)}),
+                 forms({ADD: (0.99, 0.58), GP: (0.99, 0.27), MLP: (0.99, 0.43)})):
+        (text,) = form_sentences(null, form_claims(null, "quick"))
+        assert "(global product > MLP > additive (per slot)) does not show" in text
 
 
 # --------------------------------------------------------------------------- §5.3

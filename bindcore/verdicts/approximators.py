@@ -15,10 +15,12 @@ from bindcore.paper import (
     PAPER_APPROXIMATOR_WIDTHS,
     PAPER_FIGURE9,
     PAPER_FORM,
+    PAPER_FORM_ORDER,
     PAPER_PRETRAINED_CONCEPTS,
     PAPER_PRETRAINED_OBJECTS,
     PAPER_WIDTH,
     SUMMARY,
+    fmt_range,
 )
 
 from .core import (
@@ -34,6 +36,7 @@ from .core import (
     _ok,
     _row,
     binds,
+    direction_sentence,
     no_binding_why,
     verdict,
 )
@@ -48,6 +51,20 @@ def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
     return mlp[mlp["width"] == mlp["width"].max()] if len(mlp) else mlp
 
 
+def _pretrained_null(table: Any, null: Any, above: float) -> tuple[float, str]:
+    """The null of §5.1's concept claim: the widest MLP's lowest held-out concepts above
+    fraction ``above`` on the ``null`` table, else on the first random-init control; its name."""
+    if null is not None and len(null):
+        null_of, null_name = _widest_mlp(null), "the null sweep"
+    else:
+        controls = table[table["encoder"].str.contains("random init", regex=False)] if len(table) else table
+        null_of = _widest_mlp(controls[controls["encoder"] == controls["encoder"].iloc[0]]) if len(controls) \
+            else controls
+        null_name = f"{controls['encoder'].iloc[0]} (the paper's control)" if len(controls) else ""
+    null_hi = null_of[null_of["fraction"] > above] if len(null_of) else null_of
+    return (float(null_hi["heldout_concept"].min()) if len(null_hi) else math.nan), null_name
+
+
 def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
                       above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
                       null: Any = None, margin: float = 0.2) -> pd.DataFrame:
@@ -58,15 +75,7 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
     paper_c = f">= {concept_level:.2f} above fraction {above:g} ({SUMMARY})"
     paper_o = (f"about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']}, "
                f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']:g}, every family ({NOTES})")
-    if null is not None and len(null):
-        null_of, null_name = _widest_mlp(null), "the null sweep"
-    else:
-        controls = table[table["encoder"].str.contains("random init", regex=False)] if len(table) else table
-        null_of = _widest_mlp(controls[controls["encoder"] == controls["encoder"].iloc[0]]) if len(controls) \
-            else controls
-        null_name = f"{controls['encoder'].iloc[0]} (the paper's control)" if len(controls) else ""
-    null_hi = null_of[null_of["fraction"] > above] if len(null_of) else null_of
-    null_c = float(null_hi["heldout_concept"].min()) if len(null_hi) else math.nan
+    null_c, null_name = _pretrained_null(table, null, above)
     for name, sub in table.groupby("encoder", sort=False):
         ev = _encoder_evidence(name)
         if ev == CONTROL:
@@ -112,6 +121,55 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
                              "below the concepts", profile, evidence=ev,
                              margin=f"{conc - best['heldout_object']:+.2f} (needs >= {gap:g})"))
     return _frame(rows)
+
+
+def separation_sentence(subject: str, ours: Any, null: Any, null_name: str, margin: float,
+                        where: str = "") -> str:
+    """Whether §5.1's concept diagnostic tells ``subject`` from its null (the untrained tower):
+    its held-out concepts (``ours``, read ``where``) at least ``margin`` above the null's, the
+    rule of the concept claim's margin; in one sentence with both numbers."""
+    if not _ok(ours, null):
+        return (f"The concept diagnostic cannot compare {subject} with a null here: "
+                f"{'no null (neither a null sweep nor a random-init control)' if _ok(ours) else 'no concepts'}.")
+    numbers = (f"held-out concepts {fmt_range(float(ours))}{f' ({where})' if where else ''} against "
+               f"{fmt_range(float(null))} for {null_name}, a margin of {_margin(float(ours), float(null), margin)}")
+    if float(ours) - float(null) >= margin:
+        return f"The concept diagnostic separates {subject} from its null: {numbers}."
+    return (f"The concept diagnostic does not separate {subject} from its null here: {numbers}; on these scenes "
+            "it cannot tell a trained encoder from the untrained architecture.")
+
+
+def pretrained_sentences(table: Any, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
+                         above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
+                         null: Any = None, margin: float = 0.2) -> list[str]:
+    """§5.1 in words, per encoder with trained weights, with the numbers of
+    :func:`pretrained_claims` (same arguments): whether the paper's direction (held-out
+    concepts above held-out objects) shows, beside the paper's numbers and the object
+    claim's verdict; and whether the concept diagnostic separates the encoder from its null."""
+    if not len(table):
+        return []
+    claims = pretrained_claims(table, "", concept_level, above, gap, null, margin)
+    null_c, null_name = _pretrained_null(table, null, above)
+    paper = (f"CLIP, concepts >= {fmt_range(PAPER_PRETRAINED_CONCEPTS['level'])}, objects about "
+             f"{fmt_range(PAPER_PRETRAINED_OBJECTS['level'])}")
+    out = []
+    for name, sub in table.groupby("encoder", sort=False):
+        if _encoder_evidence(name) == CONTROL:
+            continue
+        mlp, top = _widest_mlp(sub), sub[sub["fraction"] == sub["fraction"].max()]
+        mtop = mlp[mlp["fraction"] == sub["fraction"].max()]
+        conc = float(mtop["heldout_concept"].iloc[0]) if len(mtop) else math.nan
+        obj = float(top["heldout_object"].max()) if top["heldout_object"].notna().any() else math.nan
+        status = claims.loc[(claims["subject"] == name)
+                            & (claims["claim"] == "objects do not generalize, for any family"), "status"]
+        out.append(direction_sentence([("held-out concepts", conc), ("held-out objects", obj)], name, paper,
+                                      claim="objects do not generalize, for any family",
+                                      status=status.iloc[0] if len(status) else ""))
+        hi = mlp[mlp["fraction"] > above]
+        worst = float(hi["heldout_concept"].min()) if len(hi) else math.nan
+        out.append(separation_sentence(name, worst, null_c, null_name, margin,
+                                       f"the widest MLP's lowest at the fractions above {above:g}"))
+    return out
 
 
 def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAPER_APPROXIMATOR_WIDTHS[0],
@@ -235,6 +293,38 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
                     f"shown when a global product is within {tolerance:g} of the best family and the best clears "
                     f"the bag ceiling by >= {margin:g}", null=f"bag ceiling {ceil:.2f}", mg=_margin(b, ceil, margin))
     return _frame(rows)
+
+
+def form_order(sub: pd.DataFrame, order: tuple[str, ...] = PAPER_FORM_ORDER) -> list[tuple[str, float]]:
+    """(family label, best held-out objects) of one model's table at its largest fraction, for
+    the families of ``order`` (NaN where a family is missing)."""
+    top = sub[sub["fraction"] == sub["fraction"].max()]
+    out = []
+    for f in order:
+        v = top.loc[top["family"] == FAMILY_LABELS[f], "heldout_object"]
+        out.append((FAMILY_LABELS[f], float(v.max()) if v.notna().any() else math.nan))
+    return out
+
+
+def form_sentences(table: Any, claims: pd.DataFrame | None = None, key: str = "model",
+                   claim: str = "the global product is best", statuses: dict[str, str] | None = None,
+                   order: tuple[str, ...] = PAPER_FORM_ORDER) -> list[str]:
+    """Per model of a functional-form table (§5.4, appendix E): whether the paper's ordering
+    of the families (``order``, on held-out objects at the largest fraction) shows, with the
+    numbers; the verdict of ``claim`` beside it, from ``statuses`` (model: status) or else
+    the ``claims`` frame's row of that claim and model."""
+    out = []
+    for name, sub in table.groupby(key, sort=False):
+        if statuses is not None:
+            status = statuses.get(name, "")
+        elif claims is not None and len(claims):
+            s = claims.loc[(claims["claim"] == claim) & (claims["subject"] == name), "status"]
+            status = s.iloc[0] if len(s) else ""
+        else:
+            status = ""
+        out.append(direction_sentence(form_order(sub, order), name, what="the paper's ordering", claim=claim,
+                                      status=status))
+    return out
 
 
 def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, seed: int = 0) -> float:

@@ -5,9 +5,12 @@ the row columns :data:`COLUMNS`, and counts and sentences made from claim frames
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+
+from bindcore.paper import fmt_range
 
 SHOWN = "shown"
 NOT_SHOWN = "not shown"
@@ -74,6 +77,46 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _margin(ours: float, null: float, need: float) -> str:
     return f"{ours - null:+.2f} (needs >= {need:g})"
+
+
+# a direction holds when each value exceeds the next by at least this: the precision the
+# numbers are shown with, so that two numbers that read alike never read as ordered
+DIRECTION_STEP = 0.01
+
+
+def ordered(values: Sequence[Any], by: float = DIRECTION_STEP) -> bool:
+    """Every value is finite and exceeds the next by at least ``by``."""
+    return _ok(*values) and all(float(a) - float(b) >= by - 1e-12 for a, b in zip(values, values[1:]))
+
+
+def direction_sentence(terms: Sequence[tuple[str, Any]], subject: str = "", paper: str = "", *,
+                       what: str = "the paper's direction", claim: str = "", status: str = "",
+                       by: float = DIRECTION_STEP) -> str:
+    """Whether our numbers keep the paper's order, in one sentence: ``terms`` are (label,
+    value) pairs in the order the paper finds them, highest first; they keep it when
+    :func:`ordered` (each at least ``by`` above the next). The values stand in the sentence,
+    the ``paper``'s beside them. The order is a direction only, never a verdict: with the
+    ``status`` of the threshold ``claim`` the sentence says that verdict stands (a direction
+    that shows does not make a claim "shown")."""
+    labels = [t[0] for t in terms]
+    values = [_num(t[1]) for t in terms]
+    shown = [fmt_range(v) if math.isfinite(v) else "–" for v in values]
+    order = " > ".join(labels)
+    head = f"{subject}: {what}" if subject else what[:1].upper() + what[1:]
+    if not _ok(*values):
+        text = f"{head} ({order}) cannot be read: " + ", ".join(f"{a} {b}" for a, b in zip(labels, shown))
+    elif ordered(values, by):
+        text = f"{head} shows: " + " > ".join(f"{a} {b}" for a, b in zip(labels, shown))
+    else:
+        text = f"{head} ({order}) does not show: " + ", ".join(f"{a} {b}" for a, b in zip(labels, shown))
+    if paper:
+        text += f" (paper: {paper})"
+    if status and status != SHOWN and ordered(values, by):
+        named = f" “{claim}”" if claim else ""
+        text += f"; a direction only, not the claim{named}, whose verdict stays “{status}”"
+    elif status:
+        text += f" (the claim{f' “{claim}”' if claim else ''}: {status})"
+    return text + "."
 
 
 def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[str, int]:

@@ -11,6 +11,7 @@ from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import PAPER_CLAIMS_APPENDIX_E, PAPER_D7
 
+from .approximators import form_sentences
 from .core import NATIVE, STATUSES, UNTESTABLE, _ceiling, _encoder_evidence, _margin, _ok, verdict
 
 SWAP_THRESHOLD = 0.5  # swap pairs, as the §5.2 transition
@@ -107,6 +108,17 @@ def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
     out = out.sort_values("claim", key=lambda col: col.map(order), kind="stable").reset_index(drop=True)
     out["profile"] = profile
     return out
+
+
+def pixel_form_sentences(forms: Any, claims: Any) -> list[str]:
+    """Per pixel model: whether the paper's ordering of the families (global product > MLP >
+    additive on held-out objects, largest fraction) shows in ``forms``, with the verdict of
+    the global-product claim of its level in ``claims`` (:func:`pixel_claims`) beside it."""
+    product = PAPER_CLAIMS_APPENDIX_E[2][0]
+    rows = claims[claims["claim"] == product] if len(claims) else claims
+    by_level = dict(zip(rows["level"], rows["verdict"])) if len(rows) else {}
+    statuses = {name: by_level.get(_level_of(name), "") for name in dict.fromkeys(forms["model"])}
+    return form_sentences(forms, claim=product, statuses=statuses)
 
 
 def d7_contrast(pretrained: Any, pixel_approx: Any, profile: str):
