@@ -173,20 +173,6 @@ def recognition_flags(
     return {k: torch.cat(v) for k, v in ok.items() if v}
 
 
-@torch.no_grad()
-def recognition(
-    space: SceneSpace,
-    model: DualEncoder,
-    scenes: torch.Tensor,
-    object_emb: torch.Tensor,
-    concept_emb: torch.Tensor,
-    task_candidates: torch.Tensor | None = None,
-) -> dict[str, float]:
-    """Strict concept and object recognition rates of ``scenes`` (see :func:`recognition_flags`)."""
-    flags = recognition_flags(space, model, scenes, object_emb, concept_emb, task_candidates)
-    return {k: v.float().mean().item() for k, v in flags.items()}
-
-
 def release_rates(batches: list[ReleaseBatch], score) -> dict[str, float]:
     """The release protocol's rates of a scorer (``score(scenes, candidates) -> [B, K]``):
     per batch, the strict rule on each scene with a positive among the candidates; the
