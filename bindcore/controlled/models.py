@@ -51,11 +51,17 @@ class EncoderConfig:
     d_out: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_heads", "n_layers", "d_ff", "d_out"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        check_tower(self)
+
+
+def check_tower(cfg, *more: str) -> None:
+    """``ValueError`` unless a tower config's sizes (and its fields ``more``) are >= 1 and d_model
+    is divisible by n_heads (an :class:`EncoderConfig`, or one with the same size fields)."""
+    for name in (*more, "d_model", "n_heads", "n_layers", "d_ff", "d_out"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model={cfg.d_model} must be divisible by n_heads={cfg.n_heads}")
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .models import Block, Encoder, EncoderConfig, sinusoidal_positions
+from .models import Block, Encoder, EncoderConfig, check_tower, sinusoidal_positions
 
 
 @dataclass(frozen=True)
@@ -40,16 +40,12 @@ class PixelEncoderConfig:
     d_out: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch_size", "d_model", "n_heads", "n_layers", "d_ff", "d_out"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_tower(self, "image_size", "patch_size")
         if self.stem_layers < 0 or (self.stem_layers and self.stem_channels < 1):
             raise ValueError(f"stem_layers must be >= 0 and stem_channels >= 1, got {self.stem_layers}, "
                              f"{self.stem_channels}")
         if self.image_size % self.patch_size:
             raise ValueError(f"image_size={self.image_size} must be divisible by patch_size={self.patch_size}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
 
     @property
     def n_patches(self) -> int:
