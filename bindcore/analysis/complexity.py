@@ -25,6 +25,7 @@ from .approximators import (
     sweep_fractions,
     train_models,
 )
+from .approximators.trees import FOREST_TARGETS
 from .probes import BindingData, functional_binding, object_level_split, split_by_objects
 
 # approximator sweeps in the result store: bump the version when their results change
@@ -58,7 +59,7 @@ def sweep_key(data: Any, fractions: Sequence[float], families: Sequence[str], pr
     """A stored sweep's key (JSON): the binding data's hash and every input of ``sweep_fractions``."""
     return {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
             "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
-            **kwargs}
+            **(FOREST_TARGETS if "random_forest" in families else {}), **kwargs}
 
 
 def _computed(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -173,7 +174,7 @@ def tree_components(data: Any, fraction: float, components: Sequence[int | None]
         for k in components:
             n = data.dim if k is None else min(int(k), data.dim)
             key = {"data": binding_data_hash(data), "name": data.name, "fraction": fraction, "kind": kind,
-                   "params": points[0], "components": n}
+                   "params": points[0], "components": n, **(FOREST_TARGETS if kind == "random_forest" else {})}
 
             def compute(kind: str = kind, n: int = n, points: list = points) -> dict[str, Any]:
                 rec = fit_trees(data, split, kind, grid=points[:1], variance=1.0, max_components=n, progress=False,

@@ -17,6 +17,9 @@ from .families import one_hot_codes
 from .trainer import _metrics, check_fit_rows, make_specs
 
 TREE_KINDS = ("xgboost", "random_forest")
+# The random forest regresses PCA scores rounded to float32 (see PCATreeRegressor.fit); its
+# stored records name this in their key, so that those fitted before the rounding are not reused.
+FOREST_TARGETS = {"forest targets": "float32 PCA scores"}
 
 TREE_GRIDS: dict[str, list[dict[str, Any]]] = {
     "xgboost": [dict(n_estimators=300, learning_rate=0.1, max_depth=d, subsample=0.8, colsample_bytree=0.8)
@@ -67,7 +70,9 @@ class PCATreeRegressor:
         self.n_components_ = max(1, min(k, self.max_components, len(vt)))
         self.components_ = vt[: self.n_components_]
         self.explained_variance_ratio_ = float(ratio[self.n_components_ - 1]) if total > 0 else 0.0
-        scores = (Y - self.mean_) @ self.components_.T
+        # rounded to float32: the last bits of an SVD differ from one CPU to another, and a
+        # forest's tied splits would follow them (its numbers would depend on the machine)
+        scores = ((Y - self.mean_) @ self.components_.T).astype(np.float32)
         self.model_ = self._regressor().fit(X, scores if scores.shape[1] > 1 else scores[:, 0])
         return self
 
