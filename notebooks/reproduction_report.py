@@ -89,7 +89,7 @@ comparison = comparison_table(R["build"])
 # %% [markdown]
 # ## Outcomes: what was reproduced
 #
-# One row per headline finding of the paper: its statement, our numbers with the
+# One row per headline finding of the paper and per finding of appendix D: its statement, our numbers with the
 # profile and the source they come from, and the outcome, generated from the verdicts
 # of the chapters' claim functions (`bindcore.verdicts.outcomes`): *reproduced* where every
 # claim judged on the paper's kind of encoder or model is shown, *not reproduced* where

@@ -46,7 +46,7 @@ def claims_of(encoder: str = "CLIP ViT-B/32 text") -> dict[str, pd.DataFrame]:
 
 def test_one_row_per_headline_finding_generated_from_the_verdicts():
     table = OC.outcome_table(claims_of(), "quick")
-    assert list(table.columns) == OC.COLUMNS and len(table) == len(OC.headlines()) == 7
+    assert list(table.columns) == OC.COLUMNS and len(table) == len(OC.headlines()) == 9
     out = dict(zip(table["finding"], table["outcome"]))
     assert set(out.values()) <= set(OC.OUTCOMES)
     assert out["§4.1 additivity"] == OC.REPRODUCED and out["§4.2 components"] == OC.REPRODUCED
@@ -58,10 +58,15 @@ def test_one_row_per_headline_finding_generated_from_the_verdicts():
     assert out["§5.4 multiplicative form"] == OC.NOT_RUN and out["appendix E: binding from pixels"] == OC.NOT_RUN
     assert "papermill notebooks/e_pixel_encoders.ipynb" in table.set_index("finding").loc[
         "appendix E: binding from pixels", "reason, command"]
+    # appendix D has its rows too: without its frames, not run, with the chapter that runs it
+    for finding in ("appendix D.3 and D.5: three objects, occlusion, MDS", "appendix D.4: natural images"):
+        assert out[finding] == OC.NOT_RUN
+        assert "papermill notebooks/d_additional.ipynb" in table.set_index("finding").loc[finding, "reason, command"]
     line = OC.outcome_summary(table, "quick")
-    assert line.startswith("Of the paper's 7 headline findings, 4 reproduced (§4.1 additivity, §4.2 components, "
+    assert line.startswith("Of the paper's 9 findings in this table (7 headline findings, 2 of appendix D), "
+                           "4 reproduced (§4.1 additivity, §4.2 components, "
                            "§5.1 CLIP's binding complexity, §5.2")
-    assert "; 1 not reproduced (§5.3 low complexity); " in line and "2 not run here" in line
+    assert "; 1 not reproduced (§5.3 low complexity); " in line and "4 not run here" in line
 
 
 def test_a_finding_about_binding_models_is_not_testable_where_no_model_binds():

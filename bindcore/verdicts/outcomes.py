@@ -40,16 +40,19 @@ class Headline:
     notebook: str
     extra: tuple[str, ...] = ()  # further frames read beside the first present one
     line: str = ""  # the paper's statement in one line, for the outcome table (default: ``paper``)
+    headline: bool = True  # a headline finding of the paper's body (False: an appendix D finding)
 
 
 def headlines() -> list[Headline]:
-    """The paper's headline findings, in the paper's order."""
+    """The paper's headline findings and appendix D's, in the paper's order."""
     from bindcore.paper import (
         PAPER_ATTRIBUTION,
         PAPER_CLAIMS_5_2,
+        PAPER_CLAIMS_APPENDIX_D,
         PAPER_CLAIMS_APPENDIX_E,
         PAPER_COVERAGE_ONSET,
         PAPER_FORM,
+        PAPER_NATURAL_CLAIM,
         PAPER_OBJECT_SPACES,
         PAPER_WIDTH,
     )
@@ -85,6 +88,12 @@ def headlines() -> list[Headline]:
         Headline("§5.3 low complexity", PAPER_WIDTH, ("§5.3",), None, "05_3_binding_function_complexity"),
         Headline("§5.4 multiplicative form", PAPER_FORM, ("§5.4",), None, "05_4_functional_form",
                  extra=("figure 9",)),
+        Headline("appendix D.3 and D.5: three objects, occlusion, MDS",
+                 "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_APPENDIX_D),
+                 ("D.3 / D.5",), None, "d_additional", headline=False,
+                 line="probing and object-based reconstruction hold with three objects and occlusion; MDS shows a "
+                      "partial colour x shape grid"),
+        Headline("appendix D.4: natural images", PAPER_NATURAL_CLAIM, ("D.4",), None, "d_additional", headline=False),
         Headline("appendix E: binding from pixels",
                  "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_APPENDIX_E),
                  ("appendix E",), None, "e_pixel_encoders",
@@ -181,7 +190,9 @@ def outcome_summary(table: pd.DataFrame, profile: str) -> str:
         who = table.loc[table["outcome"] == o, "finding"].tolist()
         return f"{counts[o]} {o}" + (f" ({', '.join(who)})" if who else "")
 
-    return (f"Of the paper's {len(table)} headline findings, {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
+    appendix = sum(not h.headline for h in headlines() if h.finding in set(table["finding"]))
+    return (f"Of the paper's {len(table)} findings in this table ({len(table) - appendix} headline findings, "
+            f"{appendix} of appendix D), {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
             f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_TESTABLE_HERE)}; {named(NOT_RUN)} "
             f"(profile '{profile}'; §5.2 from "
             "the published scale records where the build has them).")
