@@ -193,7 +193,7 @@ plt.show()
 
 # %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]
-editing_table(sets, edit_frames, k=1.0)
+editing_table(sets, edit_frames, k=1.0).round(3)
 
 # %% tags=["hide-input"]
 plot_editing_sweep(sets, edit_frames, title="Retrieval of the counterfactual against the editing strength, "

@@ -73,7 +73,7 @@ from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import show_claims
+from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import pretrained_sweeps
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
 from bindcore.figures import plot_by_fraction
@@ -140,12 +140,15 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # ```{literalinclude} /bindcore/analysis/approximators/trees.py
 # :pyobject: PCATreeRegressor.fit
 # ```
+#
+# Every run of the sweep is in the folded table below (open it with its toggle); the figure
+# under it draws the same numbers.
 
-# %%
+# %% tags=["hide-output"]
 table = pretrained_sweeps(P, binding, device=device, executor=executor)
 print(f"approximators: {CX.protocol_for(P)}")
-table[["encoder", "family", "width", "fraction", "heldout_concept", "heldout_object", "heldout_r2",
-       "train_object", "seconds"]].round(3)
+sweep_display(table, ["encoder", "family", "width", "fraction", "heldout_concept", "heldout_object", "heldout_r2",
+                      "train_object", "seconds"])
 
 # %%
 fig, axes = plt.subplots(2, len(binding), figsize=(6.5 * len(binding), 8), squeeze=False, sharey=True)

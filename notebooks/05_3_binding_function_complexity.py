@@ -72,7 +72,7 @@ import pandas as pd
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
-from bindcore.book.tables import show_claims
+from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
 from bindcore.figures import plot_by_width
 from bindcore.verdicts.approximators import width_claims
@@ -113,11 +113,14 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # ```{literalinclude} /bindcore/analysis/approximators/families.py
 # :pyobject: StackedApproximator.forward
 # ```
+#
+# Every run of the sweep is in the folded table below (open it with its toggle); the figure
+# under it draws the same numbers.
 
-# %%
+# %% tags=["hide-output"]
 table = controlled_sweeps(datasets, P, ["mlp"], widths=P["widths"], device=device, executor=executor)
-table[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "bag ceiling", "heldout_r2",
-       "train_object", "seconds"]].round(3)
+sweep_display(table, ["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "bag ceiling",
+                      "heldout_r2", "train_object", "seconds"])
 
 # %%
 fig, axes = plt.subplots(2, len(datasets), figsize=(6 * len(datasets), 7.5), squeeze=False, sharey=True)

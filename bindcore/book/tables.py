@@ -340,3 +340,19 @@ def show_claims(frame: pd.DataFrame, notebook: str | None = None) -> None:
         display(Markdown("No claim of this chapter could be judged in this build."))
     if rest:
         display(Markdown(rest))
+
+
+# the approximator sweeps' columns as a reader names them
+SWEEP_COLUMNS = {"family": "family", "width": "width", "fraction": "data fraction", "lr": "learning rate",
+                 "heldout_concept": "held-out concepts", "heldout_object": "held-out objects",
+                 "heldout_r2": "held-out R²", "train_object": "training objects", "seconds": "seconds"}
+
+
+def sweep_display(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """An approximator sweep's runs for reading: ``columns`` in that order, named as a reader
+    would (:data:`SWEEP_COLUMNS`), widths as whole numbers ("–" for the families without
+    one), other numbers to two decimals."""
+    out = table[list(columns)].rename(columns=SWEEP_COLUMNS)
+    if "width" in out:
+        out["width"] = [("–" if pd.isna(w) else f"{int(w):,}") for w in out["width"]]
+    return out.round(2)
