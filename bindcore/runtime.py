@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-# workload sizes (README "Profiles"); ``scale``: a recipe no chapter runs but the quick book
-# shows from published/
+# workload sizes (appendix "Running and extending this book"); ``scale``: a recipe no chapter
+# runs but the quick book shows from published/
 PROFILES = ("smoke", "quick", "colab", "paper")
 RECIPE_PROFILES = (*PROFILES, "scale")
 
