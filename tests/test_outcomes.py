@@ -58,6 +58,7 @@ def test_one_row_per_headline_finding_generated_from_the_verdicts():
     assert out["§5.4 multiplicative form"] == OC.NOT_RUN and out["appendix E: binding from pixels"] == OC.NOT_RUN
     assert "papermill notebooks/e_pixel_encoders.ipynb" in table.set_index("finding").loc[
         "appendix E: binding from pixels", "reason, command"]
+    assert OC._ours(claims_of()["§4.2"].head(1).assign(status=CL.UNTESTABLE)) == "1 claim, none judged"
     # appendix D has its rows too: without its frames, not run, with the chapter that runs it
     for finding in ("appendix D.3 and D.5: three objects, occlusion, MDS", "appendix D.4: natural images"):
         assert out[finding] == OC.NOT_RUN

@@ -134,7 +134,7 @@ def _ours(rows: pd.DataFrame) -> str:
     """How many judged claims are shown, and the first that is not (else the first), in a line."""
     judged = rows[rows["status"].isin([SHOWN, NOT_SHOWN])]
     if not len(judged):
-        return f"{len(rows)} claims, none judged"
+        return f"{len(rows)} claim{'s' if len(rows) != 1 else ''}, none judged"
     failed = judged[judged["status"] == NOT_SHOWN]
     first = (failed if len(failed) else judged).iloc[0]
     return (f"{int((judged['status'] == SHOWN).sum())} of {len(judged)} shown; {first['claim']} "
