@@ -12,6 +12,7 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.embedding_sets import frame_row
@@ -322,7 +323,7 @@ def _grouped_hbars(ax: Any, labels: Sequence[str], series: Sequence[tuple[str, S
     ax.tick_params(axis="x", labelsize=8)
 
 
-def _legend_below(fig: Any, ax: Any, ncol: int = 2) -> None:
+def legend_below(fig: Any, ax: Any, ncol: int = 2) -> None:
     """``ax``'s legend under the whole figure (call after ``tight_layout``)."""
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=9)
@@ -341,7 +342,7 @@ def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFra
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    _legend_below(fig, ax)
+    legend_below(fig, ax)
     return fig
 
 
@@ -364,7 +365,7 @@ def plot_editing_sweep(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFra
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    _legend_below(fig, axes[0, 0], ncol=3)
+    legend_below(fig, axes[0, 0], ncol=3)
     return fig
 
 
@@ -384,7 +385,7 @@ def plot_attribution(sets: Sequence[EmbeddingSet], table: pd.DataFrame, title: s
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    _legend_below(fig, axes[0], ncol=3)
+    legend_below(fig, axes[0], ncol=3)
     return fig
 
 
@@ -426,7 +427,8 @@ def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, see
 
     space = cfg.space
     scenes = sample_scenes(cfg.split.train, n, space.max_objects, torch.Generator().manual_seed(seed))
-    fig, axes = plt.subplots(len(levels), n, figsize=(1.6 * n, 1.75 * len(levels)), squeeze=False)
+    fig, axes = plt.subplots(len(levels), n, figsize=(PAGE_WIDTH_IN, PAGE_WIDTH_IN / n * 1.15 * len(levels)),
+                             squeeze=False)
     for r, level in enumerate(levels):
         imgs = cfg.with_(level=level).render(scenes, torch.Generator().manual_seed(seed))
         for j in range(n):
@@ -437,7 +439,7 @@ def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, see
             ax.grid(False)
             objs = [tuple(space.object_values(o).tolist()) for o in scenes[j] if o >= 0]
             if r == 0:
-                ax.set_title(" ".join(f"{o}" for o in objs).replace(" ", ""), fontsize=7)
+                ax.set_title(" ".join(f"{o}" for o in objs).replace(" ", ""), fontsize=8)
             if j == 0:
                 ax.set_ylabel(LEVEL_LABELS[level], fontsize=8)
     fig.tight_layout()
@@ -448,7 +450,7 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
     """Per visual level, held-out strict and swap-pair recognition against coverage, with
     the bag-of-concepts floor and ceiling."""
     levels = [lv for lv in (levels or LEVELS) if lv in set(table["level"])]
-    fig, axes = plt.subplots(1, len(levels), figsize=(4.6 * len(levels), 3.9), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(levels), figsize=(PAGE_WIDTH_IN, 3.0), sharey=True, squeeze=False)
     for ax, level in zip(axes[0], levels):
         sub = table[table["level"] == level].groupby("coverage", as_index=False).mean(numeric_only=True)
         sub = sub.sort_values("coverage")
@@ -568,9 +570,10 @@ def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
     return pd.concat(list(curves), axis=1, join="inner").median(axis=1)
 
 
-def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair", ncols: int = 4):
-    """``metric`` over training steps, a panel per size, a colour per coverage, thin per run
-    and thick for the median; None when no record has ``metric``."""
+def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair",
+                        ncols: int = MAX_PANELS_PER_ROW):
+    """``metric`` over training steps, a panel per size, a colour per coverage (one legend
+    under the figure), thin per run and thick for the median; None when no record has ``metric``."""
     runs = []  # (objects, coverage, the metric by step)
     for r in records:
         c, h = r["config"], pd.DataFrame(r["history"])
@@ -582,7 +585,8 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
     covs = sorted({cov for _, cov, _ in runs})
     cmap = mpl.colormaps["viridis_r"]
     colour = {cov: cmap(0.15 + 0.75 * i / max(1, len(covs) - 1)) for i, cov in enumerate(covs)}
-    fig, axes = _panel_grid(len(sizes), min(ncols, len(sizes)), 3.4, 2.8, sharey=True)
+    fig, axes = _panel_grid(len(sizes), min(ncols, len(sizes)), PAGE_WIDTH_IN / MAX_PANELS_PER_ROW, 2.2,
+                            sharey=True)
     for ax, objects in zip(axes.flat, sizes):
         for cov in covs:
             mine = [curve for o, cv, curve in runs if o == objects and cv == cov]
@@ -592,12 +596,15 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
                 median = _median_at_shared_steps(mine)
                 ax.plot(median.index, median.values, "-", lw=2.2, color=colour[cov],
                         label=f"coverage {cov:g} ({len(mine)} run{'s' if len(mine) > 1 else ''})")
-        ax.set_title(f"|O| = {objects:,}", fontsize=10)
+        ax.set_title(f"|O| = {objects:,}", fontsize=9)
         ax.set_xlabel("training step")
         _steps_axis(ax)
         ax.set_ylim(-0.03, 1.03)
-        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
+    handles = [Line2D([], [], color=colour[cov], lw=2.2, label=f"coverage {cov:g}") for cov in covs]
+    handles += [Line2D([], [], color="grey", lw=0.7, label="one run"),
+                Line2D([], [], color="grey", lw=2.2, label="median of the runs")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(handles)), fontsize=8)
     return fig
 
 
@@ -611,13 +618,13 @@ def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dic
     return list(groups.values())
 
 
-def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
+def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = MAX_PANELS_PER_ROW):
     """The ``task_object_2`` curves of a fit-search log, a panel per recipe, a line per seed,
     the median black and the target dashed; None without attempts."""
     if not attempts:
         return None
     recipes = _same_recipe(attempts)
-    fig, axes = _panel_grid(len(recipes), ncols, 3.1, 2.4, sharex=True, sharey=True)
+    fig, axes = _panel_grid(len(recipes), ncols, PAGE_WIDTH_IN / ncols, 2.1, sharex=True, sharey=True)
     for ax, (name, runs, target) in zip(axes.flat, recipes):
         curves = {}
         for run in runs:
@@ -632,11 +639,16 @@ def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = 4):
         ax.axhline(target, color="grey", ls="--", lw=1)
         ax.set_title(name, fontsize=8)
         ax.set_ylim(-0.03, 1.03)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         _steps_axis(ax)
     for ax in axes[:, 0]:
-        ax.set_ylabel("training task (task_object_2)", fontsize=8)
+        ax.set_ylabel("training task", fontsize=8)
     _label_bottom_panels(axes, "step")
-    axes.flat[0].legend(fontsize=6, loc="upper left")
     fig.tight_layout()
+    seeds = sorted({run["seed"] for _, runs, _ in recipes for run in runs})
+    handles = [Line2D([], [], color=PALETTE[s % len(PALETTE)], marker="o", ms=2, lw=1, label=f"seed {s}")
+               for s in seeds]
+    handles += [Line2D([], [], color="black", lw=2.2, label="median"),
+                Line2D([], [], color="grey", ls="--", lw=1, label="target")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(handles)), fontsize=8)
     return fig

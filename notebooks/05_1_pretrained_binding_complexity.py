@@ -76,7 +76,7 @@ from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import pretrained_sweeps
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
-from bindcore.figures import plot_by_fraction
+from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_fraction
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
 from bindcore.verdicts.approximators import pretrained_claims, pretrained_sentences
 
@@ -151,7 +151,7 @@ sweep_display(table, ["encoder", "family", "width", "fraction", "heldout_concept
                       "train_object", "seconds"])
 
 # %%
-fig, axes = plt.subplots(2, len(binding), figsize=(6.5 * len(binding), 8), squeeze=False, sharey=True)
+fig, axes = plt.subplots(2, len(binding), figsize=(PAGE_WIDTH_IN, 5.6), squeeze=False, sharey=True)
 for j, name in enumerate(binding):
     sub = table[table["encoder"] == name]
     plot_by_fraction(axes[0, j], sub, "heldout_concept", "held-out concept recognition")
@@ -161,10 +161,10 @@ for j, name in enumerate(binding):
     top = ceiling[ceiling["encoder"] == name]
     for i, m in enumerate(("heldout_concept", "heldout_object")):
         axes[i, j].plot(top["fraction"], top[m], "k--", lw=1, label="own embeddings (ceiling)")
-axes[0, -1].legend(fontsize=7)
-fig.suptitle(f"Approximators of frozen text encoders' binding functions (profile '{profile}'); "
+fig.suptitle(f"Approximators of frozen text encoders' binding functions (profile '{profile}')\n"
              "dotted: the paper's concept level", y=1.0)
 fig.tight_layout()
+legend_below(fig, axes[0, -1], ncol=3)
 plt.show()
 
 # %% [markdown]

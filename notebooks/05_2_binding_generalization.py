@@ -99,7 +99,7 @@ from bindcore.experiments.generalization import (
     note_stored,
     scale_records,
 )
-from bindcore.figures import plot_binding_curves, plot_scale
+from bindcore.figures import PAGE_WIDTH_IN, plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.store import has_weights
@@ -354,7 +354,7 @@ configs = generalization_configs(base, P)
 one_cfg = max(configs, key=lambda c: (c.space.n_objects, c.coverage))
 one = train(one_cfg, device=device)
 curve = pd.DataFrame(one["history"])
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 3.4))
 for key, label in (("task_object_2", "training task"), ("val_object_2", "validation objects, strict"),
                    ("val_swap_pair", "validation swap pairs")):
     if key in curve:
@@ -415,7 +415,7 @@ seed_summary(table).round(3)
 # recognition there.
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 2.9))
 plot_scale(axes, table, transition=TRANSITION_SWAP)
 fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.02)
 plt.show()
@@ -495,7 +495,7 @@ glue("min_test_objects", MIN_TEST_OBJECTS)
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
     scale_table = results_table(scale_recs)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 2.9))
     plot_scale(axes, scale_table, transition=TRANSITION_SWAP)
     fig.suptitle("The scale sweep (published records)", y=1.02)
     plt.show()

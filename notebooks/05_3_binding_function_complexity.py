@@ -74,7 +74,7 @@ from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
-from bindcore.figures import plot_by_width
+from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_width
 from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
@@ -123,15 +123,15 @@ sweep_display(table, ["model", "width", "fraction", "lr", "heldout_concept", "he
                       "heldout_r2", "train_object", "seconds"])
 
 # %%
-fig, axes = plt.subplots(2, len(datasets), figsize=(6 * len(datasets), 7.5), squeeze=False, sharey=True)
+fig, axes = plt.subplots(2, len(datasets), figsize=(PAGE_WIDTH_IN, 5.6), squeeze=False, sharey=True)
 for j, data in enumerate(datasets):
     sub = table[table["model"] == data.name]
     plot_by_width(axes[0, j], sub, "heldout_object", "held-out object recognition")
     axes[0, j].set_title(data.name, fontsize=9)
     plot_by_width(axes[1, j], sub, "heldout_concept", "held-out concept recognition")
-    axes[0, j].legend(fontsize=8)
 fig.suptitle(f"Functional binding of MLP approximators (profile '{profile}')", y=1.0)
 fig.tight_layout()
+legend_below(fig, axes[0, -1], ncol=3)
 plt.show()
 
 # %% [markdown]

@@ -90,7 +90,14 @@ from bindcore.experiments.pixels import (
     pixel_runs,
     pixel_sweeps,
 )
-from bindcore.figures import plot_by_fraction, plot_by_width, plot_pixel_levels, plot_pixel_samples
+from bindcore.figures import (
+    PAGE_WIDTH_IN,
+    legend_below,
+    plot_by_fraction,
+    plot_by_width,
+    plot_pixel_levels,
+    plot_pixel_samples,
+)
 from bindcore.paper import PAPER_PIXELS
 from bindcore.runtime import resolve_device
 from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims, pixel_form_sentences
@@ -239,14 +246,15 @@ approx_cpu_minutes = (time.process_time() - cpu_start) / 60
 mlp[["model", "width", "fraction", "lr", "heldout_concept", "heldout_object", "heldout_r2", "seconds"]].round(3)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, len(datasets), figsize=(4.8 * len(datasets), 3.8), squeeze=False, sharey=True)
+fig, axes = plt.subplots(1, len(datasets), figsize=(PAGE_WIDTH_IN, 3.0), squeeze=False, sharey=True)
 for ax, data in zip(axes[0], datasets):
     plot_by_width(ax, mlp[mlp["model"] == data.name], "heldout_object", "held-out object recognition")
     own = ceiling[(ceiling["model"] == data.name) & (ceiling["fraction"] == max(P["fractions"]))]["heldout_object"]
     ax.axhline(float(own.iloc[0]), color="#555555", ls="--", lw=1, label=f"model's own, fraction {max(P['fractions']):g}")
     ax.set_title(LEVEL_LABELS[data.name.split(", ")[1]], fontsize=10)
-axes[0, -1].legend(fontsize=8)
 fig.suptitle(f"MLP approximators of the pixel models' binding maps (profile '{profile}')", y=1.03)
+fig.tight_layout()
+legend_below(fig, axes[0, -1], ncol=3)
 plt.show()
 
 # %% [markdown]
@@ -258,12 +266,13 @@ wide = top.pivot_table(index="family", columns="model", values=["heldout_concept
 wide.reindex([FAMILY_LABELS[f] for f in FAMILIES]).round(3)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, len(datasets), figsize=(4.8 * len(datasets), 3.8), squeeze=False, sharey=True)
+fig, axes = plt.subplots(1, len(datasets), figsize=(PAGE_WIDTH_IN, 3.0), squeeze=False, sharey=True)
 for ax, data in zip(axes[0], datasets):
     plot_by_fraction(ax, forms[forms["model"] == data.name], "heldout_object", "held-out object recognition")
     ax.set_title(LEVEL_LABELS[data.name.split(", ")[1]], fontsize=10)
-axes[0, -1].legend(fontsize=7)
 fig.suptitle(f"Which functional form recovers binding on held-out objects? (profile '{profile}')", y=1.03)
+fig.tight_layout()
+legend_below(fig, axes[0, -1], ncol=3)
 plt.show()
 
 # %% [markdown]

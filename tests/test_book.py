@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -20,6 +22,7 @@ from bindcore.book import render
 from bindcore.book.colab import colab_link, repository
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
+from bindcore.figures import PAGE_WIDTH_PX
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -362,6 +365,10 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         page = (html / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
         for glued in re.findall(r'<span class="pasted-text">(.*?)</span>', page):
             assert not re.fullmatch(r"\(.*,.*\)", glued), f"{name}: a glued number rendered as a tuple: {glued}"
+        for o in outputs:  # a figure wider than the page is shown scaled down, its text with it
+            if "image/png" in o.get("data", {}):
+                width = struct.unpack(">I", base64.b64decode(o["data"]["image/png"][:44])[16:20])[0]
+                assert width <= 1.1 * PAGE_WIDTH_PX, f"{name}: a figure {width} px wide, shown at {PAGE_WIDTH_PX}"
         colab = colab_link(name, *repository(ROOT)).removeprefix("https://")
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 

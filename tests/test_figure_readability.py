@@ -130,3 +130,20 @@ def test_token_rows_and_sample_grids_fit_the_page():
     data = SimpleNamespace(name="toy", images=np.zeros((8, 16, 16, 3)),
                            captions=["a large red metal cube left of a small blue rubber sphere"] * 8)
     _ok(sample_grid(data, range(8), title="eight scenes"))
+
+
+def test_training_curves_and_the_fit_search_are_readable():
+    from bindcore.figures import plot_binding_curves, plot_fit_search
+
+    rng = np.random.default_rng(4)
+    records = [{"config": {"n_values": v, "n_concepts": 2, "coverage": cov},
+                "history": [{"step": s, "test_swap_pair": rng.uniform()} for s in (500, 1000, 1500)]}
+               for v in (10, 20, 50, 100) for cov in (0.1, 0.3, 0.5, 0.7, 0.9) for _ in range(3)]
+    fig = plot_binding_curves(records)
+    _ok(fig)
+    assert sum(ax.get_visible() for ax in fig.axes) == 4  # a panel per size, three to a row
+    attempts = [{"name": f"A{i}", "base": "scale", "changes": {"lr": i}, "target": 0.9,
+                 "runs": [{"seed": s, "curve": [{"step": t, "task_object_2": rng.uniform()} for t in (500, 1000)]}
+                          for s in range(3)]} for i in range(5)]
+    _ok(plot_fit_search(attempts))
+
