@@ -1,6 +1,7 @@
 """The train and sweep commands, the subprocess sweep executor, recipes and profiles."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -302,3 +303,25 @@ def test_sweep_stack_option_trains_the_seeds_of_a_point_together(tmp_path, capsy
     entries = list(ResultStore(tmp_path, published=None).entries(STORE_KIND))
     assert len(entries) == 2 and all(len(e.record()["stacked_with"]) == 2 for e in entries)
     assert main(["sweep", *TINY, "--stack", "0", "--results", str(tmp_path), "--quiet"]) == 2
+
+
+def test_a_point_whose_budget_was_raised_shows_its_run_at_the_largest_earlier_budget(monkeypatch):
+    """The plan asks 4x the base steps; the store holds runs at the base and at twice it:
+    the twice-the-base run stands in, marked, and the plan's config is listed as missing."""
+    import bindcore.controlled.recipes as R
+    from bindcore.experiments.generalization import scale_records
+
+    base = R.recipe("scale", n_values=10, coverage=0.9, seed=0)
+    plan = base.with_(steps=4 * base.steps)
+    monkeypatch.setattr(R, "scale_plan", lambda: [plan])
+    stored = {base.with_(steps=s).to_dict()["steps"]: base.with_(steps=s) for s in (base.steps, 2 * base.steps)}
+
+    class Store:  # the store's lookup, as scale_records uses it
+        def find(self, kind, cfg):
+            run = stored.get(cfg["steps"])
+            return SimpleNamespace(record=lambda: {"config": cfg}) if run is not None and run.to_dict() == cfg else None
+
+    store = Store()
+    found, missing = scale_records(store)
+    assert missing == [plan]
+    assert [(r["config"]["steps"], r["earlier_budget"]) for r in found] == [(2 * base.steps, True)]

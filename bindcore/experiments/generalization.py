@@ -144,8 +144,9 @@ def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
     local or published, and the configs of the plan that have none yet. Where a point's
     budget was raised by the fit rule and its run at the new budget is missing, its run at
-    the size's base steps is shown in its place (``earlier_budget``: True) until then. The
-    quick book shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
+    the largest earlier budget (half the new one, a quarter, ... down to the size's base
+    steps) is shown in its place (``earlier_budget``: True) until then. The quick book
+    shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
     from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
     from bindcore.store import ResultStore
 
@@ -155,11 +156,12 @@ def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
         entry = store.find(cfg.store_kind, cfg.to_dict())
         if entry is None:
             missing.append(cfg)
-            base = SCALE_STEPS[(cfg.n_concepts, cfg.n_values)]
-            if cfg.steps != base:
-                entry = store.find(cfg.store_kind, cfg.with_(steps=base).to_dict())
-                if entry is not None:
-                    found.append({**entry.record(), "earlier_budget": True})
+            base, steps = SCALE_STEPS[(cfg.n_concepts, cfg.n_values)], cfg.steps
+            while entry is None and steps > base:
+                steps = max(base, steps // 2)
+                entry = store.find(cfg.store_kind, cfg.with_(steps=steps).to_dict())
+            if entry is not None:
+                found.append({**entry.record(), "earlier_budget": True})
         else:
             found.append(entry.record())
     return found, missing
