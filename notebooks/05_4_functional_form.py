@@ -115,7 +115,7 @@ for j, data in enumerate(datasets):
     axes[0, j].set_title(data.name, fontsize=9)
 fig.suptitle(f"Which functional form recovers binding on held-out objects? (profile '{profile}')", y=1.02)
 fig.tight_layout()
-legend_below(fig, axes[0, -1], ncol=3)
+legend_below(fig, axes[0, -1], ncol=2)
 plt.show()
 
 # %% [markdown]

@@ -272,7 +272,7 @@ for ax, data in zip(axes[0], datasets):
     ax.set_title(LEVEL_LABELS[data.name.split(", ")[1]], fontsize=10)
 fig.suptitle(f"Which functional form recovers binding on held-out objects? (profile '{profile}')", y=1.03)
 fig.tight_layout()
-legend_below(fig, axes[0, -1], ncol=3)
+legend_below(fig, axes[0, -1], ncol=2)
 plt.show()
 
 # %% [markdown]
