@@ -495,7 +495,8 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
     """§5.2 at several sizes on three axes (seeds as dots, medians as lines): strict held-out
     recognition with its bag ceiling (and the release's protocol), swap pairs, and the
-    transition coverage against |O| (open markers: none, drawn at the largest coverage)."""
+    transition coverage against |O| (open markers: none, drawn at the largest coverage);
+    the sizes' legend under the figure."""
     keys = ["objects", "C", "V", "coverage"]
     median = table.groupby(keys, as_index=False).median(numeric_only=True)
     release = "release_test_object_2" in table and table["release_test_object_2"].notna().any()
@@ -515,25 +516,26 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
         t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
         reached = not math.isnan(t)
         trans.append((objects, t if reached else float(sub["coverage"].max()), reached, colour))
-    axes[0].set_ylabel("held-out objects, two-object scenes (strict)")
-    axes[0].set_title("strict recognition; dotted: bag ceiling" + ("\ndashed: release protocol" if release else ""),
-                      fontsize=10)
+    axes[0].set_ylabel("strict, held-out objects")
+    axes[0].set_title("dotted: bag ceiling" + ("\ndashed: release protocol" if release else ""), fontsize=9)
     axes[1].axhline(transition, color="grey", ls="--", lw=1)
-    axes[1].set_ylabel("held-out swap pairs recognised")
-    axes[1].set_title("swap pairs (any bag of concepts: 0)\ndots: seeds", fontsize=10)
+    axes[1].set_ylabel("swap pairs, held-out objects")
+    axes[1].set_title("a bag of concepts: 0\ndots: seeds", fontsize=9)
     for ax in axes[:2]:
         ax.set_xlabel("object coverage")
         ax.set_ylim(-0.03, 1.03)
-    axes[0].legend(fontsize=8, loc="upper left")
     for objects, cov, reached, colour in trans:
         axes[2].plot([objects], [cov], "o", color=colour, ms=9, mfc=colour if reached else "none")
     hit = [t for t in trans if t[2]]  # a line through the sizes with a transition only
     axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
     axes[2].set_xscale("log")
-    axes[2].set_xlabel("|O| (objects in the space)")
-    axes[2].set_ylabel(f"transition coverage (median swap pairs >= {transition:g})")
+    axes[2].set_xlabel("|O|")
+    axes[2].set_ylabel(f"transition (swap pairs >= {transition:g})")
     axes[2].set_ylim(0, 1)
-    axes[2].set_title("open marker: no transition\nup to that coverage", fontsize=10)
+    axes[2].set_title("open: no transition up\nto that coverage", fontsize=9)
+    fig = axes[0].figure
+    fig.tight_layout()
+    legend_below(fig, axes[0], ncol=2)
 
 
 def _panel_grid(n: int, ncols: int, width: float, height: float, **kw: Any):

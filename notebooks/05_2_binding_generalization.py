@@ -415,9 +415,9 @@ seed_summary(table).round(3)
 # recognition there.
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 2.9))
+fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
 plot_scale(axes, table, transition=TRANSITION_SWAP)
-fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.02)
+fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.06)
 plt.show()
 
 # %% tags=["full-width"]
@@ -495,9 +495,9 @@ glue("min_test_objects", MIN_TEST_OBJECTS)
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
     scale_table = results_table(scale_recs)
-    fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 2.9))
+    fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
     plot_scale(axes, scale_table, transition=TRANSITION_SWAP)
-    fig.suptitle("The scale sweep (published records)", y=1.02)
+    fig.suptitle("The scale sweep (published records)", y=1.06)
     plt.show()
     display(seed_summary(scale_table).round(3))
 
