@@ -96,8 +96,8 @@ from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_C
 from bindcore.verdicts.geometry import geometry_claims
 
 P = start_chapter("geometry", globals())
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
-sets, note = geometry_sets(profile, P, P52, workers=workers, device=device)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+sets, note = geometry_sets(profile, P, sweep_parameters, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
 print(note)
 _, _, data_note = data_and_weights_note(P, "04_1_geometry", "the decomposition and editing cells")

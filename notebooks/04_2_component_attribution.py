@@ -93,8 +93,8 @@ from bindcore.paper import PAPER_ATTRIBUTION
 from bindcore.verdicts.geometry import attribution_claims
 
 P = start_chapter("geometry", globals())
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
-sets, note = geometry_sets(profile, P, P52, workers=workers, device=device)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+sets, note = geometry_sets(profile, P, sweep_parameters, workers=workers, device=device)
 print("ENCODERS USED IN THIS CHAPTER:", ", ".join(dict.fromkeys(s.encoder for s in sets)))
 print(note)
 _, _, data_note = data_and_weights_note(P, "04_2_component_attribution", "the subtraction cells")

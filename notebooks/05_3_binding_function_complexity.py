@@ -78,8 +78,8 @@ from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_width
 from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
-runs, datasets = controlled_datasets(profile, P, P52, workers=workers, device=device, executor=executor)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+runs, datasets = controlled_datasets(profile, P, sweep_parameters, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: {len(runs)} controlled models (from §5.2, source: "
       f"{sorted({r['source'] for r in runs})}); approximators: {protocol_for(P)}")
 

@@ -77,8 +77,8 @@ from bindcore.paper import PAPER_OBJECT_SPACES
 from bindcore.verdicts.approximators import figure9_claims, form_claims, form_sentences
 
 P = start_chapter("controlled_complexity", globals())
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
-runs, datasets = controlled_datasets(profile, P, P52, workers=workers, device=device, executor=executor)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+runs, datasets = controlled_datasets(profile, P, sweep_parameters, workers=workers, device=device, executor=executor)
 print(f"profile {profile!r}: models {[d.name for d in datasets]}; approximators: {protocol_for(P)}")
 
 # %% tags=["remove-cell"]

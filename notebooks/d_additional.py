@@ -266,8 +266,8 @@ show_claims(natural_claims(natural, profile), "d_additional")
 t0 = time.perf_counter()
 p41, _ = ran_with("04_1_geometry", "geometry", profile)  # §4.1's sets, as it made them in this build
 gparams = {**p41, **{k: P[k] for k in ("clevr_dir", "pug_dir", "dinov2")}}
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
-gsets, _ = geometry_sets(profile, gparams, P52, workers=workers, device=device)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
+gsets, _ = geometry_sets(profile, gparams, sweep_parameters, workers=workers, device=device)
 mds_frames = [mds_analysis(s, P) for s in gsets]
 grid = mds_table(gsets, mds_frames)
 print(f"{len(gsets)} embedding sets, MDS in {time.perf_counter() - t0:.1f} s (embeddings from the store when present)")

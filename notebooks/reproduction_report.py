@@ -81,8 +81,8 @@ from bindcore.verdicts.report import claims_overview, gather, report_parameters
 
 start_chapter(None, globals())
 chapter_params, sources = report_parameters(profile)  # what each chapter ran with in this build
-P52 = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models the chapters reuse
-results = gather_results(profile, chapter_params, P52, workers=workers, device=device)
+sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models the chapters reuse
+results = gather_results(profile, chapter_params, sweep_parameters, workers=workers, device=device)
 R = gather(profile, chapter_params, sources, results)
 comparison = comparison_table(R["build"])
 
@@ -309,7 +309,7 @@ prm = R["params"]
 with pd.option_context("display.max_colwidth", None):
     display(paper_deviations(profile, prm["04_1_geometry"], prm["05_1_pretrained_binding_complexity"],
                              prm["05_3_binding_function_complexity"], prm["05_2_binding_generalization"],
-                             prm["d_additional"], n_fig9=len(R["fig9"]), pe=PE))
+                             prm["d_additional"], n_fig9=len(R["fig9"]), pixels=PE))
 
 # %% [markdown]
 # The recipe of this build's profile, where it differs from the `paper` recipe:

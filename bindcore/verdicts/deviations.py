@@ -34,13 +34,16 @@ def _lrs(lrs: Any) -> str:
     return "{" + ", ".join(f"{x:g}" for x in lrs) + "}"
 
 
-def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53: dict[str, Any],
-                     p52: dict[str, Any], pd_: dict[str, Any], n_fig9: int | None = None,
-                     pe: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Deviations from the paper (:data:`COLUMNS_PAPER`); ``pe``: appendix E's parameters."""
+def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[str, Any],
+                     controlled: dict[str, Any],
+                     generalization: dict[str, Any], additional: dict[str, Any], n_fig9: int | None = None,
+                     pixels: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Deviations from the paper (:data:`COLUMNS_PAPER`), from the parameters each chapter ran
+    with: ``geometry`` (§4), ``pretrained`` (§5.1), ``controlled`` (§5.3, §5.4),
+    ``generalization`` (§5.2), ``additional`` (appendix D), ``pixels`` (appendix E)."""
     from bindcore.analysis.geometry_sets import HOLDOUT
 
-    a, n = p4["text_space"]
+    a, n = geometry["text_space"]
     c3, rel = PAPER_DATASET_SIZES["captions (C.3)"], PAPER_DATASET_SIZES["captions (released code)"]
     paper_proto = (f"Adam, lr in {_lrs(PAPER_APPROXIMATOR_PROTOCOL['lrs'])}, batch "
                    f"{PAPER_APPROXIMATOR_PROTOCOL['batch_size']:,}, {PAPER_APPROXIMATOR_PROTOCOL['steps']:,} steps, "
@@ -51,17 +54,18 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
         return (f"lr in {_lrs(p['lrs'])}, {batch}, {p['steps']:,} steps, widths "
                 f"{', '.join(f'{w:,}' for w in p['widths'])}")
 
-    sizes = sorted({v ** c for c, v in p52["sizes"]})
+    sizes = sorted({v ** c for c, v in generalization["sizes"]})
     rows = [
         ("§4, §5.1 encoders", "CLIP ViT-B/32 (and DINOv2, ViT-L/14)",
          "pretrained CLIP where its weights are reachable; otherwise the pretrained all-MiniLM-L6-v2 sentence "
          "encoder for captions and CLIP's architecture with random weights (both towers) as the control; DINOv2 "
-         f"where the `dinov2` parameter names it and its weights are here (this build: {p4.get('dinov2') or 'not run'})",
+         "where the `dinov2` parameter names it and its weights are here "
+         f"(this build: {geometry.get('dinov2') or 'not run'})",
          "the package index is this build's only network; MiniLM installs with its weights"),
         ("§4 images", "the authors' CLEVR (Blender), CLEVR-2D and PUG:SPARE images",
          "CLEVR-2D drawn and CLEVR-like 3-D scenes ray-cast by `bindcore.data`; the authors' CLEVR and PUG:SPARE "
          f"folders where the chapters are given `clevr_dir` / `pug_dir` (this build: "
-         f"{', '.join(k for k in ('clevr_dir', 'pug_dir') if p4.get(k)) or 'neither'})",
+         f"{', '.join(k for k in ('clevr_dir', 'pug_dir') if geometry.get(k)) or 'neither'})",
          "the images are not public; the substitutes keep the labels, colours and layout"),
         ("§4 / §5.1 caption space",
          f"{c3['adjectives']} x {c3['nouns']} adjective-noun objects (C.3); the released code "
@@ -69,7 +73,8 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
          f"profile '{profile}': {a} x {n} ({(a * n) ** 2:,} two-object captions, identical pairs included), "
          "our own word lists", "CPU budget; the release's word lists include rare words"),
         ("§5.1 approximators", paper_proto,
-         f"profile '{profile}': {proto(p51)} (§5.3 / §5.4: {proto(p53)}); the `paper` profile has the paper's "
+         f"profile '{profile}': {proto(pretrained)} (§5.3 / §5.4: {proto(controlled)}); "
+         "the `paper` profile has the paper's "
          "protocol", "CPU budget; learning rates are chosen on validation scenes of training objects"),
         ("§5.2 training recipe", "Table 9 hyperparameters (not available to us)",
          f"profile '{profile}': the recipe below; the `paper` profile is the released code's README recipe",
@@ -85,8 +90,8 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
          "found by the recipe search shown in §5.2 (its log names what each attempt was chosen on)"),
         ("§5.2 object spaces", f"coverages {PAPER_COVERAGES[0]:g}–{PAPER_COVERAGES[1]:g}, |O| up to "
          f"{PAPER_OBJECT_SPACES[1]:,}",
-         f"profile '{profile}': |O| in {sizes}, coverages {', '.join(f'{c:g}' for c in p52['coverages'])}, "
-         f"{len(p52['seeds'])} seed(s) per point; the scale plan: {len(SCALE_SEEDS)} seeds per point",
+         f"profile '{profile}': |O| in {sizes}, coverages {', '.join(f'{c:g}' for c in generalization['coverages'])}, "
+         f"{len(generalization['seeds'])} seed(s) per point; the scale plan: {len(SCALE_SEEDS)} seeds per point",
          "CPU budget (the chapter's parameters)"),
         ("§5.2 held-out objects", "every held-out object in the test stream",
          "held-out objects divided by a seed into validation objects (any choice: recipe, steps, the coverage at "
@@ -106,29 +111,30 @@ def paper_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], p53:
          f"every controlled model this build stores ({n_fig9 if n_fig9 is not None else 'see §5.4'}), the global "
          "product fitted on each model's own training objects", "models trained here or published"),
         ("D.3 data", "three-object CLEVR renders (Blender), with and without occlusion",
-         f"CLEVR-like three-object scenes ray-cast here ({pd_['three_object_scenes']:,} per set), objects drawn "
+         f"CLEVR-like three-object scenes ray-cast here ({additional['three_object_scenes']:,} per set), objects drawn "
          "with repeats", "the authors' scenes are not public"),
         ("D.3 R²", "bag of objects vs bag of concepts",
          f"held-out R² ({HOLDOUT:.0%} of the scenes held out), while §4.1's first table reports R² on the scenes "
          "the components were estimated from (held-out R² beside it)", "with three objects the bags overfit"),
         ("D.4 data", f"{PAPER_NATURAL_IMAGES['images']} generated natural images "
          f"({PAPER_NATURAL_IMAGES['object types']} object types x {PAPER_NATURAL_IMAGES['patterns']} patterns)",
-         f"a substitute: patterned objects ray-cast here ({pd_['natural_types']} types x "
-         f"{pd_['natural_patterns']} patterns, {(pd_['natural_types'] * pd_['natural_patterns']) ** 2} scenes)",
+         f"a substitute: patterned objects ray-cast here ({additional['natural_types']} types x "
+         f"{additional['natural_patterns']} patterns, "
+         f"{(additional['natural_types'] * additional['natural_patterns']) ** 2} scenes)",
          "the authors' images are not public"),
         ("\"probing\"", "probe accuracy of reconstructions and edits",
          "§4.1 and D.3: the object probe; D.2: the colour and shape concept probes jointly (as the release's "
          "intervention code)", "the two chapters' probing columns measure different things"),
-    ] + pixel_deviations(profile, pe)
+    ] + pixel_deviations(profile, pixels)
     return pd.DataFrame(rows, columns=COLUMNS_PAPER)
 
 
-def pixel_deviations(profile: str, pe: dict[str, Any] | None = None) -> list[tuple[str, str, str, str]]:
+def pixel_deviations(profile: str, pixels: dict[str, Any] | None = None) -> list[tuple[str, str, str, str]]:
     """Appendix E's rows of the paper deviations, ``profile``'s (and ``paper``'s) beside the paper's."""
     from bindcore.controlled.recipes import pixel_recipe
 
     q, p = pixel_recipe(profile), pixel_recipe("paper")
-    renders = (pe or chapter_parameters("pixel_encoders", profile))["renders"]
+    renders = (pixels or chapter_parameters("pixel_encoders", profile))["renders"]
 
     def scenes(c: Any) -> str:
         return f"V = {c.n_values}, {c.image_size}-pixel images"
@@ -155,7 +161,8 @@ def pixel_deviations(profile: str, pe: dict[str, Any] | None = None) -> list[tup
     ]
 
 
-def release_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], trees: pd.DataFrame | None = None,
+def release_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[str, Any],
+                       trees: pd.DataFrame | None = None,
                        ablation: pd.DataFrame | None = None) -> pd.DataFrame:
     """Deviations from (and bugs in) the released code, with effects measured here: ``trees``
     (tree components of §5.1) and ``ablation`` (rows per variant and seed; medians read)."""
@@ -209,8 +216,9 @@ def release_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], tr
         ("image loader", "missing or corrupt images skipped silently", "an error naming the file", "–"),
         ("linear probes (C.2)", f"full-batch Adam, lr {RELEASE['probe lr']:g}, {RELEASE['probe epochs']:,} epochs, "
          f"cosine annealing, {RELEASE['probe train fraction']:.0%} of the scenes",
-         f"the same form and split; profile '{profile}': lr {p4['probe_lr']:g}, {p4['probe_epochs']:,} epochs "
-         f"(§5.1: lr {p51['probe_lr']:g}, {p51['probe_epochs']:,} epochs)",
+         f"the same form and split; profile '{profile}': lr {geometry['probe_lr']:g}, "
+         f"{geometry['probe_epochs']:,} epochs "
+         f"(§5.1: lr {pretrained['probe_lr']:g}, {pretrained['probe_epochs']:,} epochs)",
          "CPU budget: a larger step for fewer epochs (`probe_lr`, `probe_epochs` are chapter parameters)"),
         ("§4 retrieval hit", "exact ordered tuple of the intended scene (edits)",
          "any order of the intended objects (paper C.2); the exact-order number beside it, and used where the "
@@ -222,7 +230,7 @@ def release_deviations(profile: str, p4: dict[str, Any], p51: dict[str, Any], tr
          "after subtracting the release's components the probes still read part of what was to be removed; ours "
          "remove all of the least-squares part"),
         ("§4.2 permuted controls", "one permutation (seed 0), whose fixed points subtract true components",
-         f"`permutations` derangements (profile '{profile}': {p4.get('permutations', 1)}): no value keeps its "
+         f"`permutations` derangements (profile '{profile}': {geometry.get('permutations', 1)}): no value keeps its "
          "label; their mean, range and standard deviation", "the release's controls remove part of the true signal"),
         ("averaging estimators", "the release's averages (its MDS) leave out scenes of two identical objects",
          "every occurrence counts, identical pairs included", "a small share of the scenes (one in U)"),
