@@ -323,10 +323,12 @@ def _grouped_hbars(ax: Any, labels: Sequence[str], series: Sequence[tuple[str, S
     ax.tick_params(axis="x", labelsize=8)
 
 
-def legend_below(fig: Any, ax: Any, ncol: int = 2) -> None:
-    """``ax``'s legend under the whole figure (call after ``tight_layout``)."""
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=9)
+def legend_below(fig: Any, ax: Any = None, ncol: int = 2, handles: Sequence[Any] | None = None,
+                 fontsize: float = 9) -> None:
+    """``ax``'s legend (or one of ``handles``) under the whole figure (call after ``tight_layout``)."""
+    if handles is None:
+        handles, _ = ax.get_legend_handles_labels()
+    fig.legend(handles=list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=fontsize)
 
 
 def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], title: str | None = None):
@@ -468,8 +470,7 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
         ax.set_ylim(-0.03, 1.03)
     axes[0, 0].set_ylabel("recognition, two-object scenes")
     fig.tight_layout()
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, 0.0))
+    legend_below(fig, axes[0, 0], ncol=3, fontsize=8)
     return fig
 
 
@@ -606,7 +607,7 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
     handles = [Line2D([], [], color=colour[cov], lw=2.2, label=f"coverage {cov:g}") for cov in covs]
     handles += [Line2D([], [], color="grey", lw=0.7, label="one run"),
                 Line2D([], [], color="grey", lw=2.2, label="median of the runs")]
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(handles)), fontsize=8)
+    legend_below(fig, ncol=min(5, len(handles)), handles=handles, fontsize=8)
     return fig
 
 
@@ -652,5 +653,5 @@ def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = MAX_PANELS_
                for s in seeds]
     handles += [Line2D([], [], color="black", lw=2.2, label="median"),
                 Line2D([], [], color="grey", ls="--", lw=1, label="target")]
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(handles)), fontsize=8)
+    legend_below(fig, ncol=min(6, len(handles)), handles=handles, fontsize=8)
     return fig
