@@ -7,7 +7,10 @@
 2. The recipe's own step (default: the scale recipe at |O| = 2,500, coverage 0.5;
    ``--recipe``, ``--values``, ``--coverage`` change it) in each precision, interleaved:
    whether bf16 autocast pays at the sizes the CPU sweeps train (it does at the paper's).
-3. Time to accuracy (``--time-to-accuracy``): one run of that recipe, the step, wall
+3. Where the recipe step's time goes (``--profile-steps N``): ``torch.profiler`` over N
+   steps (bf16 on a GPU, else fp32), the ops that take most host time and most device
+   time, and how many times the host waited for the device (synchronisations).
+4. Time to accuracy (``--time-to-accuracy``): one run of that recipe, the step, wall
    time and CPU time at which two-object recognition and swap pairs of *validation*
    objects first reach 0.9 (the test objects are not read).
 
@@ -146,6 +149,42 @@ def bench_recipe_step(steps: int, device: torch.device, precisions: list[str], p
         print(f"  {p}: {t * 1e3:.1f} ms/step{rel}")
 
 
+def profile_recipe_step(steps: int, device: torch.device, profile: str = "scale", n_concepts: int = 2,
+                        n_values: int = 50, coverage: float = 0.5, rows: int = 12) -> None:
+    """``torch.profiler`` over ``steps`` recipe steps (after three warm-up steps): the
+    ops with the most self host time and the most self device time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    cfg = recipe(profile, n_concepts=n_concepts, n_values=n_values, coverage=coverage)
+    train_objects = cfg.split.train.to(device)
+    amp = torch.bfloat16 if device.type == "cuda" else None
+    model = build_model(cfg, device)
+    opt = make_optimizer(cfg, model)
+
+    def step(i):
+        optimizer_step(cfg, model, opt, train_objects, train_objects, i, device, amp, cfg.concept_loss_weight)
+
+    for i in range(3):
+        step(i)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sync(device)
+    t = time.perf_counter()
+    with torch_profile(activities=activities) as prof:
+        for i in range(steps):
+            step(3 + i)
+        sync(device)
+    wall = (time.perf_counter() - t) / steps
+    events = prof.key_averages()
+    print(f"{profile} recipe step profiled: {steps} steps, {wall * 1e3:.1f} ms/step under the profiler, {device}, "
+          f"{'bf16' if amp else 'fp32'}; {sum(e.count for e in events) / steps:.0f} ops a step")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=48))
+    if device.type == "cuda":
+        print(events.table(sort_by="self_device_time_total", row_limit=rows, max_name_column_width=48))
+        syncs = sum(e.count for e in events if "Synchronize" in e.key or e.key == "aten::_local_scalar_dense")
+        print(f"host waits for the device (synchronisations and scalar reads): {syncs / steps:.1f} a step")
+
+
 def bench_time_to_accuracy(device: torch.device, target: float, profile: str = "scale", n_concepts: int = 2,
                            n_values: int = 50, coverage: float = 0.5) -> None:
     """Train one run of ``profile``'s recipe (steps: the scale plan's for this size) and
@@ -194,12 +233,15 @@ def main() -> None:
     ap.add_argument("--values", type=int, default=50, help="V of the recipe-step and time-to-accuracy runs (C = 2)")
     ap.add_argument("--coverage", type=float, default=0.5, help="their coverage")
     ap.add_argument("--recipe-only", action="store_true", help="skip the paper-size step (1.)")
+    ap.add_argument("--profile-steps", type=int, default=0, help="profile this many recipe steps (3.)")
     args = ap.parse_args()
     set_threads(args.threads)
     device = resolve_device(args.device)
     if not args.recipe_only:
         bench_steps(args.steps, device, args.precisions)
     bench_recipe_step(args.steps, device, args.precisions, args.recipe, 2, args.values, args.coverage)
+    if args.profile_steps:
+        profile_recipe_step(args.profile_steps, device, args.recipe, 2, args.values, args.coverage)
     if args.time_to_accuracy:
         bench_time_to_accuracy(device, args.target, args.recipe, 2, args.values, args.coverage)
 

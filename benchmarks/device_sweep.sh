@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
+# a machine without the project's environment but with torch (a lent GPU machine): its python3
+if [ ! -x "$PY" ] && python3 -c "import torch" 2>/dev/null; then PY=$(command -v python3); fi
 if [ ! -x "$PY" ]; then
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip

@@ -79,7 +79,6 @@ from torch.utils.flop_counter import (  # noqa: E402
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
-from bindcore.analysis.probes import sub_grid_side  # noqa: E402
 from bindcore.book.profiles import chapter_parameters  # noqa: E402
 from bindcore.controlled.pixels import level_configs  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
@@ -228,7 +227,7 @@ def n_evaluations(cfg) -> int:
 # approximator sweeps
 # ---------------------------------------------------------------------------------
 def grid_side(cfg, max_objects: int) -> int:
-    return sub_grid_side(cfg.n_values, cfg.n_concepts, max_objects)
+    return min(cfg.n_values, math.ceil(max_objects ** (1 / cfg.n_concepts) - 1e-9))  # probes.sub_grid_objects' side
 
 
 def sweep_cost(values: list[int], dim: int, train_counts: list[int], families, widths, protocol) -> dict[str, float]:
