@@ -129,7 +129,9 @@ def pack(folder: Path, archive: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "device-out")))
-    p.add_argument("--results", type=Path, default=None, help="the run store (default: OUT/results)")
+    p.add_argument("--results", type=Path, default=ROOT / "device-results",
+                   help="the run store (default: device-results/ of the checkout, which a lent machine keeps "
+                   "between calls while warm, unlike OUT, so that a second call resumes the runs cut off)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--profile", default="paper", choices=["paper", "scale"],
                    help="the recipe: the paper's own, or the scale plan's (its steps per point, its seeds and splits)")
@@ -141,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=540.0, help="wall seconds for all sizes")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="recipe fields to change")
     args = p.parse_args(argv)
-    args.results = args.results or args.out / "results"
     if args.seeds is None and args.profile == "paper":
         args.seeds = [0]
     args.out.mkdir(parents=True, exist_ok=True)

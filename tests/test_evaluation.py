@@ -204,7 +204,8 @@ def test_the_device_sweep_runs_on_a_cpu_with_tiny_steps(tmp_path):
 
     env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "OMP_NUM_THREADS": "1"}
     cmd = ["bash", str(ROOT / "benchmarks" / "device_sweep.sh"), "--device", "cpu", "--values", "4",
-           "--coverages", "0.5", "0.75", "--budget", "300", "--set", "steps=4", "--set", "eval_scenes=16",
+           "--coverages", "0.5", "0.75", "--budget", "300", "--stack", "2", "--results", str(tmp_path / "runs"),
+           "--set", "steps=4", "--set", "eval_scenes=16",
            "--set", "d_model=16", "--set", "n_layers=1", "--set", "d_ff=32", "--set", "d_out=8",
            "--set", "batch_size=16", "--set", "eval_every=2", "--set", "checkpoint_every=2"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -217,6 +218,28 @@ def test_the_device_sweep_runs_on_a_cpu_with_tiny_steps(tmp_path):
     for d in published.iterdir():
         assert {p.name for p in d.iterdir()} == {"config.json", "result.json"}  # no weights
         assert "release_test_pooled" in json.loads((d / "result.json").read_text())["metrics"]
+    import tarfile
+
+    with tarfile.open(tmp_path / "out" / "published.tar") as tar:  # what a lent machine returns
+        assert sorted(n for n in tar.getnames() if n.endswith(".json")) == sorted(
+            f"published/train-2/{r['hash']}/{f}" for r in summary["runs"] for f in ("config.json", "result.json"))
+
+
+def test_the_device_sweep_keeps_the_history_of_a_run_its_budget_cuts_off(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "OMP_NUM_THREADS": "1"}
+    cmd = ["bash", str(ROOT / "benchmarks" / "device_sweep.sh"), "--device", "cpu", "--values", "4",
+           "--coverages", "0.5", "--budget", "8", "--results", str(tmp_path / "runs"), "--set", "steps=100000",
+           "--set", "eval_scenes=16", "--set", "d_model=16", "--set", "n_layers=1", "--set", "d_ff=32",
+           "--set", "d_out=8", "--set", "batch_size=16", "--set", "eval_every=10", "--set", "checkpoint_every=10"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = json.loads((tmp_path / "out" / "device-sweep.json").read_text())["runs"]
+    assert not run["finished"] and run["checkpoint_step"] >= 10
+    assert 0 < run["history"][-1]["step"] <= run["checkpoint_step"]
 
 
 def test_the_fit_search_logs_every_seed_with_the_metric_it_was_chosen_on(tmp_path):
