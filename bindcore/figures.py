@@ -155,29 +155,6 @@ def object_grid(space: SceneSpace, train_ids: np.ndarray) -> np.ndarray:
     return grid
 
 
-def plot_metric_vs_coverage(
-    ax: Any,
-    table: Any,
-    metric: str,
-    group: str = "objects",
-    baseline: str | None = None,
-    label_fmt: str = "|O| = {}",
-    ylabel: str = "accuracy",
-) -> None:
-    """One line per object-space size; a dashed baseline line per size if given."""
-    for i, (key, sub) in enumerate(table.groupby(group, sort=True)):
-        sub = sub.sort_values("coverage")
-        colour = PALETTE[i % len(PALETTE)]
-        ax.plot(sub["coverage"], sub[metric], "o-", color=colour, label=label_fmt.format(key))
-        if baseline is not None:
-            ax.plot(sub["coverage"], sub[baseline], "--", color=colour, alpha=0.6, lw=1.2,
-                    label=f"bag of concepts, {label_fmt.format(key)}")
-    ax.set_xlabel("object coverage (fraction of objects seen in training)")
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(-0.03, 1.03)
-    ax.legend(loc="best")
-
-
 def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = MAX_PANELS_PER_ROW, title: str | None = None,
                 width: float = PAGE_WIDTH_IN / MAX_PANELS_PER_ROW):
     """Images of ``dataset`` at ``indices`` with their captions, as the release's sample

@@ -127,19 +127,6 @@ def unglued_names(path: Path) -> list[str]:
     return sorted(n for n in names if f'"{n}"' not in code and f"'{n}'" not in code)
 
 
-class _Text:
-    """A value shown as plain text (no quotes) by IPython's formatters."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.text)
-
-
 def glue(name: str, value: Any, fmt: str = "") -> str:
     """Make ``value`` (formatted with ``fmt``, e.g. ``".2f"``) available to the page's
     prose as ``{glue:text}`name```: the output myst-nb's ``glue`` writes (a hidden

@@ -129,15 +129,6 @@ def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[
     return out
 
 
-def evidence_counts(*frames: pd.DataFrame) -> dict[str, int]:
-    """``{evidence: count}`` of the claim rows of ``frames``."""
-    out = dict.fromkeys(EVIDENCE, 0)
-    for f in frames:
-        for e in f["evidence"]:
-            out[e] += 1
-    return out
-
-
 def set_evidence(s: Any) -> str:
     """The evidence an embedding set gives on a claim about pretrained CLIP or DINOv2; only
     :data:`NATIVE` and :data:`SUBSTITUTE` get verdicts."""

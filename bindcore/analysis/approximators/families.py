@@ -182,10 +182,6 @@ class StackedApproximator(torch.nn.Module):
         self.padded = min(widths) != max(widths)
         self.register_buffer("model_offsets", (torch.arange(M) * R).view(M, 1, 1).to(dev))
 
-    @property
-    def n_models(self) -> int:
-        return len(self.widths)
-
     def forward(self, codes: torch.Tensor) -> torch.Tensor:
         M, B, C2 = codes.shape
         flat = (codes + self.model_offsets).reshape(M * B, C2)
