@@ -12,6 +12,7 @@ from bindcore.analysis.metrics import (
     expected_bag_of_concepts_two_objects,
     strict_accuracy,
     strict_correct,
+    strict_correct_at,
 )
 from bindcore.controlled.models import (
     DualEncoder,
@@ -125,6 +126,17 @@ def test_strict_rule_on_hand_made_logits():
     assert strict_accuracy(scores, pos) == pytest.approx(2 / 4)
     with pytest.raises(ValueError):
         strict_correct(scores, pos[:, :2])
+
+
+def test_strict_rule_by_index_equals_the_mask_rule_with_ties_and_repeats():
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 4, (500, 6), generator=gen).float()  # coarse: many ties
+    scores[0, 1] = float("nan")
+    idx = torch.randint(0, 6, (500, 2), generator=gen)  # a row may name one column twice
+    pos = torch.zeros_like(scores, dtype=torch.bool).scatter_(1, idx, True)
+    expected = strict_correct(scores, pos)
+    assert expected.any() and not expected.all()
+    assert torch.equal(strict_correct_at(scores.clone(), idx), expected)
 
 
 def test_bag_of_concepts_oracle_on_hand_made_scenes():

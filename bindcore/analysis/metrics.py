@@ -27,6 +27,14 @@ def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tenso
     return positives.any(1) & (min_pos > max_neg)
 
 
+def strict_correct_at(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    """:func:`strict_correct` with the positives of each row given by column index
+    (``positives`` long ``[S, k]``, k >= 1, repeats allowed): the same answer, without
+    the mask. ``scores`` is overwritten (its positives set to -inf)."""
+    min_pos = scores.gather(1, positives).amin(1)
+    return min_pos > scores.scatter_(1, positives, float("-inf")).amax(1)
+
+
 def has_positive(positives: torch.Tensor) -> torch.Tensor:
     return positives.any(1)
 

@@ -13,7 +13,7 @@ from bindcore.ids import object_ids, object_values
 from bindcore.io import config_hash, digest
 
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
-from .metrics import r2, strict_correct
+from .metrics import r2, strict_correct, strict_correct_at
 
 
 @dataclass
@@ -180,9 +180,7 @@ def concept_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor
     accs = []
     for c, w in enumerate(data.concept_probes):
         scores = z @ torch.as_tensor(w, dtype=torch.float32).T
-        pos = torch.zeros_like(scores, dtype=torch.bool)
-        pos.scatter_(1, objs[:, :, c], True)
-        accs.append(strict_correct(scores, pos).float())
+        accs.append(strict_correct_at(scores, objs[:, :, c]).float())
     return float(torch.stack(accs).mean())
 
 
@@ -192,17 +190,17 @@ def object_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor,
         return float("nan")
     z = torch.as_tensor(np.asarray(embeddings)[index], dtype=torch.float32)
     scores = z @ torch.as_tensor(data.object_probe, dtype=torch.float32).T
-    pos = torch.zeros_like(scores, dtype=torch.bool)
-    pos.scatter_(1, torch.as_tensor(data.object_ids()[index]), True)
-    return float(strict_correct(scores, pos).float().mean())
+    return float(strict_correct_at(scores, torch.as_tensor(data.object_ids()[index])).float().mean())
 
 
-def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
-    """R² of ``embeddings`` on scenes ``index``, SST about the mean of all scenes (as the release)."""
+def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray,
+               mean: np.ndarray | None = None) -> float:
+    """R² of ``embeddings`` on scenes ``index``, SST about the mean of all scenes (as the
+    release; ``mean``: that mean, where the caller has it)."""
     if len(index) == 0:
         return float("nan")
-    mu = data.embeddings.astype(np.float64).mean(0)
-    return r2(data.embeddings[index], np.asarray(embeddings, dtype=np.float64)[index], reference_mean=mu)
+    mu = data.embeddings.astype(np.float64).mean(0) if mean is None else mean
+    return r2(data.embeddings[index], np.asarray(embeddings)[index], reference_mean=mu)
 
 
 def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
@@ -224,12 +222,13 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
         raise ValueError(f"predicted must hold one embedding row per scene of the binding data ([{len(data.objects)}, "
                          f"d]), got shape {tuple(np.shape(predicted))}")
     seen, unseen = heldout_by_values(data, split)
+    mean = data.embeddings.astype(np.float64).mean(0)
     out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
     for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
                       ("heldout_seen", seen), ("heldout_unseen", unseen)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
-        out[f"{name}_r2"] = binding_r2(data, predicted, idx)
+        out[f"{name}_r2"] = binding_r2(data, predicted, idx, mean)
     return out
 
 
