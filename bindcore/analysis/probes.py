@@ -3,6 +3,7 @@ functional binding and linear probes (§5.1, §5.3, §5.4, C.2, C.4)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,12 @@ class BindingData:
     @property
     def dim(self) -> int:
         return self.embeddings.shape[1]
+
+    @functools.cached_property
+    def embedding_mean(self) -> np.ndarray:
+        """The mean embedding of all scenes, float64 (R²'s reference mean; the arrays are
+        not changed after construction)."""
+        return self.embeddings.astype(np.float64).mean(0)
 
     @property
     def n_concepts(self) -> int:
@@ -193,14 +200,11 @@ def object_recognition(data: BindingData, embeddings: np.ndarray | torch.Tensor,
     return float(strict_correct_at(scores, torch.as_tensor(data.object_ids()[index])).float().mean())
 
 
-def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray,
-               mean: np.ndarray | None = None) -> float:
-    """R² of ``embeddings`` on scenes ``index``, SST about the mean of all scenes (as the
-    release; ``mean``: that mean, where the caller has it)."""
+def binding_r2(data: BindingData, embeddings: np.ndarray | torch.Tensor, index: np.ndarray) -> float:
+    """R² of ``embeddings`` on scenes ``index``, SST about the mean of all scenes (as the release)."""
     if len(index) == 0:
         return float("nan")
-    mu = data.embeddings.astype(np.float64).mean(0) if mean is None else mean
-    return r2(data.embeddings[index], np.asarray(embeddings)[index], reference_mean=mu)
+    return r2(data.embeddings[index], np.asarray(embeddings)[index], reference_mean=data.embedding_mean)
 
 
 def heldout_by_values(data: BindingData, split: ObjectLevelSplit) -> tuple[np.ndarray, np.ndarray]:
@@ -222,13 +226,12 @@ def functional_binding(data: BindingData, predicted: np.ndarray, split: ObjectLe
         raise ValueError(f"predicted must hold one embedding row per scene of the binding data ([{len(data.objects)}, "
                          f"d]), got shape {tuple(np.shape(predicted))}")
     seen, unseen = heldout_by_values(data, split)
-    mean = data.embeddings.astype(np.float64).mean(0)
     out: dict[str, float] = {"n_heldout_unseen": float(len(unseen))}
     for name, idx in (("train", split.train), ("heldout", split.heldout), ("mixed", split.mixed),
                       ("heldout_seen", seen), ("heldout_unseen", unseen)):
         out[f"{name}_concept"] = concept_recognition(data, predicted, idx)
         out[f"{name}_object"] = object_recognition(data, predicted, idx)
-        out[f"{name}_r2"] = binding_r2(data, predicted, idx, mean)
+        out[f"{name}_r2"] = binding_r2(data, predicted, idx)
     return out
 
 
