@@ -19,23 +19,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def pack(store: Path, archive: Path) -> None:
-    """The store's approximators-1 folder as one tar, written atomically."""
-    tmp = archive.with_name(f".{archive.name}.tmp")
-    with tarfile.open(tmp, "w") as tar:
-        folder = store / "approximators-1"
-        if folder.exists():
-            tar.add(folder, arcname=folder.name)
-    os.replace(tmp, archive)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from device_sweep import pack  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, stage in stages:
         t = time.perf_counter()
         stage()
-        pack(args.results, args.out / "approximators.tar")
+        pack(args.results / "approximators-1", args.out / "approximators.tar")
         print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
     print(f"all stages in {time.perf_counter() - t0:.0f} s on {args.device}")
     return 0
