@@ -232,7 +232,7 @@ def test_the_device_sweep_keeps_the_history_of_a_run_its_budget_cuts_off(tmp_pat
 
     env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "OMP_NUM_THREADS": "1"}
     cmd = ["bash", str(ROOT / "benchmarks" / "device_sweep.sh"), "--device", "cpu", "--values", "4",
-           "--coverages", "0.5", "--budget", "8", "--results", str(tmp_path / "runs"), "--set", "steps=100000",
+           "--coverages", "0.5", "--budget", "30", "--results", str(tmp_path / "runs"), "--set", "steps=100000",
            "--set", "eval_scenes=16", "--set", "d_model=16", "--set", "n_layers=1", "--set", "d_ff=32",
            "--set", "d_out=8", "--set", "batch_size=16", "--set", "eval_every=10", "--set", "checkpoint_every=10"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
