@@ -36,6 +36,7 @@ from bindcore.controlled.recipes import SCALE_STEPS, recipe  # noqa: E402
 from bindcore.controlled.scenes import sample_scenes  # noqa: E402
 from bindcore.controlled.search import search_view  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
+    autocast_dtype,
     build_model,
     make_optimizer,
     optimizer_step,
@@ -158,7 +159,7 @@ def profile_recipe_step(steps: int, device: torch.device, profile: str = "scale"
 
     cfg = recipe(profile, n_concepts=n_concepts, n_values=n_values, coverage=coverage)
     train_objects = cfg.split.train.to(device)
-    amp = torch.bfloat16 if device.type == "cuda" else None
+    amp = autocast_dtype(cfg, device)  # what the recipe trains in there (bf16 on a GPU with it, else fp32)
     model = build_model(cfg, device)
     opt = make_optimizer(cfg, model)
 
