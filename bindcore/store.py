@@ -43,18 +43,12 @@ at once; ``train`` holds it while it trains::
         if found is None:
             ...compute, store.finish(...)
 
-The claim is the file ``claim.json`` in the entry's folder, created atomically with
-``O_CREAT | O_EXCL`` (atomic on local filesystems and on NFS v3 and later), holding
-its owner (host, process, a random token, start time). While held, a thread touches
-it every ``heartbeat`` seconds. A waiter takes over a claim that is *stale*: its owner
-is a process of this machine that no longer runs, or its file was not touched for
-``stale_after`` seconds (an owner that died elsewhere; machines' clocks must agree to
-well within ``stale_after - heartbeat``). Taking over goes through a second exclusive
-file (``claim.json.break``), so that two waiters never both take over. Releasing
-removes the file if it still holds the owner's token. ``wait=False`` (or a number of
-seconds) raises :class:`ClaimBusy`, naming the holder, instead of waiting (for
-schedulers that would rather run something else); :meth:`ResultStore.holder` tells who
-holds a claim without taking it.
+The claim is an exclusive ``flock`` on the file ``claim.json`` in the entry's folder,
+which holds its owner (host, process, start time) for whoever waits. The kernel (or, on
+NFS, the server) drops the lock when its process ends, however it ends, so a crashed
+run leaves no claim behind; releasing removes the file. ``wait=False`` (or a number of
+seconds) raises :class:`ClaimBusy`, naming the holder, instead of waiting;
+:meth:`ResultStore.holder` tells who holds a claim without taking it.
 
 **Modes.** Files and folders get the modes any other output gets under the umask
 (:func:`bindcore.io.file_mode`): a group that shares a store can read every record.
@@ -63,6 +57,7 @@ holds a claim without taking it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import logging
@@ -70,9 +65,7 @@ import os
 import platform
 import socket
 import subprocess
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,12 +209,6 @@ PUBLISHED_WEIGHTS_LIMIT = 2 * 2**20
 # an empty file ``<weights>.read`` beside a local entry's weights: an analysis loaded them
 # (Entry.load_state), so publishing the store with its weights ships these
 READ_MARK = ".read"
-HEARTBEAT_S = 30.0
-STALE_AFTER_S = 600.0
-_BREAK_STALE_S = 60.0  # a takeover lock older than this was left by a process that died
-# a claim file that holds no readable owner record this long after it was last touched was
-# left by a process that could not write it (a full disk) or died while writing it
-UNREADABLE_STALE_S = 60.0
 
 
 class NotStored(LookupError):
@@ -240,19 +227,9 @@ class ClaimBusy(TimeoutError):
         self.holder = holder
 
 
-def _machine_id() -> str:
-    """Which processes can be checked by pid from here: the host name and, on Linux, the
-    pid namespace (containers that share a host name do not share pids)."""
-    try:
-        ns = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        ns = 0
-    return f"{socket.gethostname()}/{ns}"
-
-
 def _describe(holder: dict[str, Any] | None) -> str:
     if not holder:
-        return "another process (its claim file is being written or unreadable)"
+        return "another process"
     return f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')})"
 
 
@@ -263,124 +240,32 @@ def _read_claim(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _age(path: Path) -> float | None:
-    """Seconds since ``path`` was last touched (None if it is gone)."""
-    try:
-        return time.time() - path.stat().st_mtime
-    except FileNotFoundError:
-        return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
-
-
-def _stale(path: Path, holder: dict[str, Any] | None, stale_after: float) -> str | None:
-    """Why the claim file ``path`` (owner ``holder``) is stale, or None while it is held."""
-    age = _age(path)
-    if age is None:
-        return None
-    if not holder and age > min(UNREADABLE_STALE_S, stale_after):
-        return f"it holds no readable owner record {age:.0f} s after it was written"
-    if holder and holder.get("machine") == _machine_id() and isinstance(holder.get("pid"), int) \
-            and not _pid_alive(holder["pid"]):
-        return f"its owner, process {holder['pid']} of this machine, no longer runs"
-    if age > stale_after:
-        return f"not touched for {age:.0f} s (stale after {stale_after:g} s)"
-    return None
-
-
-def _write_owner(path: Path, fd: int, owner: dict[str, Any]) -> None:
-    """Write the owner record into the new claim file ``path`` (descriptor ``fd``, closed
-    here). A write that fails (a full disk) removes the file, so that no empty claim
-    blocks the entry, and raises."""
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(owner))
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-
-
-def _wait_bound(path: Path, holder: dict[str, Any] | None, stale_after: float, deadline: float | None) -> str:
-    """How long a waiter waits at most, in words: until the holder finishes, or the claim
-    goes stale (``stale_after`` seconds after its last touch; an unreadable claim file
-    sooner), or the caller's deadline."""
-    age = _age(path) or 0.0
-    limit = stale_after if holder else min(UNREADABLE_STALE_S, stale_after)
-    text = (f"until it finishes, or at most {max(0.0, limit - age):.0f} s more if its claim is not touched again "
-            f"(stale after {limit:g} s without a touch)")
-    if holder and holder.get("machine") == _machine_id():
-        text += "; at once if that process ends"
-    if deadline is not None:
-        text += f"; this caller gives up after {max(0.0, deadline - time.monotonic()):.0f} s"
-    return text
-
-
-def _create(path: Path) -> int | None:
-    """A descriptor of the new file ``path``, created atomically (``O_CREAT | O_EXCL``;
-    mode by the umask), or None when it exists already."""
-    try:
-        return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-    except FileExistsError:
-        return None
-
-
-def _take_over(path: Path, seen: dict[str, Any] | None, stale_after: float) -> bool:
-    """Remove the stale claim ``path`` unless another waiter is doing so; under the
-    exclusive ``.break`` file, and only if it still is the stale claim that was seen.
-    Whether it was removed."""
-    lock = path.with_name(path.name + ".break")
-    fd = _create(lock)
-    if fd is None:
-        age = _age(lock)
-        if age is not None and age > _BREAK_STALE_S:
-            lock.unlink(missing_ok=True)
-        return False
-    try:
-        now = _read_claim(path)
-        same = (now or {}).get("token") == (seen or {}).get("token")
-        why = _stale(path, now, stale_after)
-        if same and why:
-            path.unlink(missing_ok=True)
-            log.warning("took over the claim %s of %s: %s", path, _describe(now), why)
-            return True
-        return False
-    finally:
+def _lock(path: Path) -> int | None:
+    """A descriptor of ``path`` (created if need be) under an exclusive ``flock``, or None
+    while another process holds one. A lock taken on a file that its holder removed
+    meanwhile (it released the claim) is dropped and taken again on the new file."""
+    while True:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
         os.close(fd)
-        lock.unlink(missing_ok=True)
 
 
 @dataclass
 class Claim:
-    """A held claim (see the module docstring): its file, its owner record (``host``,
-    ``pid``, ``token``, ``started``), and ``lost``: set if another process took it over
-    (this one stopped touching it for ``stale_after`` seconds, e.g. a suspended machine)."""
+    """A held claim (see the module docstring): its file and its owner record (``host``,
+    ``pid``, ``started``)."""
 
     path: Path
     owner: dict[str, Any]
-    lost: bool = False
-
-    def _beat(self, stop: threading.Event, every: float) -> None:
-        while not stop.wait(every):
-            if (_read_claim(self.path) or {}).get("token") != self.owner["token"]:
-                self.lost = True
-                log.warning("lost the claim %s: another process took it over", self.path)
-                return
-            with contextlib.suppress(OSError):
-                os.utime(self.path)
-
-    def _release(self) -> None:
-        if (_read_claim(self.path) or {}).get("token") == self.owner["token"]:
-            self.path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------
@@ -766,51 +651,46 @@ class ResultStore:
 
     def holder(self, kind: Kind, config: dict[str, Any]) -> dict[str, Any] | None:
         """The owner record of the claim on this config's entry, or None when nobody
-        holds it (a stale claim counts as held until a waiter takes it over)."""
+        holds it."""
         path = self.claim_path(kind, config)
-        return _read_claim(path) if path.exists() else None
+        if not path.exists():
+            return None
+        fd = _lock(path)
+        if fd is None:
+            return _read_claim(path) or {}
+        path.unlink(missing_ok=True)
+        os.close(fd)
+        return None
 
     @contextlib.contextmanager
-    def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True, poll: float = 0.2,
-              heartbeat: float = HEARTBEAT_S, stale_after: float = STALE_AFTER_S) -> Iterator[Claim]:
+    def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True,
+              poll: float = 0.2) -> Iterator[Claim]:
         """Hold the claim on this config's local entry for the ``with`` block (see the
         module docstring): no other process holds it at the same time. ``wait``: True
-        waits as long as the holder lives; a number waits at most that many seconds,
+        waits as long as the holder holds it; a number waits at most that many seconds,
         False not at all; then :class:`ClaimBusy`. ``poll``: first wait between
-        attempts (growing to 5 s); ``heartbeat`` / ``stale_after``: seconds."""
-        if not 0 < heartbeat < stale_after:
-            raise ValueError(f"need 0 < heartbeat ({heartbeat}) < stale_after ({stale_after})")
+        attempts (growing to 5 s)."""
         path = self.claim_path(kind, config)
         path.parent.mkdir(parents=True, exist_ok=True)
-        owner = {"host": socket.gethostname(), "machine": _machine_id(), "pid": os.getpid(),
-                 "token": uuid.uuid4().hex, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                 "kind": kind.name, "entry": path.parent.name}
         deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
         announced = False
-        while True:
-            fd = _create(path)
-            if fd is None:
-                holder = _read_claim(path)
-                if _stale(path, holder, stale_after) and _take_over(path, holder, stale_after):
-                    continue
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise ClaimBusy(path, holder)
-                if not announced:
-                    log.info("waiting for %s, which holds %s: %s", _describe(holder), path,
-                             _wait_bound(path, holder, stale_after, deadline))
-                    announced = True
-                time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
-                poll = min(poll * 1.5, 5.0)
-                continue
-            _write_owner(path, fd, owner)
-            break
-        held = Claim(path, owner)
-        stop = threading.Event()
-        beat = threading.Thread(target=held._beat, args=(stop, heartbeat), daemon=True, name=f"claim {path}")
-        beat.start()
+        while (fd := _lock(path)) is None:
+            holder = _read_claim(path)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ClaimBusy(path, holder)
+            if not announced:
+                gives_up = "" if deadline is None else f"; gives up after {max(0.0, deadline - time.monotonic()):.0f} s"
+                log.info("waiting for %s, which holds %s, until it finishes%s", _describe(holder), path, gives_up)
+                announced = True
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+            poll = min(poll * 1.5, 5.0)
+        owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 "kind": kind.name, "entry": path.parent.name}
         try:
-            yield held
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(owner).encode())
+            os.fsync(fd)
+            yield Claim(path, owner)
         finally:
-            stop.set()
-            beat.join()
-            held._release()
+            path.unlink(missing_ok=True)  # before the lock goes, so that a waiter locks a new file
+            os.close(fd)
