@@ -23,12 +23,14 @@
 # **What this chapter does.** The claim is about models that generalize. With
 # `models = "scale"` it reads the scale sweep's models of §5.2 that bind: every object
 # space and coverage whose runs recognise at least half of the validation swap pairs
-# (their median), every seed whose weights are published (`colab` does); with
-# `"chapter"` (the `quick`, `smoke` and `paper` default) the §5.2 chapter's own runs at
-# their largest coverage. The scale models' binding data holds every ordered pair of
-# their objects, so their approximator sweeps take a CPU far longer than this chapter's
-# budget, and none is published yet. A claim on a model that does not bind is "not
-# testable here": its precondition failed, and nothing is said of the claim. For each
+# (their median), every seed whose weights are published (`quick` and `colab` do); with
+# `"chapter"` (the `smoke` and `paper` default) the §5.2 chapter's own runs at their
+# largest coverage. The scale models' binding data holds every ordered pair of their
+# objects, so their approximator sweeps take a CPU about 50 minutes for this chapter
+# and as long again for §5.4; the `quick` build reads them from the published records
+# (`bindcore publish`), made by this chapter with these parameters. A claim on a model
+# that does not bind is "not testable here": its precondition failed, and nothing is
+# said of the claim. For each
 # model it builds the binding
 # data of reference-spec §7 — every ordered pair of objects encoded by the scene
 # encoder, with the query encoder's normalised concept and object embeddings as frozen
@@ -58,7 +60,7 @@ steps = 1500  # approximator training steps
 batch_size = 512  # approximator minibatch (None: full batch)
 lrs = [0.01, 0.001]  # learning rates (chosen per model on validation scenes of training objects)
 max_objects = 400  # objects per controlled model whose ordered pairs form the data
-models = "chapter"  # the §5.2 models analysed: "chapter" (this profile's §5.2 runs) or "scale" (those that bind)
+models = "scale"  # the §5.2 models analysed: "chapter" (this profile's §5.2 runs) or "scale" (those that bind)
 controlled_steps = 8000  # training steps of the §5.2 models used here (the quick recipe's)
 controlled_eval_scenes = 1024  # held-out scenes per evaluation of those models (the recipe's)
 workers = None

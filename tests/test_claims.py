@@ -125,6 +125,12 @@ def test_form_sentences_state_the_ordering_with_the_verdict():
     (text,) = form_sentences(holds, form_claims(holds, "quick"))
     assert text == ("m: the paper's ordering shows: global product 0.90 > MLP 0.85 > additive (per slot) 0.20 "
                     "(the claim “the global product is best”: shown).")
+    # the global product read as the claim reads it: the better of its two forms, named
+    both = forms({ADD: (0.99, 0.12), GP: (0.99, 0.48), SGP: (0.99, 0.72), MLP: (0.99, 0.73)}, ceiling=0.55)
+    (text,) = form_sentences(both, form_claims(both, "quick"))
+    assert text == ("m: the paper's ordering (additive + global product > MLP > additive (per slot)) does not show: "
+                    "additive + global product 0.72, MLP 0.73, additive (per slot) 0.12 "
+                    "(the claim “the global product is best”: shown).")
     # the quick models' pattern: ordered, below the thresholds: a direction only
     low = forms({ADD: (0.99, 0.27), GP: (0.99, 0.58), MLP: (0.99, 0.43)})
     (text,) = form_sentences(low, form_claims(low, "quick"))
