@@ -107,6 +107,13 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
         ("§5.2 evaluation scenes", "fresh test batches every evaluation",
          "a fixed, seeded set of held-out scenes per object count, and fixed, seeded release-protocol batches",
          "comparable numbers across steps and runs"),
+        ("§5.3 / §5.4 models", "controlled models that generalize",
+         f"profile '{profile}': " + ("the scale sweep's models that bind (median validation swap pairs >= 0.5), "
+                                     "every seed published with its weights"
+                                     if controlled.get("models") == "scale" else
+                                     "the §5.2 chapter's own runs at their largest coverage")
+         + f"; the ordered pairs of at most {controlled['max_objects']:,} of their objects",
+         "a claim on a model that does not bind is not testable here"),
         ("§5.4 figure 9", f"many controlled models, |O| up to {PAPER_OBJECT_SPACES[1]:,}",
          f"every controlled model this build stores ({n_fig9 if n_fig9 is not None else 'see §5.4'}), the global "
          "product fitted on each model's own training objects", "models trained here or published"),
