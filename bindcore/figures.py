@@ -308,6 +308,25 @@ def legend_below(fig: Any, ax: Any = None, ncol: int = 2, handles: Sequence[Any]
     fig.legend(handles=list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=fontsize)
 
 
+def model_panels(names: Sequence[str], rows_per_model: int = 1, height: float = 2.2):
+    """A figure with ``rows_per_model`` panels stacked per model, at most
+    :data:`MAX_PANELS_PER_ROW` models side by side (more wrap to the next row), each
+    model's top panel titled with its wrapped name; the panels per model, in order."""
+    ncols = min(MAX_PANELS_PER_ROW, len(names))
+    nrows = math.ceil(len(names) / ncols)
+    fig, axes = _panel_grid(nrows * rows_per_model * ncols, ncols, PAGE_WIDTH_IN / ncols, height, sharey=True)
+    out = []
+    for j, name in enumerate(names):
+        r0, col = (j // ncols) * rows_per_model, j % ncols
+        panels = [axes[r0 + k, col] for k in range(rows_per_model)]
+        panels[0].set_title("\n".join(textwrap.wrap(name, 28)), fontsize=9)
+        out.append(panels)
+    for j in range(len(names), nrows * ncols):
+        for k in range(rows_per_model):
+            axes[(j // ncols) * rows_per_model + k, j % ncols].set_visible(False)
+    return fig, out
+
+
 def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], title: str | None = None):
     """§4.1: R² of each set's bag-of-concepts and bag-of-objects reconstructions (averaged
     components, all scenes; in any slot and per slot), a bar group per set."""

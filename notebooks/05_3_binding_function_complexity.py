@@ -76,7 +76,7 @@ from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
-from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_width
+from bindcore.figures import legend_below, model_panels, plot_by_width
 from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
@@ -125,15 +125,14 @@ sweep_display(table, ["model", "width", "fraction", "lr", "heldout_concept", "he
                       "heldout_r2", "train_object", "seconds"])
 
 # %%
-fig, axes = plt.subplots(2, len(datasets), figsize=(PAGE_WIDTH_IN, 5.6), squeeze=False, sharey=True)
-for j, data in enumerate(datasets):
+fig, panels = model_panels([d.name for d in datasets], rows_per_model=2)
+for (objects, concepts), data in zip(panels, datasets):
     sub = table[table["model"] == data.name]
-    plot_by_width(axes[0, j], sub, "heldout_object", "held-out object recognition")
-    axes[0, j].set_title(data.name, fontsize=9)
-    plot_by_width(axes[1, j], sub, "heldout_concept", "held-out concept recognition")
+    plot_by_width(objects, sub, "heldout_object", "held-out object recognition")
+    plot_by_width(concepts, sub, "heldout_concept", "held-out concept recognition")
 fig.suptitle(f"Functional binding of MLP approximators (profile '{profile}')", y=1.0)
 fig.tight_layout()
-legend_below(fig, axes[0, -1], ncol=3)
+legend_below(fig, panels[0][0], ncol=3)
 plt.show()
 
 # %% [markdown]

@@ -72,7 +72,7 @@ from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import figure9_correlations, show_claims
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
-from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_fraction, plot_figure9
+from bindcore.figures import legend_below, model_panels, plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
 from bindcore.verdicts.approximators import figure9_claims, form_claims, form_sentences
 
@@ -109,13 +109,12 @@ wide = top.pivot_table(index="family", columns="model", values=["heldout_concept
 wide.reindex([FAMILY_LABELS[f] for f in FAMILIES]).round(3)
 
 # %%
-fig, axes = plt.subplots(1, len(datasets), figsize=(PAGE_WIDTH_IN, 3.0), squeeze=False, sharey=True)
-for j, data in enumerate(datasets):
-    plot_by_fraction(axes[0, j], table[table["model"] == data.name], "heldout_object", "held-out object recognition")
-    axes[0, j].set_title(data.name, fontsize=9)
+fig, panels = model_panels([d.name for d in datasets], height=2.6)
+for (ax,), data in zip(panels, datasets):
+    plot_by_fraction(ax, table[table["model"] == data.name], "heldout_object", "held-out object recognition")
 fig.suptitle(f"Which functional form recovers binding on held-out objects? (profile '{profile}')", y=1.02)
 fig.tight_layout()
-legend_below(fig, axes[0, -1], ncol=2)
+legend_below(fig, panels[0][0], ncol=2)
 plt.show()
 
 # %% [markdown]

@@ -160,3 +160,19 @@ def test_the_scale_figure_is_readable():
     fig, axes = plt.subplots(1, 3, figsize=(7.0, 3.0))
     plot_scale(axes, table)
     _ok(fig)
+
+
+@pytest.mark.parametrize("n_models", [2, 6])
+def test_a_figure_per_model_wraps_its_models_three_to_a_row(n_models):
+    from bindcore.figures import MAX_PANELS_PER_ROW, model_panels, panels_per_row
+
+    names = [f"controlled C=2 V=20 coverage=0.{8 + i // 3} seed={i % 3}" for i in range(n_models)]
+    fig, panels = model_panels(names, rows_per_model=2)
+    assert len(panels) == n_models and all(len(p) == 2 for p in panels)
+    for (top, bottom), name in zip(panels, names):
+        top.plot([4, 64, 1024], [0.2, 0.8, 0.9], label="fraction 0.8")
+        bottom.plot([4, 64, 1024], [0.5, 1.0, 1.0])
+        assert top.get_title().replace("\n", " ") == name
+    fig.tight_layout()
+    assert panels_per_row(fig) == min(n_models, MAX_PANELS_PER_ROW)
+    _ok(fig)
