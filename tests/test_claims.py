@@ -602,3 +602,15 @@ def test_a_claims_table_shows_each_judged_claim_once_and_each_reason_once():
     assert rest.count(why) == 1 and "c (x, y, z); d (x)" in rest
     assert "notebooks/profiles/paper/04_1_geometry.yaml" in rest
     assert claims_display(frame[frame["status"] == CL.SHOWN])[1] == ""
+
+
+def test_a_claims_table_says_once_what_every_row_holds():
+    from bindcore.book.tables import said_once
+
+    frame = pd.DataFrame({"claim": ["c", "c"], "subject": ["a", "b"], "paper": ["p", "p"], "ours": ["1", "1"],
+                          "status": [CL.SHOWN, CL.SHOWN], "why": ["w", "x"], "profile": ["quick", "quick"]})
+    table, line = said_once(frame)
+    assert list(table.columns) == ["claim", "subject", "ours", "status", "why"]
+    assert line == "Every row below: paper: p; profile: quick."
+    table, line = said_once(frame.iloc[:1])  # one row: nothing to hoist
+    assert list(table.columns) == list(frame.columns) and line == ""

@@ -328,14 +328,28 @@ def claims_display(frame: pd.DataFrame, notebook: str | None = None) -> tuple[pd
     return judged, "\n".join(lines)
 
 
+def said_once(judged: pd.DataFrame, keep: Sequence[str] = ("claim", "subject", "ours", "status")
+              ) -> tuple[pd.DataFrame, str]:
+    """The judged rows without the columns that hold one value in every row (of two or
+    more; never ``keep``), and those columns said once, as a markdown line: a table of
+    many rows of one claim stays narrow enough to read."""
+    same = [c for c in judged.columns if c not in keep and len(judged) > 1 and judged[c].astype(str).nunique() == 1]
+    line = "; ".join(f"{c}: {judged[c].iloc[0]}" for c in same)
+    return judged.drop(columns=same), (f"Every row below: {line}." if line else "")
+
+
 def show_claims(frame: pd.DataFrame, notebook: str | None = None) -> None:
-    """Display :func:`claims_display`: the judged rows as a table, the rest as a list."""
+    """Display :func:`claims_display`: the judged rows as a table (the columns that hold one
+    value said once above it, :func:`said_once`), the rest as a list."""
     from IPython.display import Markdown, display
 
     judged, rest = claims_display(frame, notebook)
     if len(judged):
+        table, common = said_once(judged)
+        if common:
+            display(Markdown(common))
         with pd.option_context("display.max_colwidth", None):
-            display(judged.round(3))
+            display(table.round(3))
     else:
         display(Markdown("No claim of this chapter could be judged in this build."))
     if rest:
