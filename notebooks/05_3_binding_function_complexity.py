@@ -26,7 +26,7 @@
 # (their median), every seed whose weights are published (`quick` and `colab` do); with
 # `"chapter"` (the `smoke` and `paper` default) the §5.2 chapter's own runs at their
 # largest coverage. The scale models' binding data holds every ordered pair of their
-# objects, so their approximator sweeps take a CPU about 50 minutes for this chapter
+# objects, so their approximator sweeps take a CPU close to an hour for this chapter
 # and as long again for §5.4; the `quick` build reads them from the published records
 # (`bindcore publish`), made by this chapter with these parameters. A claim on a model
 # that does not bind is "not testable here": its precondition failed, and nothing is
