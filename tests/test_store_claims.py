@@ -8,7 +8,6 @@ without them."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
