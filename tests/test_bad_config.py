@@ -1,4 +1,4 @@
-"""Nothing silent (issue 11): a setting written as text (``--set``, ``papermill -p``, a
+"""Nothing silent: a setting written as text (``--set``, ``papermill -p``, a
 JSON file) is parsed as its field's declared type or refused with an error naming the
 field, before any work; chapter parameters and sweep grids the same.
 

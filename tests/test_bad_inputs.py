@@ -1,4 +1,4 @@
-"""Nothing silent (issue 11): embeddings and labels go through one input check
+"""Nothing silent: embeddings and labels go through one input check
 (bindcore.analysis.inputs) in probes, approximators, geometry and metrics: a NaN, a
 float or out-of-range label, a wrong shape or too few rows is an error that says what
 and where, never a NaN model that reports accuracy 0."""

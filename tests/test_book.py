@@ -383,7 +383,7 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
 
 
 def _check_reader_page(name: str, page: str) -> None:
-    """A chapter's page as a reader meets it (issue 9): one "Parameters of this run" toggle
+    """A chapter's page as a reader meets it: one "Parameters of this run" toggle
     holding the parameters cell and papermill's injected parameters; no library log lines;
     the book's CSS (output lines wrap); tables without pandas' 0..n index; a table wider
     than 10 columns only in a full-width cell."""

@@ -159,7 +159,7 @@ def test_width_claims_hold():
 
 
 def test_width_claims_fail_when_no_width_generalizes():
-    """The regression of issue 12: every width scoring 0 must not report width 4."""
+    """Every width scoring 0 must not report width 4."""
     df = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}), "quick")
     assert statuses(df)[0] == CL.NOT_SHOWN
     assert "no width binds" in df["ours"].iloc[0]
@@ -280,7 +280,7 @@ def edits(retrieval: float) -> pd.DataFrame:
                          for case in ("all", "shared", "different")])
 
 
-NOISE = decomposition(0.016, 0.040, 0.52)  # Gaussian noise on the 576-scene grid (issue 22)
+NOISE = decomposition(0.016, 0.040, 0.52)  # Gaussian noise on the 576-scene grid
 
 
 def test_geometry_claims():
@@ -301,7 +301,7 @@ def test_geometry_claims():
 
 
 def test_geometry_claims_on_their_null():
-    """Issue 22: pure Gaussian noise on the 576-scene grid (R² 0.040 vs 0.016, in-sample
+    """Pure Gaussian noise on the 576-scene grid (R² 0.040 vs 0.016, in-sample
     retrieval 0.52) passed "objects explain more than concepts"; judged against its own
     null it is shown nowhere."""
     s = embedding_set()
@@ -570,7 +570,7 @@ def test_claim_outcomes_name_substitutes():
 
 
 def test_the_editing_verdict_reads_the_release_s_exact_order():
-    """Issue 22 item 7: the comparison reports exact-order retrieval; the verdict reads it too."""
+    """The comparison reports exact-order retrieval; the verdict reads it too."""
     nulls = dict(null_frames=[NOISE], null_edit_frames=[edits(0.3).assign(retrieval_exact=0.1)])
     any_order_only = edits(0.95).assign(retrieval_exact=0.5)
     df = geometry_claims([embedding_set()], [decomposition(0.7, 0.8, 0.95)], [any_order_only], "quick", **nulls)

@@ -168,7 +168,7 @@ def test_authors_clevr_folder_loads_as_its_own_set(tmp_path):
 
 
 def test_section_5_2_rows_read_the_published_scale_records(tmp_path):
-    """Issue 22: "|O| >= 2,500 needs about 0.3" was 'not run here' beside scale records at
+    """The claim "|O| >= 2,500 needs about 0.3" was 'not run here' beside scale records at
     |O| = 2,500, and "near 1.0" had no number of ours."""
     from bindcore.verdicts.generalization import claims_table
     from tests.test_claims import generalization

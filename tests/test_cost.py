@@ -1,4 +1,4 @@
-"""Cost before compute (issue 13): a sweep says how many runs it will train and about how
+"""Cost before compute: a sweep says how many runs it will train and about how
 long they take here before it trains any; nothing is printed for stored runs."""
 
 from __future__ import annotations

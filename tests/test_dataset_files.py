@@ -34,7 +34,7 @@ def test_data_make_refuses_a_folder_that_is_not_empty_unless_overwrite(tmp_path,
     err = capsys.readouterr().err
     assert "--out" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in out.iterdir()) == before  # untouched
-    # an image that bindcore did not write is deleted only with --force (issue 23)
+    # an image that bindcore did not write is deleted only with --force
     assert main(["data", "make", "text", "--out", str(out), "--scenes", "5", "--overwrite"]) == 2
     assert "0000999.png" in capsys.readouterr().err and sorted(p.name for p in out.iterdir()) == before
     assert main(["data", "make", "text", "--out", str(out), "--scenes", "5", "--overwrite", "--force"]) == 0

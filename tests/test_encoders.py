@@ -383,7 +383,7 @@ def test_trimmed_text_tower_equals_the_full_one():
 def test_no_offline_switch_one_probe_then_the_fallbacks(monkeypatch):
     """Without HF_HUB_OFFLINE (the book build and the Makefile no longer set it) and without
     network, the encoders ask one bounded probe per host and fall back to the offline
-    encoders; nothing else reaches for the network (issue 13)."""
+    encoders; nothing else reaches for the network."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     probes = []

@@ -1,4 +1,4 @@
-"""Faults that lose data or block runs (issue 23): each test injects one fault (an
+"""Faults that lose data or block runs: each test injects one fault (an
 incomplete record, a full disk while a claim is written, a kill
 or a Ctrl-C at a chosen point of a dataset install, a target folder that is a mount
 point) and checks that nothing is lost and nothing stays blocked.

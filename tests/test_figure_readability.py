@@ -1,4 +1,4 @@
-"""Figures readable at the book page's width (issue 40): at most three panels a row, text
+"""Figures readable at the book page's width: at most three panels a row, text
 of at least 8 pt as displayed on a 790 px page, legends off the data."""
 
 import matplotlib

@@ -398,7 +398,7 @@ def test_release_edit_cases():
 
 
 def test_attribution_components_are_cross_fitted():
-    """Issue 22: fitted on all scenes, the closed-form components leave a residual
+    """Fitted on all scenes, the closed-form components leave a residual
     orthogonal to every slot-additive direction of those scenes, so removal collapses by
     construction; cross-fitted (the default), no scene loses components fitted on
     itself, and on noise with labels the two differ."""

@@ -148,7 +148,7 @@ def test_paper_numbers_name_substitute_data_and_stay_with_their_encoder():
 
 
 def test_geometry_claims_end_to_end_against_their_gaussian_null(store):
-    """Issue 22: sums of object vectors pass "objects explain more than concepts" against
+    """Sums of object vectors pass "objects explain more than concepts" against
     their Gaussian null; Gaussian noise with the same labels (the null of the null) passes
     nothing, although in-sample its bag of objects fits more than its bag of concepts."""
     from bindcore.analysis.embedding_sets import gaussian_null

@@ -1,4 +1,4 @@
-"""CUDA correctness (issue 13), where a GPU exists: skipped without CUDA (`pytest -m gpu`).
+"""CUDA correctness, where a GPU exists: skipped without CUDA (`pytest -m gpu`).
 
 * A few hundred training steps on CUDA in fp32 and in bf16 autocast reach what the same
   config reaches on the CPU in fp32, within TOLERANCE on the training-object metrics and

@@ -295,7 +295,7 @@ def test_pixel_chapter_executes_on_smoke(tmp_path, monkeypatch):
 
 def test_claims_follow_the_numbers():
     """Appendix E's rules read swap pairs and the bag ceiling of the same scenes, and say
-    one of STATUSES (issue 22: no swap-pair threshold of 0.1, no "partly shown")."""
+    one of STATUSES (no swap-pair threshold of 0.1, no "partly shown")."""
     import pandas as pd
 
     from bindcore.analysis.approximators.labels import FAMILY_LABELS
