@@ -58,14 +58,14 @@ def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: s
 # ---------------------------------------------------------------------------------
 # §5.3, §5.4: the controlled models of §5.2
 # ---------------------------------------------------------------------------------
-def controlled_datasets(profile: str, params: dict[str, Any], p52: Mapping[str, Any], workers: int | None = None,
-                        device: str | None = None, executor: Any = None):
+def controlled_datasets(profile: str, params: dict[str, Any], sweep_params: Mapping[str, Any],
+                        workers: int | None = None, device: str | None = None, executor: Any = None):
     """(runs, binding data) of the generalizing controlled models of ``profile`` (§5.3,
-    §5.4; ``p52``: the §5.2 chapter's parameters,
+    §5.4; ``sweep_params``: the §5.2 chapter's parameters,
     :func:`~bindcore.experiments.generalization.generalizing_configs`)."""
     from bindcore.analysis.probes import controlled_binding_data
 
-    runs = generalizing_runs(profile, params, p52, workers=workers, device=device, executor=executor)
+    runs = generalizing_runs(profile, params, sweep_params, workers=workers, device=device, executor=executor)
     datasets = [controlled_binding_data(r, max_objects=params["max_objects"], device=device or "cpu") for r in runs]
     names = [d.name for d in datasets]
     for d, r in zip(datasets, runs):

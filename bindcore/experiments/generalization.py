@@ -2,7 +2,7 @@
 generalizing models the other chapters reuse (§4.1, §4.2, §5.3, §5.4), the scale sweep's
 stored records, and the note that says which code made the stored runs a chapter shows.
 
-The §5.2 chapter's parameters (``p52``: its ``sizes``, ``coverages`` and ``seeds``) are
+The §5.2 chapter's parameters (``sweep_params``: its ``sizes``, ``coverages`` and ``seeds``) are
 passed in by the caller, as plain values; the profile's name reaches only the recipe
 lookup (:mod:`bindcore.controlled.recipes`).
 """
@@ -28,25 +28,26 @@ def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | No
     return pixel_recipe(profile, **given) if pixels else recipe(profile, **given)
 
 
-def generalization_runs(profile: str, p52: dict[str, Any], workers: int | None = None,
+def generalization_runs(profile: str, sweep_params: dict[str, Any], workers: int | None = None,
                         device: str | None = None) -> list[dict[str, Any]]:
     """The records of the §5.2 chapter's own sweep (stored runs; missing ones trained)."""
     from bindcore.sweep import generalization_configs, run_sweep
 
-    base = chapter_recipe(profile, p52["steps"], p52.get("eval_scenes"))
-    return run_sweep(generalization_configs(base, p52), workers=workers, device=device, progress=False)
+    base = chapter_recipe(profile, sweep_params["steps"], sweep_params.get("eval_scenes"))
+    return run_sweep(generalization_configs(base, sweep_params), workers=workers, device=device, progress=False)
 
 
-def generalizing_configs(profile: str, params: Mapping[str, Any] | None, p52: Mapping[str, Any]) -> list[Any]:
+def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_params: Mapping[str, Any]) -> list[Any]:
     """The configs of the §5.2 models the other chapters use: the largest coverage of each
-    object space of the §5.2 chapter's parameters ``p52`` on ``profile``, its first seed,
+    object space of the §5.2 chapter's parameters ``sweep_params`` on ``profile``, its first seed,
     with a chapter's ``controlled_steps`` and ``controlled_eval_scenes`` (``params``; None
     or absent: the profile's recipe)."""
     from bindcore.sweep import generalization_configs
 
     params = params or {}
     base = chapter_recipe(profile, params.get("controlled_steps"), params.get("controlled_eval_scenes"))
-    return generalization_configs(base, {**p52, "coverages": [max(p52["coverages"])], "seeds": p52["seeds"][:1]})
+    largest = {**sweep_params, "coverages": [max(sweep_params["coverages"])], "seeds": sweep_params["seeds"][:1]}
+    return generalization_configs(base, largest)
 
 
 def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, Any]]:
@@ -73,7 +74,7 @@ def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, 
     return chosen
 
 
-def generalizing_runs(profile: str, params: Mapping[str, Any] | None, p52: Mapping[str, Any],
+def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_params: Mapping[str, Any],
                       workers: int | None = None, device: str | None = None,
                       executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
@@ -90,8 +91,8 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, p52: Mappi
             return runs
         print("No model of the scale sweep that binds on validation objects is stored with its weights: "
               "the chapter's own §5.2 models stand in.")
-    runs = run_sweep(generalizing_configs(profile, params, p52), workers=workers, device=device, progress=False,
-                     executor=executor)
+    runs = run_sweep(generalizing_configs(profile, params, sweep_params), workers=workers, device=device,
+                     progress=False, executor=executor)
     runs = with_weights(runs, workers=workers, device=device, executor=executor)
     note_stored(runs, what="controlled models (stored §5.2 training runs)")
     return runs

@@ -23,9 +23,9 @@ from .inputs import authors_data, dinov2_encoder, geometry_encoders
 # ---------------------------------------------------------------------------------
 # §4.1, §4.2, D.2, D.5: the embedding sets and their nulls
 # ---------------------------------------------------------------------------------
-def controlled_sets(profile: str, params: dict[str, Any], p52: Mapping[str, Any], workers: int | None = None,
+def controlled_sets(profile: str, params: dict[str, Any], sweep_params: Mapping[str, Any], workers: int | None = None,
                     device: str | None = None) -> list[Any]:
-    """The generalizing controlled models of §5.2 (``p52``: the §5.2 chapter's parameters,
+    """The generalizing controlled models of §5.2 (``sweep_params``: the §5.2 chapter's parameters,
     :func:`~bindcore.experiments.generalization.generalizing_configs`) as embedding sets:
     scene embeddings of all ordered pairs of a sub-grid of at most ``controlled_objects``
     objects."""
@@ -34,10 +34,10 @@ def controlled_sets(profile: str, params: dict[str, Any], p52: Mapping[str, Any]
 
     return [controlled_set(controlled_binding_data(rec, max_objects=params["controlled_objects"],
                                                    device=device or "cpu"))
-            for rec in generalizing_runs(profile, params, p52, workers=workers, device=device)]
+            for rec in generalizing_runs(profile, params, sweep_params, workers=workers, device=device)]
 
 
-def geometry_sets(profile: str, params: dict[str, Any], p52: Mapping[str, Any], workers: int | None = None,
+def geometry_sets(profile: str, params: dict[str, Any], sweep_params: Mapping[str, Any], workers: int | None = None,
                   device: str | None = None) -> tuple[list[Any], str]:
     """Every embedding set of the §4 chapters and the encoder note for the top of the page:
     captions and images by :func:`~bindcore.experiments.inputs.geometry_encoders` (images
@@ -52,7 +52,7 @@ def geometry_sets(profile: str, params: dict[str, Any], p52: Mapping[str, Any], 
     images = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
     sets = caption_sets(params, encoders["text"]) + image_sets(params, images) + dataset_sets(folders, images)
     if params.get("controlled", True):
-        sets += controlled_sets(profile, params, p52, workers=workers, device=device)
+        sets += controlled_sets(profile, params, sweep_params, workers=workers, device=device)
     return sets, note
 
 

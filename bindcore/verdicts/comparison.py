@@ -38,7 +38,7 @@ NOTEBOOK = {"§4.1": "04_1_geometry", "D.2": "04_1_geometry", "§4.2": "04_2_com
 
 @dataclass
 class Build:
-    """What a book build ran: each chapter's parameters (``geometry``, ``p51``, ``pd``, ``p52``),
+    """What a book build ran: each chapter's parameters (``geometry``, ``p51``, ``pd``, ``sweep_params``),
     tables and frames, the ``claims`` frames by chapter and the book's ``chapters``."""
 
     profile: str
@@ -53,7 +53,7 @@ class Build:
     natural: pd.DataFrame
     grid: pd.DataFrame
     pd: dict[str, Any]
-    p52: dict[str, Any]
+    sweep_params: dict[str, Any]
     claims: dict[str, pd.DataFrame] = field(default_factory=dict)
     chapters: list[str] = field(default_factory=list)
 
@@ -340,8 +340,8 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
             diff.append("DINOv2 only where §5.1 runs on the authors' images with its weights")
         return _row(item, SUBSTITUTE, ours, pre[0], "; ".join(diff))
     if item.section == "§5.2":
-        sizes = sorted({v ** c for c, v in b.p52["sizes"]})
-        covs = list(b.p52["coverages"])
+        sizes = sorted({v ** c for c, v in b.sweep_params["sizes"]})
+        covs = list(b.sweep_params["coverages"])
         recipe = f"the '{b.profile}' training recipe (the paper's Table 9 is not available)"
         if item.kind == "setting":
             same = (min(covs), max(covs)) == PAPER_COVERAGES

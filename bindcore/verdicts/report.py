@@ -40,7 +40,7 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
     from .outcomes import outcome_table
 
     r = results
-    p4, p51, p52, pd_ = (params[nb] for nb in ("04_1_geometry", "05_1_pretrained_binding_complexity",
+    geo, pre, sweep_params, app_d = (params[nb] for nb in ("04_1_geometry", "05_1_pretrained_binding_complexity",
                                                "05_2_binding_generalization", "d_additional"))
     sets, dec, att, edi = r["sets"], r["decomposition"], r["attribution"], r["editing"]
     grid = mds_table(r["grid_sets"], r["grid_frames"])
@@ -55,8 +55,8 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
         "D.3 / D.5": additional_claims(r["three"], grid, profile),
         "D.4": natural_claims(r["natural"], profile),
     }
-    build = Build(profile, p4, sets, dec, att, edi, r["pretrained"], p51, r["three"], r["natural"], grid, pd_,
-                  p52, claims, toc_notebooks())
+    build = Build(profile, geo, sets, dec, att, edi, r["pretrained"], pre, r["three"], r["natural"], grid, app_d,
+                  sweep_params, claims, toc_notebooks())
     pixels = pixel_report(profile, params[PIXELS], sources[PIXELS], r["pixels"])
     return {"build": build, "claims": claims, "params": {nb: params[nb] for nb in CHAPTERS},
             "sources": {nb: sources[nb] for nb in CHAPTERS}, "encoder_note": r["encoder_note"],
