@@ -50,7 +50,7 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
     return generalization_configs(base, largest)
 
 
-def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, Any]]:
+def binding_scale_runs(store: Any = None, level: float | None = None) -> list[dict[str, Any]]:
     """The scale sweep's models that bind, chosen on validation objects: every point (first
     object split, the plan's budget) whose runs' median validation swap pairs reach
     ``level``, each of its runs whose weights are stored (a record published without them
@@ -59,7 +59,9 @@ def binding_scale_runs(store: Any = None, level: float = 0.5) -> list[dict[str, 
 
     from bindcore.controlled.search import search_view
     from bindcore.store import has_weights
+    from bindcore.verdicts.core import BINDS_AT
 
+    level = BINDS_AT if level is None else level
     records, _ = scale_records(store)
     points: dict[tuple[int, float], list[dict[str, Any]]] = {}
     for r in records:

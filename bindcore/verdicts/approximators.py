@@ -241,8 +241,7 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
     ``gap`` below; the best product beats additive and bag ceiling by ``margin``; a global
     product is within ``tolerance`` of the best. No bag ceiling: untestable."""
     top = table[table["fraction"] == table["fraction"].max()]
-    products = [FAMILY_LABELS[f] for f in ("global_product", "sum_global_product", "within_object_product",
-                                           "sum_within_object_product")]
+    products = [FAMILY_LABELS[f] for f in (*GLOBAL_PRODUCTS, "within_object_product", "sum_within_object_product")]
     globals_ = [FAMILY_LABELS[f] for f in GLOBAL_PRODUCTS]
     rows = []
     for name, sub in top.groupby("model", sort=False):

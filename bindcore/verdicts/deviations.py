@@ -21,6 +21,7 @@ from bindcore.paper import (
     PAPER_PIXELS,
     RELEASE,
 )
+from bindcore.verdicts.core import BINDS_AT
 
 COLUMNS_PAPER = ["where", "the paper", "this book", "why"]
 COLUMNS_RELEASE = ["component", "released code", "this book", "effect"]
@@ -108,7 +109,7 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
          "a fixed, seeded set of held-out scenes per object count, and fixed, seeded release-protocol batches",
          "comparable numbers across steps and runs"),
         ("§5.3 / §5.4 models", "controlled models that generalize",
-         f"profile '{profile}': " + ("the scale sweep's models that bind (median validation swap pairs >= 0.5), "
+         f"profile '{profile}': " + (f"the scale sweep's models that bind (median validation swap pairs >= {BINDS_AT:g}), "
                                      "every seed published with its weights"
                                      if controlled.get("models") == "scale" else
                                      "the §5.2 chapter's own runs at their largest coverage")
