@@ -18,8 +18,9 @@ import pytest
 from conftest import side_by_side_jobs
 
 from bindcore.book import build as book
-from bindcore.book import render
+from bindcore.book import render, toc
 from bindcore.book.colab import colab_link, repository
+from bindcore.book.toc import EVERY_CHAPTER
 from bindcore.cli import build_parser
 from bindcore.controlled.training import STORE_KIND
 from bindcore.figures import PAGE_WIDTH_PX
@@ -212,25 +213,44 @@ def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeyp
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
-def test_a_page_that_reads_a_named_chapter_is_cached_in_the_second_build(fake_repo, fake_papermill, tmp_path):
-    """A page reading one chapter's run parameters (``ran_with("ch1", ...)``) is keyed on
-    that chapter alone: a chapter after it in the book, which the first build executes
-    after it, does not make it stale in the second; a page that names its chapters
-    through a variable is keyed on every other one."""
-    assert book.chapters_read('P = ran_with("ch1", "c", profile)') == {"ch1"}
-    assert book.chapters_read("P = ran_with(nb, t, profile)") is None
-    assert book.chapters_read('ran_with("a", "c", p); gather_results(p)') is None
-    (fake_repo / "notebooks" / "ch3.py").write_text(
-        NOTEBOOK.replace("print(profile)", 'print(profile)  # ran_with("ch1", "geometry", profile)'))
+def test_a_page_that_reads_a_named_chapter_is_cached_in_the_second_build(fake_repo, fake_papermill, tmp_path,
+                                                                          monkeypatch):
+    """A page reading one chapter's run parameters (declared in READS) is keyed on that
+    chapter alone: a chapter after it in the book, which the first build executes after
+    it, does not make it stale in the second; a page that reads every chapter is keyed on
+    every other one."""
+    monkeypatch.setattr(book, "READS", {"ch3": ("ch1",), "ch4": EVERY_CHAPTER})
+    monkeypatch.setattr(toc, "READS", book.READS)
+    assert toc.chapters_read("ch3") == {"ch1"} and toc.chapters_read("ch4") is None
+    assert toc.chapters_read("ch1") == set()
+    (fake_repo / "notebooks" / "ch3.py").write_text(NOTEBOOK.replace("A chapter", "A reading chapter"))
     (fake_repo / "notebooks" / "ch4.py").write_text(NOTEBOOK.replace("A chapter", "A last chapter"))
-    toc = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n      - file: notebooks/ch4\n"
-    (fake_repo / "_toc.yml").write_text(toc)
+    toc_text = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n      - file: notebooks/ch4\n"
+    (fake_repo / "_toc.yml").write_text(toc_text)
     build = tmp_path / "build"
     assert not any(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
     assert all(r.cached for r in book.execute_book("smoke", build, root=fake_repo))
     # what it reads still keys it: ch1's record, and no other
-    src = (fake_repo / "notebooks" / "ch3.py").read_text()
-    assert set(book._run_records(build / "executed" / "smoke", "ch3", book.chapters_read(src))) == {"ch1"}
+    assert set(book._run_records(build / "executed" / "smoke", "ch3", toc.chapters_read("ch3"))) == {"ch1"}
+
+
+def test_every_page_declares_what_it_reads_of_other_chapters():
+    """The declarations of READS and READS_STORE match the pages: a page that calls
+    ran_with("<chapter>") lists that chapter (or reads every chapter), the page that gathers
+    every chapter's results says so, and a page that reads every stored training run
+    (figure 9) is in READS_STORE; no page declares what it does not read."""
+    for name in book.toc_notebooks():
+        source = (ROOT / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
+        named = set(re.findall(r'ran_with\(\s*"([^"]+)"', source))
+        gathers = "gather_results(" in source
+        declared = toc.READS.get(name, ())
+        if gathers:
+            assert declared == EVERY_CHAPTER, name
+        elif declared == EVERY_CHAPTER:
+            raise AssertionError(f"{name} declares every chapter but gathers none")
+        else:
+            assert set(declared) == named, name
+        assert (name in toc.READS_STORE) == ("figure9_table(" in source), name
 
 
 def test_build_book_skips_cached_notebooks(fake_repo, fake_papermill, tmp_path, monkeypatch):
@@ -425,8 +445,8 @@ def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_pat
 
 
 def test_only_the_page_that_gathers_every_chapter_runs_with_a_store_that_computes_nothing_new(
-        fake_repo, fake_papermill, tmp_path):
-    (fake_repo / "notebooks" / "ch2.py").write_text(NOTEBOOK.replace('print(profile)', 'gather_results(profile)'))
+        fake_repo, fake_papermill, tmp_path, monkeypatch):
+    monkeypatch.setattr(book, "READS", {"ch2": EVERY_CHAPTER})
     book.execute_book("smoke", tmp_path / "build", root=fake_repo)
     assert [c["store"]["BINDCORE_STORED_ONLY"] for c in fake_papermill.calls] == [None, "1"]
     assert "BINDCORE_STORED_ONLY" not in os.environ  # restored afterwards
@@ -548,9 +568,8 @@ def test_pages_that_read_other_chapters_wait_for_them_side_by_side():
     """Under --jobs, the report (gathers every chapter), a page that reads the parameters other
     chapters ran with, and §5.4 (figure 9 over every stored training run) start only after the
     chapters before them; a chapter that reads only its own work does not wait."""
-    waits = {name: book._waits_for_earlier((ROOT / "notebooks" / f"{name}.py").read_text(encoding="utf-8"))
-             for name in book.toc_notebooks()}
-    assert waits["reproduction_report"] and waits["05_4_functional_form"]
+    waits = {name: toc.waits_for_earlier(name) for name in book.toc_notebooks()}
+    assert waits["reproduction_report"] and waits["05_4_functional_form"] and waits["d_additional"]
     assert not waits["05_2_binding_generalization"] and not waits["03_formalisation"]
 
 

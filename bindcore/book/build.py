@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from .pairs import sync_pairs
 from .paths import PACKAGE_DIR, repo_root
 from .paths import resolve_root as _resolve_root
 from .render import BookBuildError, build_html, read_py_notebook, reader_page
-from .toc import toc_files, toc_notebooks
+from .toc import EVERY_CHAPTER, READS, chapters_read, toc_files, toc_notebooks, waits_for_earlier
 
 __all__ = [
     "BookBuildError", "NotebookExecutionError", "NotebookRun", "build_book", "build_html", "cache_key", "execute_book",
@@ -54,14 +53,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 KERNEL_NAME = "python3"
-# A page that calls this reads the parameters other chapters ran with (its key includes them).
-READS_CHAPTERS = "ran_with("
-# A page that calls this (the reproduction report) gathers every chapter's results: in the
-# build it reads only what the chapters stored ($BINDCORE_STORED_ONLY) and computes nothing new.
-GATHERS_CHAPTERS = "gather_results("
-# A page that calls this (§5.4's figure 9) reads every training run in the store, so under
-# --jobs it must not start while an earlier chapter may still be training runs.
-READS_EVERY_RUN = "figure9_table("
 
 
 class NotebookExecutionError(RuntimeError):
@@ -148,7 +139,7 @@ def _environment(**updates: str) -> Iterator[None]:
 def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
                         executed_dir: Path | None = None, stored_only: bool = False) -> AbstractContextManager[None]:
     """Environment inherited by the kernel that papermill starts (restored afterwards);
-    ``stored_only``: the kernel's result store starts no new entry (:data:`GATHERS_CHAPTERS`)."""
+    ``stored_only``: the kernel's result store starts no new entry (the report: :data:`~bindcore.book.toc.READS`)."""
     # a chapter executed beside others (execute_book's jobs) gets its share of the cores
     share = os.environ.get(CPUS_ENV, "")
     env = dict(openmp_environment(int(share) if share.isdigit() else None))
@@ -227,17 +218,6 @@ def _failure_message(name: str, source_nb, exc: BaseException, partial: Path) ->
     return f"notebook {name} (notebooks/{name}.py) failed in {where}\n{ename}: {evalue}{detail}"
 
 
-def chapters_read(source: str) -> set[str] | None:
-    """The notebooks whose run parameters a page reads: those its ``ran_with("...")`` calls
-    name; None (every other notebook) for a page that gathers every chapter or names one
-    through a variable. Only these key the page's cache, so that a chapter after it in the
-    book, executed after it in the first build, does not make it stale in the second."""
-    if GATHERS_CHAPTERS in source:
-        return None
-    named = re.findall(r'ran_with\(\s*"([^"]+)"', source)
-    return set(named) if named and len(named) == source.count(READS_CHAPTERS) else None
-
-
 def _run_records(out_dir: Path, but: str, only: set[str] | None = None) -> dict[str, Any]:
     """{notebook: the parameters it ran with} of the executed notebooks in ``out_dir``
     (all but ``but``; ``only``: these alone)."""
@@ -274,7 +254,7 @@ def profile_parameters(name: str, profile: str, root: Path) -> dict[str, Any]:
 
 def _key(name: str, source: str, params: Mapping[str, Any], out_dir: Path, root: Path, inputs: str | None) -> str:
     """The cache key of a chapter's execution as it would run now (:func:`cache_key`)."""
-    chapters = _run_records(out_dir, but=name, only=chapters_read(source)) if READS_CHAPTERS in source else None
+    chapters = _run_records(out_dir, but=name, only=chapters_read(name)) if name in READS else None
     return cache_key(source, params, inputs if inputs is not None else inputs_hash(root), chapters)
 
 
@@ -324,7 +304,7 @@ def _execute(
     try:
         nbformat.write(source_nb, input_path)
         with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir,
-                                 stored_only=GATHERS_CHAPTERS in source):
+                                 stored_only=READS.get(name) == EVERY_CHAPTER):
             try:
                 _run_papermill(input_path, partial, params, root / "notebooks")
             except Exception as exc:
@@ -426,20 +406,13 @@ def _report(run: NotebookRun) -> None:
     print(f"[book] {run.name}: {status}", flush=True)
 
 
-def _waits_for_earlier(source: str) -> bool:
-    """A page that reads what other chapters ran or stored (:data:`READS_CHAPTERS`,
-    :data:`GATHERS_CHAPTERS`, :data:`READS_EVERY_RUN`) starts once every chapter before it
-    has finished."""
-    return any(marker in source for marker in (READS_CHAPTERS, GATHERS_CHAPTERS, READS_EVERY_RUN))
-
-
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
                           force: bool, root: Path, inputs: str, jobs: int) -> list[NotebookRun]:
     """Execute ``names`` with up to ``jobs`` at once, each in a process of its own
     (``python -m bindcore.book.build``: :func:`_execute` there, its environment its
     own) that may use ``cores // jobs`` cores (``$BINDCORE_CPUS``: its sweeps' workers
     and its kernel's OpenMP threads); in ``_toc.yml`` order, except that a page which
-    reads other chapters waits for every chapter before it (:func:`_waits_for_earlier`).
+    reads other chapters waits for every chapter before it (:func:`~bindcore.book.toc.waits_for_earlier`).
     Each process's output goes to ``<out_dir>/.logs/<name>.log``; a failure raises
     :class:`NotebookExecutionError` with the end of that log once the others finish."""
     import signal
@@ -451,7 +424,7 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_DIR.parent), env.get("PYTHONPATH")) if p)
     logs = out_dir / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
-    waits = {n: _waits_for_earlier((root / "notebooks" / f"{n}.py").read_text(encoding="utf-8")) for n in names}
+    waits = {n: waits_for_earlier(n) for n in names}
     pending, running, finished, failed = list(names), {}, {}, []
     try:
         _schedule(names, pending, running, finished, failed, waits, jobs, logs, env, {

@@ -7,6 +7,26 @@ from pathlib import Path
 
 from .paths import resolve_root
 
+# What a page reads beyond its own work, declared here (tests/test_book.py checks the pages
+# against it). READS: the chapters whose run parameters a page reads (``ran_with``), which
+# key its cache; EVERY_CHAPTER for the report, which gathers every chapter's stored results
+# and computes nothing new. READS_STORE: pages that read every training run in the store
+# (§5.4's figure 9). Under ``--jobs`` these pages start after every chapter before them.
+EVERY_CHAPTER = "*"
+READS: dict[str, tuple[str, ...] | str] = {"d_additional": ("04_1_geometry",), "reproduction_report": EVERY_CHAPTER}
+READS_STORE = frozenset({"05_4_functional_form"})
+
+
+def chapters_read(name: str) -> set[str] | None:
+    """The chapters whose run parameters key page ``name``'s cache (None: every other one)."""
+    reads = READS.get(name, ())
+    return None if reads == EVERY_CHAPTER else set(reads)
+
+
+def waits_for_earlier(name: str) -> bool:
+    """Under ``--jobs``, page ``name`` starts once every chapter before it has finished."""
+    return name in READS or name in READS_STORE
+
 
 def toc_files(root: Path | str | None = None) -> list[str]:
     """Every document of ``_toc.yml`` (the root first), in reading order."""
