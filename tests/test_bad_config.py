@@ -70,6 +70,33 @@ def test_the_object_space_is_limited_and_its_memory_named():
     assert recipe("paper", n_values=50, n_concepts=3).space.n_objects == 125_000  # the paper's largest fits
 
 
+def _outside(rule):
+    """Values just outside a field's rule: below its low end, above its high end, not a choice."""
+    bad = []
+    if rule.choices is not None:
+        bad.append("no-such-choice")
+    if rule.low is not None:
+        bad.append(rule.low if rule.open_low else (rule.low - 1 if rule.type is int else rule.low - 0.5))
+    if rule.high is not None:
+        bad.append(rule.high if rule.open_high else (rule.high + 1 if rule.type is int else rule.high + 0.5))
+    return bad
+
+
+def test_every_field_rule_refuses_values_outside_it_naming_the_field():
+    """TrainConfig's ranges are one table of settings rules (FIELD_RULES): a value just
+    outside a field's rule is refused naming the field and the rule; the smoke recipe's
+    own value passes."""
+    from bindcore.controlled.training import FIELD_RULES
+
+    base = recipe("smoke")
+    assert set(FIELD_RULES) <= set(_types())
+    for name, rule in FIELD_RULES.items():
+        for value in _outside(rule):
+            with pytest.raises(ValueError, match=rf"TrainConfig\.{name} = .*must be"):
+                base.with_(**{name: value})
+        rule.check(getattr(base, name), name)
+
+
 def test_unknown_fields_are_named_with_a_suggestion(tmp_path, capsys):
     with pytest.raises(ValueError, match="n_values"):
         recipe("smoke").with_(n_valus=3)  # was a TypeError from dataclasses.replace

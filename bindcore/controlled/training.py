@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from bindcore.runtime import progress_bar, resolve_device
-from bindcore.settings import check_type, coerce, unknown_name
+from bindcore.settings import Rule, check_type, coerce, unknown_name
 from bindcore.store import Kind
 
 from .checkpoints import Clock, deliver, resume, save_checkpoint, signals_between_steps
@@ -62,6 +62,32 @@ SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed *
 # TrainConfig subclass named here. It is imported by name when such a dict is read, so
 # that token runs never import the pixel code; the subclass names its own store kind.
 SCENE_INPUTS = {"pixels": ("bindcore.controlled.pixels", "PixelTrainConfig")}
+
+# The range of each field, checked by validate (the settings schema of bindcore.settings, as
+# the chapters' parameters and the command line use it). Upper bounds of sizes lie far above any
+# recipe's (the paper's: d_ff 2048, batch 512, 2048 evaluation scenes) and below what would fail
+# only after the entry is made, in an allocation.
+_UNIT = Rule(float, low=0, high=1, open_high=True)  # [0, 1)
+_COUNT = Rule(int, low=0, high=2**10)
+_SEED = Rule(int, low=-SEED_LIMIT + 1, high=SEED_LIMIT - 1)
+FIELD_RULES: dict[str, Rule] = {
+    "n_concepts": Rule(int, low=1), "n_values": Rule(int, low=2), "max_objects": Rule(int, low=1, high=64),
+    "coverage": Rule(float, low=0, high=1, open_low=True, open_high=True),
+    "d_model": Rule(int, low=1, high=2**14), "d_out": Rule(int, low=1, high=2**14), "d_ff": Rule(int, low=1, high=2**17),
+    "n_layers": Rule(int, low=1, high=256), "n_heads": Rule(int, low=1, high=256),
+    "steps": Rule(int, low=1, high=SEED_LIMIT), "batch_size": Rule(int, low=1, high=2**20),
+    "grad_steps_per_batch": Rule(int, low=1, high=2**10), "eval_scenes": Rule(int, low=1, high=2**22),
+    "max_concept_queries": Rule(int, low=1, high=2**20), "max_object_queries": Rule(int, low=1, high=2**20),
+    "candidates": Rule(str, choices=CANDIDATE_MODES), "precision": Rule(str, choices=PRECISIONS),
+    "decay_scope": Rule(str, choices=DECAY_SCOPES),
+    "lr": Rule(float, low=0, open_low=True), "weight_decay": Rule(float, low=0),
+    "beta1": _UNIT, "beta2": _UNIT, "warmup_frac": _UNIT, "concept_loss_start": _UNIT, "curriculum_frac": _UNIT,
+    "concept_loss_trigger": Rule(float, low=0, high=1, note="0 = off"), "concept_loss_weight": Rule(float, low=0),
+    "swaps_per_scene": _COUNT, "random_negatives_per_positive": _COUNT, "near_miss_negatives_per_positive": _COUNT,
+    "logit_scale_cap": Rule(float, low=0, open_low=True), "curriculum_values": Rule(int, low=0, note="0 = off"),
+    "eval_every": Rule(int, low=0, note="0 = only at the end"), "checkpoint_every": Rule(int, low=0, note="0 = never"),
+    "seed": _SEED, "split_seed": _SEED,
+}
 
 
 @dataclass(frozen=True)
@@ -237,10 +263,8 @@ def validate(cfg: TrainConfig) -> None:
 
     for name, tp in field_types(type(cfg)).items():
         check_type(getattr(cfg, name), tp, f"{type(cfg).__name__}.{name}")
-    need(cfg.n_concepts >= 1, "n_concepts", "must be >= 1")
-    need(cfg.n_values >= 2, "n_values", "V must be >= 2")
-    need(cfg.max_objects >= 1, "max_objects", "O_max must be >= 1")
-    need(0.0 < cfg.coverage < 1.0, "coverage", "must lie in the open interval (0, 1)")
+        if name in FIELD_RULES:
+            FIELD_RULES[name].check(getattr(cfg, name), f"{type(cfg).__name__}.{name}")
     # the object space (V**C objects) before anything is allocated for it
     digits = cfg.n_concepts * math.log2(cfg.n_values) if cfg.n_concepts <= 256 else math.inf
     n_obj = cfg.n_values**cfg.n_concepts if digits < 256 else None
@@ -260,45 +284,13 @@ def validate(cfg: TrainConfig) -> None:
     n_train = int(n_obj * cfg.coverage)
     need(n_train >= 1, "coverage", f"leaves no training object among {n_obj}")
     need(n_train < n_obj, "coverage", f"leaves no held-out object among {n_obj}")
-    for name in ("d_model", "n_heads", "n_layers", "d_ff", "d_out", "steps", "batch_size",
-                 "grad_steps_per_batch", "eval_scenes", "max_concept_queries", "max_object_queries"):
-        need(getattr(cfg, name) >= 1, name, "must be >= 1")
     need(cfg.d_model % cfg.n_heads == 0, "d_model", f"must be divisible by n_heads={cfg.n_heads}")
     need(cfg.concept_queries or cfg.object_queries, "object_queries", "at least one query type must be on")
-    need(cfg.candidates in CANDIDATE_MODES, "candidates", f"must be one of {CANDIDATE_MODES}")
-    need(cfg.precision in PRECISIONS, "precision", f"must be one of {PRECISIONS}")
-    need(cfg.lr > 0, "lr", "must be > 0")
-    need(cfg.weight_decay >= 0, "weight_decay", "must be >= 0")
-    need(cfg.decay_scope in DECAY_SCOPES, "decay_scope", f"must be one of {DECAY_SCOPES}")
-    need(0 <= cfg.beta1 < 1, "beta1", "must lie in [0, 1)")
-    need(0 <= cfg.beta2 < 1, "beta2", "must lie in [0, 1)")
-    need(0 <= cfg.warmup_frac < 1, "warmup_frac", "must lie in [0, 1)")
-    need(0 <= cfg.concept_loss_start < 1, "concept_loss_start", "must lie in [0, 1)")
-    need(0 <= cfg.concept_loss_trigger <= 1, "concept_loss_trigger", "must lie in [0, 1] (0 = off)")
     need(cfg.concept_loss_trigger == 0 or cfg.eval_every > 0, "concept_loss_trigger",
          "needs periodic evaluation (eval_every > 0)")
-    need(cfg.concept_loss_weight >= 0, "concept_loss_weight", "must be >= 0")
-    need(cfg.swaps_per_scene >= 0, "swaps_per_scene", "must be >= 0")
-    need(cfg.random_negatives_per_positive >= 0, "random_negatives_per_positive", "must be >= 0")
-    need(cfg.near_miss_negatives_per_positive >= 0, "near_miss_negatives_per_positive", "must be >= 0")
-    need(cfg.logit_scale_cap > 0, "logit_scale_cap", "must be > 0")
-    need(0 <= cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
-    need(0 <= cfg.curriculum_frac < 1, "curriculum_frac", "must lie in [0, 1)")
+    need(cfg.curriculum_values <= cfg.n_values, "curriculum_values", "must lie in [0, V] (0 = off)")
     need(cfg.curriculum_values == 0 or cfg.curriculum_frac > 0, "curriculum_frac",
          "must be > 0 when curriculum_values is set")
-    need(cfg.eval_every >= 0, "eval_every", "must be >= 0 (0 = only at the end)")
-    need(cfg.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0 = never)")
-    need(cfg.steps <= SEED_LIMIT, "steps", "must be <= 2**40")
-    # sizes: far above any recipe's (the paper's: d_ff 2048, batch 512, 2048 evaluation
-    # scenes), below what would fail only after the entry is made, in an allocation
-    for name, most in (("d_model", 2**14), ("d_out", 2**14), ("d_ff", 2**17), ("n_layers", 256), ("n_heads", 256),
-                       ("batch_size", 2**20), ("eval_scenes", 2**22), ("grad_steps_per_batch", 2**10),
-                       ("max_concept_queries", 2**20), ("max_object_queries", 2**20), ("max_objects", 64),
-                       ("swaps_per_scene", 2**10), ("random_negatives_per_positive", 2**10),
-                       ("near_miss_negatives_per_positive", 2**10)):
-        need(getattr(cfg, name) <= most, name, f"must be <= {most} (an upper bound far above any recipe's)")
-    for name in ("seed", "split_seed"):
-        need(abs(getattr(cfg, name)) < SEED_LIMIT, name, "must lie in (-2**40, 2**40)")
 
 
 # ---------------------------------------------------------------------------------
