@@ -16,6 +16,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+# held-out swap-pair recognition (0 for a bag of concepts) at which a controlled model binds:
+# the precondition of the claims about models that generalize (§5.3, §5.4, figure 9), and the
+# level at which the scale sweep's models are chosen on validation objects
+BINDS_AT = 0.5
+
 
 def is_test_key(key: str) -> bool:
     """Whether ``key`` reports test objects (never read by a choice): one of its

@@ -57,9 +57,8 @@ def binding_scale_runs(store: Any = None, level: float | None = None) -> list[di
     is never trained again by a page). Test objects choose nothing."""
     import statistics
 
-    from bindcore.controlled.search import search_view
+    from bindcore.controlled.search import BINDS_AT, search_view
     from bindcore.store import has_weights
-    from bindcore.verdicts.core import BINDS_AT
 
     level = BINDS_AT if level is None else level
     records, _ = scale_records(store)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from bindcore.controlled.search import BINDS_AT
 from bindcore.paper import fmt_range
 
 SHOWN = "shown"
@@ -17,9 +18,6 @@ NOT_SHOWN = "not shown"
 NOT_TESTABLE = "not testable here"
 UNTESTABLE = "cannot be tested at this profile"
 STATUSES = (SHOWN, NOT_SHOWN, NOT_TESTABLE, UNTESTABLE)
-# held-out swap-pair recognition (0 for a bag of concepts) at which a controlled model binds:
-# the precondition of the claims about models that generalize (§5.3, §5.4, figure 9)
-BINDS_AT = 0.5
 
 
 def binds(swap_pairs: Any, level: float = BINDS_AT) -> bool:
