@@ -1,20 +1,7 @@
-"""Command line: ``bindcore <command> ...``.
-
-Each command lives in its own ``register_<command>(subparsers)`` function that adds a
-subparser and sets ``func`` (called with the parsed arguments, returns an exit code).
-To add a command, write such a function and append it to ``REGISTRARS``.
-
-Errors: every expected failure (a bad option value, a config field out of range, a
-device this machine lacks, a path that cannot be read or written) is found before any
-work and reported as one line on stderr that names the option or field, with exit code
-2 (:class:`OptionError`; argparse's own errors are one line too). Anything else is a
-bug or an accident and keeps its traceback.
-
-Signals: Ctrl-C (SIGINT) and SIGTERM end a command cleanly: the exception they raise
-unwinds it (temporary files of atomic writes removed, claims released; a training run
-resumes from its last checkpoint), then one line on stderr and exit code 130 or 143
-(128 + the signal's number), without a traceback.
-"""
+"""Command line: ``bindcore <command> ...``; each command is a ``register_<command>``
+function listed in ``REGISTRARS``. An expected failure (a bad option, a field out of
+range, a missing device or path) is one line on stderr naming it, exit code 2; Ctrl-C
+and SIGTERM end a command cleanly with exit code 130 or 143."""
 
 from __future__ import annotations
 

@@ -1,39 +1,8 @@
-"""Executors: where the independent runs of a sweep execute (this machine, or a Ray cluster).
-
-A sweep is a list of :class:`Task`\\ s, each plain data: the name of a task function
-(:data:`TASKS`), its payload (a JSON object: a config, the store's folder, a device) and
-the log file of the run. A task function takes the payload and returns a JSON object;
-it writes its result into the result store itself (so a worker of a cluster needs the
-store's folder, shared by every node, and nothing else). Nothing is pickled: a payload
-travels as a JSON string and the result comes back as one (local workers read it from
-stdin and write it to a file; Ray carries the strings).
-
-Two executors, both with ``run(tasks, report)``:
-
-* :class:`LocalExecutor` (the default): with one worker, the tasks run one after the
-  other in this process (the right choice on a GPU); with more, each runs in its own
-  child process with one CPU thread (``python -c ... child_main``), at most ``workers``
-  at once, from a thread pool that waits on them (no polling). A run killed by the
-  system (out of memory, a signal) fails alone and the others go on; rerunning the
-  sweep resumes it. (``concurrent.futures.ProcessPoolExecutor`` would reuse its
-  workers, but one worker killed breaks the whole pool and fails every run still
-  queued; a child process per run costs an interpreter start and bindcore's imports,
-  seconds (benchmarks/bench_executors.py), and isolates the runs.)
-* :class:`RayExecutor`: ``ray.init(address=...)`` (``None``: ``RAY_ADDRESS`` or a
-  cluster started with ``ray start`` on this machine, else a new local Ray instance;
-  ``"auto"``: an existing cluster; ``"ray://head:10001"``: Ray Client), one Ray task
-  per run with ``num_cpus`` / ``num_gpus`` resources, retried up to ``max_retries``
-  times when its worker dies (not when it raises), at most ``workers`` in flight
-  (default: as many as the cluster holds now). Needs ``pip install 'bindcore[cluster]'``.
-
-:func:`run_tasks` runs a list of tasks on an executor behind one progress bar (runs
-done of all, ETA; running and failed counts beside it). A failed run is reported at
-once, naming its label (kind and config hash) and its log, and the others go on; when
-all are over, :class:`SweepError` lists every failure.
-
-Two tasks of one config never compute at once, wherever they run: the task functions
-hold the store's claim on their entry (:meth:`bindcore.store.ResultStore.claim`).
-"""
+"""Where a sweep's runs execute: this machine (:class:`LocalExecutor`: in process, or one
+child process per run with one thread, so that a run killed by the system fails alone)
+or a Ray cluster (:class:`RayExecutor`: one task per run, the store's folder shared).
+A task is plain data (a task function's name and a JSON payload); nothing is pickled.
+:func:`run_tasks` runs them behind one progress bar and lists every failure at the end."""
 
 from __future__ import annotations
 

@@ -1,58 +1,11 @@
 """Results keyed by their kind's version and a hash of their config; written atomically,
-resumable.
-
-Layout of one entry: ``<root>/<kind>/<config hash>/`` holding ``config.json`` and
-``result.json`` (small records: metrics, history, machine, time, provenance), and optionally
-``checkpoint.pt`` (state dicts while a run is in progress), ``model.pt`` (final
-weights) or ``embeddings.npz``. A second, read-only root (``published/`` in the
-repository, shipped inside an installed package as ``bindcore/published``,
-:func:`published_root`) holds committed records: runs a CPU cannot redo (the scale sweep, the
-paper profile on a GPU) and the quick book's expensive records, so that a fresh build reuses
-them. It is consulted after the local root. A published record holds no checkpoint, and
-its weights only where it was published with them (:meth:`ResultStore.publish`: small
-files that an analysis of the record needs). Only JSON, ``.npz`` and torch state dicts
-(loaded with ``weights_only=True``) are stored; nothing is pickled.
-
-**A record's identity is its kind's version and its config.** A :class:`Kind` is a
-folder of the store whose name carries the version of the computation (``train-2``,
-``geometry-1``; the embeddings kind's folder ``embeddings`` is its version 1). Every
-record in the folder of the current version is current, whatever commit made it: a
-refactor, a docstring or a faster kernel keeps every record. A change that alters
-results must bump the version (a new folder, so that every record is computed anew);
-golden tests (``tests/test_golden.py``) pin the numbers of small reference configs of
-each kind, so that such a change fails them until it does. What a record says of its
-making (``code``: the package version and git commit; ``machine``; ``finished_at``) is
-provenance shown beside it, never part of its identity.
-
-**Corrupt files.** A ``result.json`` or ``config.json`` that is not a JSON object (a
-truncated write by a crashed disk, an edit gone wrong), a result without a key every
-complete one holds (``Kind.required``), or weights (``Kind.weights``) that are gone, of
-another size than the record says or not a torch file, are reported with their path (a
-logged warning) and moved aside as ``<name>.corrupt-<time>`` (:func:`quarantine`), and
-the entry counts as not done: its computation runs again (a training run resumes from
-its last good checkpoint, :mod:`bindcore.controlled.training`). A corrupt published
-record is reported and skipped (that root is read-only).
-
-**Claims: one computation of a config at a time.** :meth:`ResultStore.claim` is a
-context manager that makes sure no two processes (on this machine or on any machine
-that shares the store's folder, e.g. the workers of a cluster) compute the same entry
-at once; ``train`` holds it while it trains::
-
-    with store.claim(kind, config) as claim:   # waits while another process holds it
-        found = store.find(kind, config)       # ... which may have finished it meanwhile
-        if found is None:
-            ...compute, store.finish(...)
-
-The claim is an exclusive ``flock`` on the file ``claim.json`` in the entry's folder,
-which holds its owner (host, process, start time) for whoever waits. The kernel (or, on
-NFS, the server) drops the lock when its process ends, however it ends, so a crashed
-run leaves no claim behind; releasing removes the file. ``wait=False`` (or a number of
-seconds) raises :class:`ClaimBusy`, naming the holder, instead of waiting;
-:meth:`ResultStore.holder` tells who holds a claim without taking it.
-
-**Modes.** Files and folders get the modes any other output gets under the umask
-(:func:`bindcore.io.file_mode`): a group that shares a store can read every record.
-"""
+resumable. An entry is ``<root>/<kind>/<config hash>/`` (``config.json``,
+``result.json``, optional weights or arrays; JSON, ``.npz`` and state dicts only, nothing
+pickled); ``published/`` is a second, read-only root read after the local one. A
+record's identity is its kind's version and its config, never the commit that made it
+(golden tests guard the versions). Corrupt files are moved aside and recomputed; a claim
+(``flock``) keeps one computation of a config at a time. The book's appendix "Running and
+extending this book" tells the whole story."""
 
 from __future__ import annotations
 

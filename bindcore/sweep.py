@@ -1,21 +1,6 @@
-"""Parameter sweeps over training configs (§5.2), on an executor (:mod:`bindcore.executors`).
-
-Runs already in the result store are returned at once. Each of the rest is a task
-(``train``: the config as JSON, the store's folder, the device) run by an executor:
-
-* ``local`` (the default): in this process, one run at a time (the right choice on a
-  GPU), or as child processes with one CPU thread each, one per core: at the model sizes
-  of the quick profile two one-thread runs side by side do about twice the work of one
-  two-thread run;
-* ``ray``: one Ray task per run on a Ray cluster (or a local Ray instance), its result
-  written by the worker to the store's folder, which every node must share.
-
-A run writes its log to ``worker.log`` in its store entry; a failed run is named with
-its config hash and log while the others go on, and :class:`bindcore.executors.SweepError`
-lists the failures at the end. Two workers never train one config at once (the store's
-claim, taken by :func:`bindcore.controlled.training.train`); a killed run resumes from
-its checkpoint wherever it runs next.
-"""
+"""Parameter sweeps over training configs (§5.2): runs already stored return at once, the
+rest go to an executor (:mod:`bindcore.executors`) as ``train`` tasks; a failed run is
+named with its log while the others go on, and a killed run resumes from its checkpoint."""
 
 from __future__ import annotations
 

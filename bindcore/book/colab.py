@@ -1,18 +1,7 @@
-"""The book's repository address, in one place, and what is made from it in every
-chapter: the Colab badge and the Colab install cell.
-
-The one setting is ``repository.url`` (and ``repository.branch``) of ``_config.yml``,
-which Jupyter Book's launch buttons read too. A fork points the book at itself by
-changing that line and running ``bindcore sync``: :func:`stamp_notebooks` rewrites
-each ``notebooks/*.py``'s badge and install cell from it (and the sync then regenerates
-the .ipynb pairs); ``tests/test_notebook_pairs.py`` fails while any notebook's address
-differs from ``_config.yml``.
-
-The install cell runs on Colab only. It installs bindcore with the extras the chapter
-needs (written in the cell, e.g. ``bindcore[encoders]``; kept by the rewrite) from the
-repository at its branch, and pins Colab's own torch and torchvision to the versions
-already installed, so that pip never replaces Colab's CUDA build of torch.
-"""
+"""The book's repository address (``repository.url`` and ``.branch`` of ``_config.yml``)
+and what every chapter makes of it: the Colab badge and the install cell, which installs
+bindcore from the repository and keeps Colab's own torch. ``bindcore sync`` rewrites
+them after a fork changes the address."""
 
 from __future__ import annotations
 

@@ -1,28 +1,9 @@
-"""The parameters of each chapter on each profile (:data:`bindcore.runtime.PROFILES`).
-
-A chapter notebook's first code cell is a papermill ``parameters`` cell holding the
-``quick`` profile's values literally, after ``profile = "quick"``: what a reader sees is
-what runs by default. Every other profile is a papermill parameters file,
-``notebooks/profiles/<profile>/<notebook>.yaml`` (``profile: <name>`` and every
-parameter of the chapter), which ``bindcore book --profile`` passes and a reader passes
-with ``papermill ... -f``; single parameters go on top with ``-p`` / ``-y``. The
-paper-path dry run's cuts are files too, ``notebooks/profiles/dry-run/<notebook>.yaml``,
-read on top of the paper profile's (:func:`dry_run_parameters`). ``notebooks/profiles/
-quick/`` holds the parameters cells' values, copied by ``bindcore sync``
-(:func:`write_quick_files`; the tests check the copy), so that the lookups below read
-one kind of file; a pip install ships the folder as ``bindcore/profiles`` (package data,
-e.g. on Colab, where no checkout is beside it).
-
-The parameters of a profile are those of its file; :func:`chapter_parameters` reads them
-for the code that needs another chapter's (the §5.2 models other chapters use, the
-report's parameters of a chapter not run in this build, the GPU cost estimate). Every
-parameter has a declared type and range (:data:`RULES`, a
-:class:`bindcore.settings.Rule` per name; :data:`CHAPTER_RULES` where a chapter reads a
-name differently): a value is parsed as that type (``-p controlled false`` is False,
-``-p probe_epochs 1e3`` is 1000) or refused with a ``ValueError`` naming the parameter
-and its rule, before the chapter does any work
-(:func:`bindcore.book.chapter.start_chapter`).
-"""
+"""The parameters of each chapter on each profile. The ``quick`` values sit literally in a
+notebook's papermill ``parameters`` cell (copied to ``notebooks/profiles/quick/`` by
+``bindcore sync``); every other profile is a parameters file
+``notebooks/profiles/<profile>/<notebook>.yaml`` (``papermill -f``), the dry run's cuts
+in ``notebooks/profiles/dry-run/``. Every parameter has a rule (:data:`RULES`): a value
+is read as its type or refused, naming it, before the chapter does any work."""
 
 from __future__ import annotations
 

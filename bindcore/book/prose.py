@@ -1,28 +1,9 @@
-"""Numbers in the chapters' prose come from code.
-
-A number reaches a chapter's markdown cells only through a glue role,
-``{glue:text}`name``` (myst-nb; the chapter's code calls :func:`glue` with a value it
-computed, or with a value of :mod:`bindcore.paper`: the paper's numbers are quoted from
-there, under names starting with ``paper_``), or through markdown the code generates.
-:func:`unquoted_numbers` finds every other number in a chapter's markdown cells and
-:func:`unglued_names` every glue role whose name the chapter's code never glues;
-``tests/test_prose.py`` requires there be none. (Checking a typed number against the
-paper's values instead would let an "ours 0.97" through whenever the paper happens to
-report 0.97 somewhere.)
-
-What is not a number here (:func:`strip_allowed`), the allow-list:
-
-* glue and other roles (``{glue:text}`...```, ``{cite:p}`...```), math (``$...$``)
-  except values typed in it (a decimal, or two or more digits after a relation:
-  ``$V = 50$``; :func:`math_numbers`), link
-  targets and bare URLs, inline code that is not a bare number (commands, paths,
-  parameter names);
-* references: section signs and appendix letters (``§5.2``, ``§5.2–5.4``, ``C.3``,
-  ``D.2``, ``appendix B``), figures and tables (``figure 9``, ``Table 9``), issues
-  (``issue 12``), years (``2026``);
-* digits that are part of a name: attached to letters, directly or by ``-`` or ``/``
-  (``ViT-B/32``, ``all-MiniLM-L6-v2``, ``DINOv2``, ``CLEVR-2D``, ``3-D``).
-"""
+"""Numbers in the chapters' prose come from code: a markdown cell shows a number only
+through a glue role (``{glue:text}`name```, glued by the chapter's code or from
+:mod:`bindcore.paper`). :func:`unquoted_numbers` finds any other number and
+:func:`unglued_names` any role never glued (``tests/test_prose.py``); section and figure
+references, names such as ``ViT-B/32``, math without typed values and inline code are
+exempt (:func:`strip_allowed`)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,7 @@
-"""Render the book: stage the sources with the executed notebooks as pages for readers
-(:func:`reader_page`) and run Jupyter Book 1.x on them.
-
-The staged tree ``<build_dir>/src/<profile>/`` holds the config, the table of contents,
-``book/`` (its ``_static/`` becomes the staged ``_static/``: the pages' CSS), the
-executed notebooks and the library files their pages include (:func:`source_includes`),
-so that the repository itself is never written to; Jupyter Book's own execution is off,
-and its HTML is swapped into ``<build_dir>/html`` in two renames.
-
-A chapter shows the library code its claims rest on with Sphinx's ``literalinclude``
-in a markdown cell, the path taken from the book's root (the repository's root)::
-
-    ```{literalinclude} /bindcore/analysis/metrics.py
-    :pyobject: swap_twins
-    ```
-
-so the page shows exactly the source that ran; ``tests/test_pages.py`` checks that
-every chapter has one and that its file and object exist.
-"""
+"""Render the book: stage the config, the table of contents, ``book/``, the executed
+notebooks (as pages for readers, :func:`reader_page`) and the library files their
+``literalinclude`` directives show into ``<build_dir>/src/<profile>/``, then run
+Jupyter Book 1.x there; the repository itself is never written to."""
 
 from __future__ import annotations
 

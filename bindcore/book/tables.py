@@ -1,15 +1,7 @@
-"""Tables of the chapters and the reproduction report: our numbers, each paper number
-beside the one of ours it stands for (:mod:`bindcore.paper`), every row naming its data
-and encoder. Each formats frames and records it is given; the tables that need a sweep,
-a fit or an analysis run first are the experiments' (:mod:`bindcore.experiments`).
-
-The paper's numbers stand only beside rows of the same kind: pretrained beside CLIP,
-random init beside the paper's random-init row, CLIP's numbers beside CLIP and
-DINOv2's beside DINOv2 only, and our CLEVR-like 3-D scenes beside the authors' CLEVR
-(:data:`PAPER_DATA`) with the row naming them as substitute data
-(:data:`SUBSTITUTE_DATA`); nothing stands beside the controlled models, for which the
-paper gives no such number.
-"""
+"""Tables of the chapters and the report: our numbers with each paper number beside the
+one of ours it stands for (:mod:`bindcore.paper`), and only beside rows of the same kind
+(pretrained beside CLIP, our CLEVR-like scenes beside the authors' CLEVR as substitute
+data, nothing beside the controlled models)."""
 
 from __future__ import annotations
 

@@ -1,31 +1,15 @@
-"""Evaluation of a controlled dual encoder (§5.2), under two protocols, on three object
-sets.
+"""Evaluation of a controlled dual encoder (§5.2) on three object sets, under two protocols.
 
-Object sets (:class:`bindcore.controlled.scenes.ObjectSplit`): scenes of training
-objects (keys ``train_*``, and ``task_*`` for the training task itself: recognised among
-the training objects only), of validation objects (``val_*``: held out, read by any
-choice a search makes) and of test objects (``test_*``: held out, read once for the
-record; :mod:`bindcore.controlled.search` hides them from a search).
-
-Protocols:
-
-* **full vocabulary** (this book's): a scene of n objects is recognised when its n
-  objects score strictly above every other of the V**C objects (the strict rule), per
-  object count, on fixed scenes of exactly n objects (``{set}_object_n``); swap pairs
-  (a two-object scene and its attribute-swapped twin both recognised;
-  ``{set}_swap_pair``) read binding directly, since any bag of concepts scores 0 there.
-* **release** (the authors' code, reference spec §6, where the paper's numbers come
-  from): batches of 512 scenes of one or two objects of the set; the candidates of a
-  batch are at most 64 of its distinct objects plus one attribute-swap negative per
-  two-object scene; the strict rule per scene with a positive among the candidates;
-  the mean of the batches' means, pooled over one- and two-object scenes
-  (``release_{set}_pooled``) and on two-object scenes (``release_{set}_object_2``).
-
-Both protocols come with the bag of concepts on the same scenes and candidates
-(:func:`bag_of_concepts_baseline`): the tie-failing count scorer (a floor) and the bag
-ceiling, the best any scorer of the bag alone can reach (the bar a binding claim must
-clear).
-"""
+Sets: training objects (``train_*``; ``task_*``: recognised among training objects
+only), validation objects (``val_*``, for choices) and test objects (``test_*``, read
+once; :mod:`bindcore.controlled.search` hides them from searches). Protocols: the full
+vocabulary (this book's: a scene of n objects is recognised when its objects score
+strictly above every other of the V**C objects, ``{set}_object_n``; swap pairs,
+``{set}_swap_pair``, read binding directly) and the release's (batches of 512 one- and
+two-object scenes against at most 64 of their objects plus attribute-swap negatives,
+``release_{set}_*``). Both come with the bag of concepts on the same scenes
+(:func:`bag_of_concepts_baseline`): its floor and its ceiling, the bar a binding claim
+must clear."""
 
 from __future__ import annotations
 

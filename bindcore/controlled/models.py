@@ -1,31 +1,14 @@
-"""The controlled dual encoder (appendix B.2).
+"""The controlled dual encoder (appendix B.2): two encoders of one architecture (token
+embedding, sinusoidal positions, pre-LayerNorm transformer layers, the output at EOS,
+a linear head), one for scenes and one for queries.
 
-Two independent encoders with the same architecture, one for scenes and one for
-queries: token embedding + fixed sinusoidal positions, a stack of pre-LayerNorm
-transformer layers (multi-head self-attention with PAD keys masked, GELU feed-forward),
-the output at the EOS position (the last non-PAD token), and a linear head to d_out.
-
-The forward pass computes exactly what the chapter's reference computes
-(:mod:`bindcore.controlled.reference`: a stack of pre-LN layers, EOS pooling), with
-shortcuts that do not change the result beyond float rounding. On the CPU (the packed
-path, :func:`packed_encode`):
-
-* the sequences are packed: their real tokens one after the other, sequences of one
-  length together, so that no PAD token is embedded, projected or fed forward, and
-  attention within each group of equal lengths needs no mask (:class:`PackedAttention`,
-  written for sequences of a few tokens);
-* the last layer runs attention and feed-forward only for the EOS position, the only
-  position the pooling reads, and with that one query per sequence it projects the
-  query through the key weights instead of every token to keys and values
-  (:func:`packed_layer_at`: the same scores and outputs, fewer products);
-* fp32 linear layers run on oneDNN (:func:`linear`: about twice the throughput of
-  F.linear's BLAS on a CPU with AVX-512), the packed row counts padded to few distinct
-  values (:func:`padded_rows`; the padding rows are never attended to nor read).
-
-Elsewhere (a GPU) the padded batch runs (:meth:`Encoder._forward_padded`): trailing PAD
-columns dropped, the feed-forward block on non-PAD tokens only, the last layer at EOS
-only, attention by F.scaled_dot_product_attention's fused kernels.
-"""
+It computes what the chapter's reference computes (:mod:`bindcore.controlled.reference`)
+up to float rounding, with shortcuts. On a CPU (:func:`packed_encode`): real tokens
+packed without PAD, sequences of one length together (:class:`PackedAttention`, written
+for a few tokens); the last layer only at EOS, projecting its one query through the key
+weights (:func:`packed_layer_at`); fp32 linear layers on oneDNN (:func:`linear`). On a
+GPU the padded batch runs with F.scaled_dot_product_attention
+(:meth:`Encoder._forward_padded`)."""
 
 from __future__ import annotations
 

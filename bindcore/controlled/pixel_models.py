@@ -1,21 +1,8 @@
-"""A dual encoder whose scene tower reads pixels (appendix E).
-
-Scene tower: a convolutional front-end turns an image into ``(H / patch_size)**2``
-patch tokens of width ``d_model``: a convolution with kernel = stride = ``patch_size``
-(``stem_channels`` channels, GELU), ``stem_layers - 1`` further 1x1 convolutions
-(GELU), and a 1x1 convolution to ``d_model`` (``stem_layers = 0``: one patchifying
-convolution straight to ``d_model``, the ViT patch embedding). Because every kernel
-tiles the image without overlap, these convolutions are computed as matrix products
-on the unfolded patches (the same function; on a CPU several times faster than
-``nn.Conv2d``'s backward pass at these sizes). A learned CLS token is prepended, fixed
-sinusoidal positions are added, and the same pre-LayerNorm transformer blocks as the
-token encoders (:class:`bindcore.controlled.models.Block`) run over all tokens (no padding: every
-patch is a key). The output at the CLS token goes through a linear head to ``d_out``,
-the counterpart of the token encoder's EOS pooling; as there, the last block runs
-attention and feed-forward only for the pooled position.
-
-Query tower: the token encoder of §5.2 (:class:`bindcore.controlled.models.Encoder`), unchanged.
-"""
+"""A dual encoder whose scene tower reads pixels (appendix E): non-overlapping convolutions
+(computed as products on unfolded patches) turn an image into patch tokens, a CLS token
+and sinusoidal positions are added, the token encoders' transformer blocks run over
+them, and the CLS output goes through a linear head. The query tower is the token
+encoder of §5.2, unchanged."""
 
 from __future__ import annotations
 

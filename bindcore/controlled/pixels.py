@@ -1,25 +1,9 @@
-"""Dual encoders that see scenes as pixels (appendix E): the training config and the
-chapter's sweep.
-
-:class:`PixelTrainConfig` is a :class:`~bindcore.controlled.training.TrainConfig` whose
-scene tower reads images rendered on the fly (:mod:`bindcore.data.pixels`) from the
-very scene tensors the token model reads, so the sampler, the coverage split, the
-objective (concept and object queries through the token query tower, soft-target
-softmax loss), the strict metric against all ``V**C`` objects, the bag-of-concepts
-floor and ceiling, swap-pair recognition, checkpoints, claims and the result store
-are those of :mod:`bindcore.controlled.training`, unchanged. Only three things differ:
-the model (:class:`~bindcore.controlled.pixel_models.PixelDualEncoder`), how a
-training minibatch is embedded (rendered with the step's generator: a fresh random
-layout and noise every step, deterministic per seed and step, so a resumed run is
-exact) and how evaluation scenes are embedded (rendered with a fixed seed: the same
-images at every evaluation). Held-out objects are never rendered for training: a
-minibatch is sampled from the training objects only, and attribute-swap negatives are
-queries, never images.
-
-``bindcore train --set scene_input=pixels --set level=speckle ...`` trains one (the
-pixel recipes are in :mod:`bindcore.controlled.recipes`). Records go to the store
-folder ``train-pixels-1`` (:data:`PIXEL_STORE_KIND`).
-"""
+"""Dual encoders that see scenes as pixels (appendix E): :class:`PixelTrainConfig`, a
+:class:`~bindcore.controlled.training.TrainConfig` whose scene tower reads images
+rendered on the fly from the very scene tensors the token model reads; sampling, split,
+objective, metrics, checkpoints and store are the token runs'. Training images get a
+fresh layout and noise every step (seeded per step, so a resumed run is exact);
+evaluation images are fixed. Records go to ``train-pixels-1``."""
 
 from __future__ import annotations
 

@@ -1,48 +1,13 @@
-"""Training recipes per profile (smoke / quick / colab / paper).
-
-``paper`` is the released code's recipe (README command line of the authors'
-release: d_model 256, 6 layers, FFN 2048, d_out 64, lr 3e-5, batch 512, 50k steps),
-with one deliberate difference: held-out objects are never used as training
-negatives (set ``heldout_as_negatives=True`` for the release's behaviour).
-
-``quick`` keeps the science (same tokens, two independent transformer encoders,
-EOS pooling, cosine similarity, soft-target softmax loss over concept and object
-queries, strict metric, no held-out object in training) and changes the
-optimisation so that a run trains within minutes on a CPU (whether it binds is read from
-its swap pairs): a small model, a
-higher learning rate with a short warmup, the logit-scale cap at 100, and a two-phase
-schedule in which the concept loss joins only once object queries alone have taught
-the model to recognise training objects in two-object scenes (``concept_loss_trigger``).
-See the binding-generalization chapter for why.
-
-``smoke`` exercises every code path in seconds; its numbers mean nothing.
-
-``colab`` is for one Colab T4-class GPU (each chapter under an hour): the ``scale``
-recipe below with the paper's 2,048 evaluation scenes. The paper's own recipe does not
-fit: 50,000 steps per run of a model with about 75 times the quick one's parameters.
-
-``scale`` is a training recipe, not a book profile: §5.2 at the paper's object-space
-sizes (|O| = 100 to 10,000) on a CPU, trained by ``bindcore sweep --profile
-scale`` (:func:`scale_plan`: per size, the steps of its runs and the coverages) and
-shown by the quick book from the records under ``published/``. It is the quick recipe
-with the changes found by the recipe search of the §5.2 chapter (attempt V1 there, chosen
-on validation objects over three seeds): batch 512 instead of 256, object candidates
-per batch raised from 64 to 256, ``near_miss_negatives_per_positive`` (each positive
-object brings candidates that differ from it in one concept's value, among the allowed
-objects: without them, random candidates at V = 50 almost never share a value with a
-scene's object and the model learns nothing), and the concept loss from the first step
-(with near misses it speeds up the start instead of locking in a bag of concepts).
-
-The pixel recipes of appendix E (``recipe(profile, scene_input="pixels")``, a
-:class:`bindcore.controlled.pixels.PixelTrainConfig`) are each profile's token recipe
-with a few changes and the pixel tower's fields: ``paper`` has V = 50 and an
-eight-layer pixel tower with the token ``paper`` recipe's optimisation (meant for a
-GPU); ``quick`` (V = 8) was chosen on training-object metrics only (``task_object_2``
-and swap pairs among training objects; the search log is
-``benchmarks/pixel_recipe_search.csv``): the token quick recipe's optimisation with
-batch 128 for 2,500 steps and the concept loss from the first step (the delayed concept
-loss of the token recipe was worse here on the speckle level).
-"""
+"""Training recipes per profile. ``paper``: the authors' release (d_model 256, 6 layers,
+lr 3e-5, batch 512, 50k steps), except that held-out objects are never training
+negatives (``heldout_as_negatives=True`` restores that). ``quick``: the same science
+with an optimisation that trains in minutes on a CPU (a small model, a higher learning
+rate, the concept loss joining once the object task is learned). ``scale``: the quick
+recipe at the paper's object spaces, with the recipe search's changes (batch 512, 256
+object candidates, near-miss negatives, the concept loss from the first step) and a
+per-point budget (:data:`SCALE_BUDGETS`). ``colab``: ``scale`` with the paper's 2,048
+evaluation scenes. ``smoke``: every code path in seconds. Pixel recipes (appendix E):
+each profile's token recipe plus the pixel tower's fields."""
 
 from __future__ import annotations
 

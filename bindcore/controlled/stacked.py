@@ -1,34 +1,12 @@
-"""Many training runs at once: seeds and coverages of one model size trained together in
-one process, each run the same as a lone run of its config (up to float rounding).
+"""Many training runs in one process: seeds, splits and coverages of one model size
+trained together, each equal to a lone run of its config up to float rounding.
 
-A stack of R runs keeps every parameter of the R dual encoders as one tensor with a
-leading run dimension (``[R, ...]``), runs both towers as batched matrix products over
-the runs on a GPU (on the CPU, run after run through the lone encoder's packed path,
-which is faster there: :func:`per_run_losses`), and takes one fused AdamW step over the
-stacked tensors. AdamW is
-elementwise, and the stack's loss is the sum of the runs' losses (run r's loss depends
-only on run r's parameters), so each run's gradient and update are its lone ones.
-
-Each run keeps its own data: per step, its scenes and candidates are drawn from its own
-:func:`~bindcore.controlled.training.step_generator` in the order a lone
-:func:`~bindcore.controlled.training.optimizer_step` draws them. Runs differ in how many
-distinct scenes and candidates a batch has; the stack pads them to the largest count
-with a dummy row, and a padded candidate is masked out of the softmax (its logit is
--inf and it is never a positive), so each run's soft-target loss is its lone one.
-
-Evaluation, the bag-of-concepts baseline, checkpoints and records are the lone code's:
-at each evaluation a run's parameters are copied into a lone :class:`DualEncoder` and
-:func:`~bindcore.controlled.evaluation.evaluate` is called; each run is stored as its
-own record under its own config (:func:`train_stacked`), so a later
-:func:`~bindcore.controlled.training.train` of that config finds it, and checkpoints
-are written in the lone format into each run's own entry.
-
-What may differ between the runs of a stack is listed in :data:`PER_RUN_FIELDS` (the
-seed, the object split and everything that only changes which data a run sees); every
-other field (model and object-space sizes, the optimiser, the schedule, the batch size,
-the precision) must be the same. Token scenes only: a subclass of
-:class:`~bindcore.controlled.training.TrainConfig` (the pixel scene tower) is refused.
-"""
+Parameters carry a leading run dimension and take one fused AdamW step (elementwise, so
+each run's update is its lone one). On a GPU both towers run as batched products over
+the runs, candidates padded and masked out of the softmax; on a CPU each run goes
+through the lone packed path (:func:`per_run_losses`). Each run draws its own data from
+its own step generator, is evaluated and checkpointed by the lone code and stored as
+its own record. Runs may differ only in :data:`PER_RUN_FIELDS`; token scenes only."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""Stored embeddings: a kind of the result store (:mod:`bindcore.store`).
-
-:func:`embed_dataset` computes the image or caption embeddings of a
-:class:`~bindcore.data.core.SceneDataset` once and stores them under a hash of the
-encoder's identity, the dataset's content and the modality:
-``<results>/embeddings/<key>/`` holds ``config.json`` (those three), ``result.json``
-(encoder name, dataset, shape, device, time, the code that computed them) and
-``embeddings.npz`` (float32, read with ``allow_pickle=False``). The repository's
-``published/embeddings/`` is read after the local folder (the quick book's image
-embeddings ship there). What makes embeddings differ is in their key: the encoder's
-identity names its backend, architecture, weights, precision and the versions of the
-libraries that compute it (:attr:`~bindcore.encoders.base.Encoder.identity`). The folder
-``embeddings`` is version 1 of the kind: a change to bindcore's encoder code that alters
-embeddings renames it ``embeddings-2``. Embeddings whose file cannot be read (it is
-reported and moved aside as ``embeddings.npz.corrupt-<time>``) or that hold a NaN or
-infinite entry (reported; such embeddings are never stored) are computed again.
-"""
+"""Stored embeddings, a kind of the result store (:mod:`bindcore.store`): a dataset's image
+or caption embeddings, keyed by the encoder's identity (backend, weights, precision,
+library versions), the dataset's content and the modality; ``published/embeddings/`` is
+read after the local folder. Unreadable or non-finite embeddings are computed again."""
 
 from __future__ import annotations
 
