@@ -57,7 +57,6 @@ from bindcore.analysis.metrics import (
     bag_of_concepts_accuracy,
     bag_of_concepts_scores,
     expected_bag_of_concepts_two_objects,
-    strict_correct,
 )
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
@@ -150,13 +149,30 @@ print(f"values that occur in some training object: {len(seen_values)} of {space.
 #
 # Both tasks use the same strict rule: a scene is recognised only if **every** positive
 # query (a value, or an object, that is in the scene) scores strictly higher than
-# **every** negative one. Ties fail. The rule as the library applies it to every score
-# of this book (`bindcore.analysis.metrics`):
-#
-# ```{literalinclude} /bindcore/analysis/metrics.py
-# :pyobject: strict_correct
-# ```
-#
+# **every** negative one. Ties fail. This cell is the rule every score of this book
+# applies: `bindcore sync` exports it, with the two cells below, into the library
+# (`bindcore/analysis/binding.py`).
+
+# %% tags=["export"]
+# export: bindcore/analysis/binding.py
+# The strict rule, the bag-of-concepts ceiling and swap pairs, as §3 defines them.
+import torch
+
+from bindcore.controlled.scenes import SceneSpace, isin
+
+
+def strict_correct(scores: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    """bool ``[S]``: min positive > max negative score per row of ``scores`` ``[S, K]``
+    (``positives`` bool ``[S, K]``). No negative: True; no positive: False."""
+    if scores.shape != positives.shape:
+        raise ValueError(f"scores {tuple(scores.shape)} and positives {tuple(positives.shape)} differ")
+    s = scores.float()
+    inf = torch.tensor(float("inf"), device=s.device)
+    min_pos = torch.where(positives, s, inf).amin(1)
+    max_neg = torch.where(positives, -inf, s).amax(1)
+    return positives.any(1) & (min_pos > max_neg)
+
+# %% [markdown]
 # A small example with four candidate queries:
 
 # %%
@@ -231,7 +247,7 @@ boc.round(3)
 # counts the scene as failed. It is therefore a *floor*, not the best a bag of concepts
 # can do. A scorer of the bag alone can still be right on one scene of each swap pair,
 # by breaking the tie in favour of one of the bindings the bag admits. The *bag
-# ceiling* (`bindcore.analysis.metrics.bag_ceiling`, triangles above) is the best
+# ceiling* (`bag_ceiling`, triangles above; its code is below) is the best
 # any bag scorer can reach on the same scenes: a scene whose objects differ in $m \ge 1$
 # concepts admits $2^{m-1}$ bindings, all ranked alike, so at most one of them is
 # recognised. At {glue:text}`ceiling_v`, the ceiling is {glue:text}`ceiling_at_v`
@@ -247,20 +263,69 @@ boc.round(3)
 # the oracle, which is why concept accuracy alone can never show binding.
 
 # %% [markdown]
-# The code behind the ceiling, the twins and the swap-pair rate, as §5.2 runs it
-# (`bindcore.analysis.metrics`):
-#
-# ```{literalinclude} /bindcore/analysis/metrics.py
-# :pyobject: bag_ceiling
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/metrics.py
-# :pyobject: swap_twins
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/metrics.py
-# :pyobject: swap_pair_recognition
-# ```
+# The ceiling, the twins and the swap-pair rate, as §5.2 runs them: a scene's pair of
+# objects is read as concept values, and the bindings of its bag are the ways of
+# swapping concepts between the two objects.
+
+# %% tags=["export"]
+# export: bindcore/analysis/binding.py
+def _pair_values(space: SceneSpace, scenes: torch.Tensor) -> torch.Tensor:
+    if scenes.dim() != 2 or scenes.shape[1] != 2 or bool((scenes < 0).any()):
+        raise ValueError(f"expected two-object scenes [S, 2] of object ids, got {tuple(scenes.shape)}")
+    return space.object_values(scenes)  # [S, 2, C]
+
+
+def _canonical_pairs(space: SceneSpace, values: torch.Tensor) -> torch.Tensor:
+    """Concept values of object pairs ``[..., 2, C]`` -> sorted object ids ``[..., 2]``."""
+    return space.object_ids(values).sort(dim=-1).values
+
+
+def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attribute-swapped twins {(a, y), (b, x)} of two-object scenes {(a, x), (b, y)}: same
+    bag, other binding. Returns ``(source [T], twins [T, 2])``: each distinct twin's scene
+    index and its sorted object ids."""
+    v = _pair_values(space, scenes)
+    differ = v[:, 0] != v[:, 1]  # [S, C]
+    eligible = differ.sum(1) >= 2
+    rows = []
+    for c in range(space.n_concepts):
+        ok = (eligible & differ[:, c]).nonzero().squeeze(1)
+        w = v[ok].clone()
+        w[:, 0, c], w[:, 1, c] = v[ok, 1, c], v[ok, 0, c]
+        rows.append(torch.cat([ok[:, None], _canonical_pairs(space, w)], dim=1))
+    uniq = torch.cat(rows).unique(dim=0)  # swapping c or its complement gives the same twin
+    return uniq[:, 0], uniq[:, 1:]
+
+
+def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Per two-object scene ``[S]``: the best strict recognition any bag-of-concepts scorer
+    can reach, 1/k for the k bindings of its bag made of ``allowed`` objects (default
+    all). The mean is the ceiling; :func:`bag_of_concepts_scores` gives the floor."""
+    v = _pair_values(space, scenes)
+    c = space.n_concepts
+    masks = torch.arange(2**c, device=scenes.device)
+    swap = ((masks[:, None] >> torch.arange(c, device=scenes.device)) & 1).bool()  # [M, C]
+    first = torch.where(swap[None, :, None, :], v[:, None, [1, 0], :], v[:, None, :, :])  # [S, M, 2, C]
+    pairs = _canonical_pairs(space, first)  # [S, M, 2]
+    ok = torch.ones_like(pairs[..., 0], dtype=torch.bool) if allowed is None else isin(pairs, allowed).all(-1)
+    keys = torch.where(ok, pairs[..., 0] * space.n_objects + pairs[..., 1], torch.full_like(pairs[..., 0], -1))
+    keys = keys.sort(dim=1).values
+    distinct = (keys[:, :1] >= 0).sum(1) + ((keys[:, 1:] != keys[:, :-1]) & (keys[:, 1:] >= 0)).sum(1)
+    return 1.0 / distinct.clamp(min=1).float()
+
+
+def swap_pair_recognition(
+    scene_correct: torch.Tensor, source: torch.Tensor, twin_correct: torch.Tensor,
+    twin_heldout: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Fraction of (scene, twin) pairs both strictly recognised (0 for any bag scorer), and
+    over held-out twins (``twin_heldout``) too; a rate without pairs is left out."""
+    both = scene_correct[source] & twin_correct
+    parts = {"swap_pair": both}
+    if twin_heldout is not None:
+        parts["swap_pair_heldout"] = both[twin_heldout]
+    return {k: float(m.float().mean()) for k, m in parts.items() if len(m)}
+
 
 # %% tags=["remove-cell"]
 _row = boc.iloc[(boc["V"] - 10).abs().argmin()]

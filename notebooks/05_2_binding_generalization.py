@@ -298,23 +298,24 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # ::::
 #
 # Evaluation scores every held-out scene against the full vocabulary with the strict
-# rule of §3 (`bindcore.analysis.metrics`), and reads binding from the swap pairs, with
-# the bag-of-concepts ceiling beside it:
+# rule of §3, and reads binding from the swap pairs, with the bag-of-concepts ceiling
+# beside it (the §3 chapter defines all three; `bindcore sync` exports them to
+# `bindcore/analysis/binding.py`):
 #
 # ::::{dropdown} The strict rule, the swap pairs and the bag ceiling (source)
-# ```{literalinclude} /bindcore/analysis/metrics.py
+# ```{literalinclude} /bindcore/analysis/binding.py
 # :pyobject: strict_correct
 # ```
 #
-# ```{literalinclude} /bindcore/analysis/metrics.py
+# ```{literalinclude} /bindcore/analysis/binding.py
 # :pyobject: swap_twins
 # ```
 #
-# ```{literalinclude} /bindcore/analysis/metrics.py
+# ```{literalinclude} /bindcore/analysis/binding.py
 # :pyobject: swap_pair_recognition
 # ```
 #
-# ```{literalinclude} /bindcore/analysis/metrics.py
+# ```{literalinclude} /bindcore/analysis/binding.py
 # :pyobject: bag_ceiling
 # ```
 # ::::
