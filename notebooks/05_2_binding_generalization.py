@@ -283,15 +283,85 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # objects, so that no held-out object enters training (every object in the
 # release-negatives ablation at the end of this chapter).
 #
-# ::::{dropdown} The loss, the candidates and one minibatch's loss (source)
-# ```{literalinclude} /bindcore/controlled/training.py
-# :pyobject: soft_target_loss
-# ```
+# The candidates and the loss are defined here; `bindcore sync` exports this cell into the
+# library (`bindcore/controlled/objective.py`), where every run of the book draws its
+# candidates and computes its loss with it.
+
+# %% tags=["export"]
+# export: bindcore/controlled/objective.py
+# The §5.2 objective as the chapter defines it: a batch's object candidates and the soft-target loss.
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from bindcore.controlled.scenes import SceneSpace, attribute_swaps, isin
+
+if TYPE_CHECKING:
+    from bindcore.controlled.training import TrainConfig
+
+
+def capped(ids: torch.Tensor, cap: int, gen: torch.Generator) -> torch.Tensor:
+    if len(ids) <= cap:
+        return ids
+    keep = torch.randperm(len(ids), generator=gen, device=gen.device)[:cap]
+    return ids[keep]
+
+
+def object_candidates(
+    cfg: "TrainConfig", scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator
+) -> torch.Tensor:
+    """Object candidate ids for one batch (B.3).
+
+    ``batch``: the distinct objects present (at most ``max_object_queries``), plus
+    random negatives from the allowed list, near-miss negatives (a kept positive with
+    one concept's value changed) and attribute-swap hard negatives; a near miss or swap
+    that is not an allowed object is dropped. ``train_vocab``: every allowed object.
+    """
+    space = cfg.space
+    if cfg.candidates == "train_vocab":
+        return allowed
+    present = scenes[scenes >= 0].unique()
+    parts = [capped(present, cfg.max_object_queries, gen)]
+    if cfg.random_negatives_per_positive:
+        n = len(parts[0]) * cfg.random_negatives_per_positive
+        parts.append(allowed[torch.randint(0, len(allowed), (n,), generator=gen, device=gen.device)])
+    if cfg.near_miss_negatives_per_positive:
+        misses = near_misses(space, parts[0], gen, cfg.near_miss_negatives_per_positive)
+        parts.append(misses[isin(misses, allowed)])
+    if cfg.swaps_per_scene:
+        swaps = attribute_swaps(space, scenes, gen, cfg.swaps_per_scene)
+        parts.append(swaps[isin(swaps, allowed)])
+    return torch.cat(parts).unique()
+
+
+def near_misses(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator, per_object: int) -> torch.Tensor:
+    """For each object, ``per_object`` objects that differ from it in exactly one concept
+    (a random concept, shifted by a random non-zero amount mod V)."""
+    vals = space.object_values(objects.repeat(per_object))
+    rows = torch.arange(len(vals), device=vals.device)
+    c = torch.randint(0, space.n_concepts, (len(vals),), generator=gen, device=gen.device)
+    shift = torch.randint(1, space.n_values, (len(vals),), generator=gen, device=gen.device)
+    vals[rows, c] = (vals[rows, c] + shift) % space.n_values
+    return space.object_ids(vals)
+
+
+def soft_target_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Scene -> query softmax cross-entropy with multi-hot targets normalised to sum 1,
+    averaged over scenes with at least one positive."""
+    y = labels.float()
+    n_pos = y.sum(1)
+    active = n_pos > 0
+    if not bool(active.any()):
+        return logits.sum() * 0.0
+    target = y / n_pos.clamp(min=1.0)[:, None]
+    per_scene = -(target * F.log_softmax(logits.float(), dim=1)).sum(1)
+    return per_scene[active].mean()
+
+# %% [markdown]
+# One minibatch's loss, as the training loop computes it:
 #
-# ```{literalinclude} /bindcore/controlled/training.py
-# :pyobject: object_candidates
-# ```
-#
+# ::::{dropdown} One minibatch's loss (source)
 # ```{literalinclude} /bindcore/controlled/training.py
 # :pyobject: train_loss
 # ```
