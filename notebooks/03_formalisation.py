@@ -150,7 +150,8 @@ print(f"values that occur in some training object: {len(seen_values)} of {space.
 # Both tasks use the same strict rule: a scene is recognised only if **every** positive
 # query (a value, or an object, that is in the scene) scores strictly higher than
 # **every** negative one. Ties fail. This cell is the rule every score of this book
-# applies: `bindcore sync` exports it, with the two cells below, into the library
+# applies: `bindcore sync` exports it, with the cell that defines the ceiling and the twins
+# below, into the library
 # (`bindcore/analysis/binding.py`).
 
 # %% tags=["export"]
