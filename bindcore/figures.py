@@ -472,7 +472,8 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
 
 def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
     """Figure 9: the global product's held-out object recognition against the model's own,
-    a colour per object-space size (its correlation in the legend)."""
+    a colour per object-space size (its correlation in the legend, under the axes so that
+    the figure keeps its width however many sizes it holds)."""
     corr = correlations.set_index("objects")
     drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
     for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
@@ -486,7 +487,7 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
     if len(drawn):
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
 
 
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:

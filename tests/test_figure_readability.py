@@ -176,3 +176,17 @@ def test_a_figure_per_model_wraps_its_models_three_to_a_row(n_models):
     fig.tight_layout()
     assert panels_per_row(fig) == min(n_models, MAX_PANELS_PER_ROW)
     _ok(fig)
+
+
+def test_figure_9_keeps_the_page_width_however_many_sizes_it_holds():
+    from bindcore.figures import PAGE_WIDTH_PX, displayed_scale, plot_figure9
+
+    rng = np.random.default_rng(9)
+    sizes = (100, 400, 2_500, 10_000)
+    table = pd.DataFrame([{"objects": n, "model: held-out objects": rng.uniform(),
+                           "global product: held-out objects": rng.uniform()} for n in sizes for _ in range(4)])
+    corr = pd.DataFrame({"objects": sizes, "Pearson r": rng.uniform(-1, 1, len(sizes))})
+    fig, ax = plt.subplots(figsize=(6.2, 5))  # the chapter's size
+    plot_figure9(ax, table, corr)
+    _ok(fig)
+    assert displayed_scale(fig) * 1.1 >= 1.0, f"shown at {PAGE_WIDTH_PX} px, the figure is scaled by {displayed_scale(fig):.2f}"
