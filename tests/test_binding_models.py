@@ -35,3 +35,19 @@ def test_the_models_that_bind_are_chosen_on_validation_objects_with_their_weight
     assert [(r["config"]["n_values"], r["config"]["coverage"], r["config"]["seed"]) for r in runs] == \
         [(20, 0.8, s) for s in range(3)] + [(20, 0.9, s) for s in range(3)]  # test swap pairs choose nothing
     assert binding_scale_runs(_store(tmp_path / "none", {(20, 0.8): (0.4, 0.9, True)})) == []
+
+
+def test_a_point_whose_budget_was_raised_serves_with_its_binding_runs_at_the_earlier_budget(tmp_path):
+    from bindcore.controlled.recipes import SCALE_STEPS
+
+    store = ResultStore(tmp_path / "results", published=None)
+    plan = [c for c in scale_plan() if (c.n_values, c.coverage) == (50, 0.7) and not c.split_seed]
+    assert plan and plan[0].steps > SCALE_STEPS[(2, 50)]  # the fit rule raised this point's budget
+    for cfg in plan:
+        cfg = cfg.with_(steps=cfg.steps // 2)
+        entry = store.prepare(STORE_KIND, cfg.to_dict())
+        torch.save({"w": torch.zeros(1)}, entry.path / "model.pt")
+        store.finish(entry, {"hash": entry.path.name, "config": cfg.to_dict(),
+                             "metrics": {"val_swap_pair": 0.7, "test_swap_pair": 0.1, "task_object_2": 0.9}})
+    runs = binding_scale_runs(store)
+    assert [(r["config"]["steps"], r["earlier_budget"]) for r in runs] == [(plan[0].steps // 2, True)] * 3

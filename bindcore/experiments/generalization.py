@@ -52,9 +52,12 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
 
 def binding_scale_runs(store: Any = None, level: float | None = None) -> list[dict[str, Any]]:
     """The scale sweep's models that bind, chosen on validation objects: every point (first
-    object split, the plan's budget) whose runs' median validation swap pairs reach
-    ``level``, each of its runs whose weights are stored (a record published without them
-    is never trained again by a page). Test objects choose nothing."""
+    object split) whose runs' median validation swap pairs reach ``level``, each of its runs
+    whose weights are stored (a record published without them is never trained again by a
+    page). A point whose budget the fit rule has raised since serves with its runs at the
+    earlier budget (:func:`scale_records`): the claims of §5.3 and §5.4 ask for a model that
+    binds, which those are, not for one trained to the plan's latest budget. Test objects
+    choose nothing."""
     import statistics
 
     from bindcore.controlled.search import BINDS_AT, search_view
@@ -65,7 +68,7 @@ def binding_scale_runs(store: Any = None, level: float | None = None) -> list[di
     points: dict[tuple[int, float], list[dict[str, Any]]] = {}
     for r in records:
         c = r["config"]
-        if c.get("split_seed", 0) == 0 and not r.get("earlier_budget"):
+        if c.get("split_seed", 0) == 0:
             points.setdefault((c["n_values"] ** c["n_concepts"], c["coverage"]), []).append(r)
     chosen = []
     for point in sorted(points):
