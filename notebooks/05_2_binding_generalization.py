@@ -283,19 +283,22 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 # objects, so that no held-out object enters training (every object in the
 # release-negatives ablation at the end of this chapter).
 #
-# The candidates and the loss are defined here; `bindcore sync` exports this cell into the
-# library (`bindcore/controlled/objective.py`), where every run of the book draws its
-# candidates and computes its loss with it.
+# The candidates, the loss and one minibatch's loss (both tasks through the query encoder
+# in one call) are defined here; `bindcore sync` exports this cell into the library
+# (`bindcore/controlled/objective.py`), where every run of the book draws its candidates
+# and computes its loss with it.
 
 # %% tags=["export"]
 # export: bindcore/controlled/objective.py
-# The §5.2 objective as the chapter defines it: a batch's object candidates and the soft-target loss.
+# The §5.2 objective as the chapter defines it: a batch's object candidates, the soft-target loss, one minibatch's loss.
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
-from bindcore.controlled.scenes import SceneSpace, attribute_swaps, isin
+from bindcore.controlled.models import DualEncoder, cosine_logits
+from bindcore.controlled.scenes import SceneSpace, attribute_swaps, isin, object_labels
 
 if TYPE_CHECKING:
     from bindcore.controlled.training import TrainConfig
@@ -358,15 +361,55 @@ def soft_target_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor
     per_scene = -(target * F.log_softmax(logits.float(), dim=1)).sum(1)
     return per_scene[active].mean()
 
+
+@dataclass
+class QuerySet:
+    """Candidate queries for one task and their multi-hot labels against the scenes."""
+
+    tokens: torch.Tensor  # [K, len]
+    labels: torch.Tensor  # [B, K] bool
+
+
+def concept_query_set(space: SceneSpace, scenes: torch.Tensor, cap: int, gen: torch.Generator) -> QuerySet:
+    """Candidates: the distinct value tokens present in the batch (at most ``cap``)."""
+    hot = space.concept_multi_hot(scenes)
+    present = hot.any(0).nonzero().squeeze(1)
+    cand = capped(present, cap, gen)
+    return QuerySet(space.concept_query_tokens(cand), hot[:, cand])
+
+
+def encode_queries(model: DualEncoder, space: SceneSpace, *token_sets: torch.Tensor) -> list[torch.Tensor]:
+    """Several query sets through the query encoder in one call (right-padded to a
+    common length; PAD keys are masked, so each embedding is unchanged)."""
+    width = max(t.shape[1] for t in token_sets)
+    padded = [F.pad(t, (0, width - t.shape[1]), value=space.pad) for t in token_sets]
+    out = model.query(torch.cat(padded))
+    return list(out.split([len(t) for t in token_sets]))
+
+
+def train_loss(cfg: "TrainConfig", model: DualEncoder, scenes: torch.Tensor, allowed: torch.Tensor,
+               gen: torch.Generator, w_c: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """One minibatch's loss: ``w_c`` x the concept loss + the object loss, each the
+    soft-target loss of the scenes against their task's candidates."""
+    space = cfg.space
+    z = cfg.embed_training_scenes(model, scenes, gen)
+    scale = model.logit_scale(cfg.logit_scale_cap)
+    tasks: list[tuple[str, float, QuerySet]] = []
+    if w_c > 0:
+        tasks.append(("concept_loss", w_c, concept_query_set(space, scenes, cfg.max_concept_queries, gen)))
+    if cfg.object_queries:
+        cand = object_candidates(cfg, scenes, allowed, gen)
+        tasks.append(("object_loss", 1.0, QuerySet(space.object_query_tokens(cand), object_labels(scenes, cand))))
+    embeddings = encode_queries(model, space, *(qs.tokens for _, _, qs in tasks))
+    total = z.new_zeros(())
+    parts: dict[str, float] = {}
+    for (name, weight, qs), e in zip(tasks, embeddings):
+        loss = soft_target_loss(cosine_logits(z, e, scale), qs.labels)
+        total = total + weight * loss
+        parts[name] = float(loss.detach())
+    return total, parts
+
 # %% [markdown]
-# One minibatch's loss, as the training loop computes it:
-#
-# ::::{dropdown} One minibatch's loss (source)
-# ```{literalinclude} /bindcore/controlled/training.py
-# :pyobject: train_loss
-# ```
-# ::::
-#
 # Evaluation scores every held-out scene against the full vocabulary with the strict
 # rule of §3, and reads binding from the swap pairs, with the bag-of-concepts ceiling
 # beside it (the §3 chapter defines all three; `bindcore sync` exports them to

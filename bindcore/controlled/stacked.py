@@ -26,6 +26,7 @@ from bindcore.store import ResultStore
 from .checkpoints import Clock, previous_checkpoint, save_checkpoint
 from .evaluation import bag_of_concepts_baseline, evaluate, make_eval_set
 from .models import DualEncoder, cosine_logits, packed_encode
+from .objective import concept_query_set, object_candidates, soft_target_loss
 from .runs import train_record
 from .scenes import SceneSpace, object_labels, sample_scenes
 from .training import (
@@ -36,14 +37,11 @@ from .training import (
     build_model,
     check_finite,
     concept_loss_onset,
-    concept_query_set,
     concept_weight,
     count_parameters,
     curriculum_objects,
     lr_factor,
     make_optimizer,
-    object_candidates,
-    soft_target_loss,
     start_state,
     step_generator,
 )

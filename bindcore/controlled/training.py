@@ -37,13 +37,21 @@ from .evaluation import (
     make_eval_set,
     memory_text,
 )
-from .models import DualEncoder, EncoderConfig, cosine_logits, count_parameters
-from .objective import capped, near_misses, object_candidates, soft_target_loss  # noqa: F401 (defined in §5.2)
+from .models import DualEncoder, EncoderConfig, count_parameters
+from .objective import (  # noqa: F401 (defined in §5.2)
+    QuerySet,
+    capped,
+    concept_query_set,
+    encode_queries,
+    near_misses,
+    object_candidates,
+    soft_target_loss,
+    train_loss,
+)
 from .scenes import (
     ObjectSplit,
     SceneSpace,
     coverage_split,
-    object_labels,
     sample_scenes,
 )
 
@@ -293,25 +301,6 @@ def validate(cfg: TrainConfig) -> None:
 
 
 # ---------------------------------------------------------------------------------
-# queries and loss
-# ---------------------------------------------------------------------------------
-@dataclass
-class QuerySet:
-    """Candidate queries for one task and their multi-hot labels against the scenes."""
-
-    tokens: torch.Tensor  # [K, len]
-    labels: torch.Tensor  # [B, K] bool
-
-
-def concept_query_set(space: SceneSpace, scenes: torch.Tensor, cap: int, gen: torch.Generator) -> QuerySet:
-    """Candidates: the distinct value tokens present in the batch (at most ``cap``)."""
-    hot = space.concept_multi_hot(scenes)
-    present = hot.any(0).nonzero().squeeze(1)
-    cand = capped(present, cap, gen)
-    return QuerySet(space.concept_query_tokens(cand), hot[:, cand])
-
-
-# ---------------------------------------------------------------------------------
 # optimisation
 # ---------------------------------------------------------------------------------
 def lr_factor(step: int, total: int, warmup_frac: float) -> float:
@@ -406,43 +395,6 @@ def encode_scenes(model: DualEncoder, space: SceneSpace, scenes: torch.Tensor) -
     spaces repeat many scenes, one-object scenes especially); identical result."""
     uniq, inverse = torch.unique(scenes, dim=0, return_inverse=True)
     return model.scene(space.tokenize_scenes(uniq))[inverse]
-
-
-def encode_queries(model: DualEncoder, space: SceneSpace, *token_sets: torch.Tensor) -> list[torch.Tensor]:
-    """Several query sets through the query encoder in one call (right-padded to a
-    common length; PAD keys are masked, so each embedding is unchanged)."""
-    width = max(t.shape[1] for t in token_sets)
-    padded = [F.pad(t, (0, width - t.shape[1]), value=space.pad) for t in token_sets]
-    out = model.query(torch.cat(padded))
-    return list(out.split([len(t) for t in token_sets]))
-
-
-def train_loss(
-    cfg: TrainConfig,
-    model: DualEncoder,
-    scenes: torch.Tensor,
-    allowed: torch.Tensor,
-    gen: torch.Generator,
-    w_c: float,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Loss on one minibatch: ``w_c`` x concept loss + object loss."""
-    space = cfg.space
-    z = cfg.embed_training_scenes(model, scenes, gen)
-    scale = model.logit_scale(cfg.logit_scale_cap)
-    tasks: list[tuple[str, float, QuerySet]] = []
-    if w_c > 0:
-        tasks.append(("concept_loss", w_c, concept_query_set(space, scenes, cfg.max_concept_queries, gen)))
-    if cfg.object_queries:
-        cand = object_candidates(cfg, scenes, allowed, gen)
-        tasks.append(("object_loss", 1.0, QuerySet(space.object_query_tokens(cand), object_labels(scenes, cand))))
-    embeddings = encode_queries(model, space, *(qs.tokens for _, _, qs in tasks))
-    total = z.new_zeros(())
-    parts: dict[str, float] = {}
-    for (name, weight, qs), e in zip(tasks, embeddings):
-        loss = soft_target_loss(cosine_logits(z, e, scale), qs.labels)
-        total = total + weight * loss
-        parts[name] = float(loss.detach())
-    return total, parts
 
 
 # ---------------------------------------------------------------------------------
