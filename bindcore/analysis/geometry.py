@@ -6,7 +6,6 @@ A key never seen has NaN components; rows that need it are dropped and counted (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,12 +14,21 @@ import torch
 
 from bindcore.ids import object_ids, object_values, radix
 
+from .components import (  # noqa: F401 (defined in §4.1)
+    ESTIMATORS,
+    KINDS,
+    Components,
+    average_components,
+    estimate_components,
+    fit_additive,
+    n_keys,
+    single_object_components,
+    term_columns,
+)
 from .inputs import check_embeddings, check_inputs, check_objects, check_values_per_concept
 from .metrics import r2, strict_correct
 from .probes import PROBE_TRAIN_FRACTION, LinearProbes, scene_split
 
-KINDS = ("objects", "concepts")
-ESTIMATORS = ("avg", "pos-avg", "lstsq", "pos-lstsq")
 BANKS = ("obj-avg", "pos-avg", "single")
 _MAX_CANDIDATES = 4_000_000  # candidate edits enumerated at most (sample_edits with concept=None)
 
@@ -97,189 +105,6 @@ def permute_labels(objects: np.ndarray, values_per_concept: Sequence[int], kind:
             out[..., c] = np.where(obj[..., c] >= 0, perm[obj[..., c].clip(0)], -1)
         return out
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-
-
-# ---------------------------------------------------------------------------------
-# components
-# ---------------------------------------------------------------------------------
-def n_keys(values_per_concept: Sequence[int], kind: str) -> int:
-    if kind == "objects":
-        return int(np.prod(values_per_concept))
-    if kind == "concepts":
-        return int(sum(values_per_concept))
-    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-
-
-def term_columns(objects: np.ndarray, values_per_concept: Sequence[int], kind: str, positional: bool) -> np.ndarray:
-    """``[N, T]`` column ``p * K + key`` of each term in the flattened ``[P * K]`` bank (T = O_max
-    or O_max * C; ``p`` the slot if ``positional``, else 0); -1 for absent objects."""
-    obj = np.asarray(objects, dtype=np.int64)
-    n, o_max, _ = obj.shape
-    k = n_keys(values_per_concept, kind)
-    if kind == "objects":
-        keys = object_ids(obj, values_per_concept)[:, :, None]
-    else:
-        offsets = np.concatenate([[0], np.cumsum(values_per_concept)[:-1]])
-        keys = np.where(obj >= 0, obj + offsets, -1)
-    pos = np.arange(o_max)[None, :, None] if positional else 0
-    cols = np.where(keys >= 0, keys + pos * k, -1)
-    return cols.reshape(n, -1)
-
-
-@dataclass
-class Components:
-    """Additive components: ``vectors`` ``[P, K, d]`` (P = 1 shared or O_max per slot; K object
-    ids or concept values; NaN for keys never seen), ``counts`` ``[P, K]``, ``intercept`` ``[d]``."""
-
-    kind: str
-    estimator: str
-    vectors: np.ndarray
-    counts: np.ndarray
-    intercept: np.ndarray
-    values_per_concept: list[int]
-
-    @property
-    def positional(self) -> bool:
-        return self.vectors.shape[0] > 1
-
-    @property
-    def dim(self) -> int:
-        return self.vectors.shape[2]
-
-    def _columns(self, objects: np.ndarray) -> np.ndarray:
-        obj = check_objects(objects, self.values_per_concept)
-        if self.positional and obj.shape[1] > self.vectors.shape[0]:
-            raise ValueError(f"scenes have {obj.shape[1]} slots but the positional bank has {self.vectors.shape[0]}")
-        return term_columns(obj, self.values_per_concept, self.kind, self.positional)
-
-    def contribution(self, objects: np.ndarray) -> np.ndarray:
-        """``[N, d]`` sum of each scene's components, no intercept; NaN rows where a key is missing."""
-        cols = self._columns(objects)
-        flat = self.vectors.reshape(-1, self.dim)
-        out = np.zeros((len(cols), self.dim))
-        for t in range(cols.shape[1]):
-            present = cols[:, t] >= 0
-            out[present] += flat[cols[present, t]]
-        return out
-
-    def reconstruct(self, objects: np.ndarray) -> np.ndarray:
-        """``[N, d]`` intercept + :meth:`contribution`."""
-        return self.intercept + self.contribution(objects)
-
-    def frame(self) -> pd.DataFrame:
-        """One row per (slot bank, key): count, norm, and ``value_c`` (objects) or ``concept, value``."""
-        p, k, _ = self.vectors.shape
-        df = pd.DataFrame({"position": np.repeat(np.arange(p), k), "key": np.tile(np.arange(k), p)})
-        if self.kind == "objects":
-            vals = object_values(df["key"].to_numpy(), self.values_per_concept)
-            for c in range(vals.shape[1]):
-                df[f"value_{c}"] = vals[:, c]
-        else:
-            concept = np.repeat(np.arange(len(self.values_per_concept)), self.values_per_concept)
-            offsets = np.concatenate([[0], np.cumsum(self.values_per_concept)[:-1]])
-            df["concept"] = concept[df["key"]]
-            df["value"] = df["key"] - offsets[df["concept"]]
-        df["count"] = self.counts.reshape(-1)
-        df["norm"] = np.linalg.norm(self.vectors.reshape(p * k, -1), axis=1)
-        return df
-
-
-def _sums(cols: np.ndarray, z: np.ndarray, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
-    """Column counts ``X^T 1`` and ``X^T Z`` of the count design with terms ``cols``."""
-    counts = np.zeros(n_cols)
-    sums = torch.zeros(n_cols, z.shape[1], dtype=torch.float64)
-    zt = torch.as_tensor(z)
-    for t in range(cols.shape[1]):
-        present = cols[:, t] >= 0
-        counts += np.bincount(cols[present, t], minlength=n_cols)
-        sums.index_add_(0, torch.as_tensor(cols[present, t]), zt[torch.as_tensor(present)])
-    return counts, sums.numpy()
-
-
-def _gram(cols: np.ndarray, n_cols: int) -> np.ndarray:
-    """``X^T X`` of the count design (never built densely)."""
-    gram = np.zeros(n_cols * n_cols)
-    for a in range(cols.shape[1]):
-        for b in range(cols.shape[1]):
-            both = (cols[:, a] >= 0) & (cols[:, b] >= 0)
-            gram += np.bincount(cols[both, a] * n_cols + cols[both, b], minlength=n_cols * n_cols)
-    return gram.reshape(n_cols, n_cols)
-
-
-def average_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
-                       kind: str = "objects", positional: bool = False) -> Components:
-    """Estimator "avg" / "pos-avg": each key's mean embedding over its occurrences (any slot or
-    per slot) minus the mean scene embedding, which is the intercept."""
-    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
-    p = obj.shape[1] if positional else 1
-    k = n_keys(vpc, kind)
-    cols = term_columns(obj, vpc, kind, positional)
-    counts, sums = _sums(cols, z, p * k)
-    mu = z.mean(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        vec = sums / counts[:, None] - mu
-    vec[counts == 0] = np.nan
-    return Components(kind, "pos-avg" if positional else "avg", vec.reshape(p, k, -1), counts.reshape(p, k),
-                      mu, vpc)
-
-
-def fit_additive(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], kind: str = "objects",
-                 positional: bool = False, intercept: bool = True, ridge: float = 0.0) -> Components:
-    """Estimator "lstsq" / "pos-lstsq" (reference-spec §9.3): ``z_s ≈ b + X_s W`` on the count design,
-    intercept unpenalised, ``ridge * ||W||²``; ``ridge=0``: minimum-norm solution. Unseen keys: NaN."""
-    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
-    if ridge < 0:
-        raise ValueError(f"ridge must be >= 0, got {ridge}")
-    p = obj.shape[1] if positional else 1
-    k = n_keys(vpc, kind)
-    cols = term_columns(obj, vpc, kind, positional)
-    counts, xtz = _sums(cols, z, p * k)
-    gram = _gram(cols, p * k)
-    seen = counts > 0
-    g, xz = gram[np.ix_(seen, seen)], xtz[seen]
-    n = len(z)
-    if intercept:  # centre design and targets: the intercept is then unpenalised
-        xbar, zbar = counts[seen] / n, z.mean(0)
-        g = g - n * np.outer(xbar, xbar)
-        xz = xz - n * np.outer(xbar, zbar)
-    if ridge > 0:
-        w = np.linalg.solve(g + ridge * np.eye(len(g)), xz)
-    else:
-        w = np.linalg.lstsq(g, xz, rcond=1e-10)[0]
-    vec = np.full((p * k, z.shape[1]), np.nan)
-    vec[seen] = w
-    b = zbar - xbar @ w if intercept else np.zeros(z.shape[1])
-    return Components(kind, "pos-lstsq" if positional else "lstsq", vec.reshape(p, k, -1), counts.reshape(p, k),
-                      b, vpc)
-
-
-def single_object_components(Z_single: np.ndarray, objects_single: np.ndarray,
-                             values_per_concept: Sequence[int]) -> Components:
-    """Object bank "single": each object's mean embedding over single-object scenes (one
-    present object per row); intercept 0, NaN for objects without such a scene."""
-    z, obj, vpc = check_inputs(Z_single, objects_single, values_per_concept)
-    present = obj[..., 0] >= 0
-    if not (present.sum(1) == 1).all():
-        raise ValueError("single-object scenes must hold exactly one object each")
-    ids = object_ids(obj, vpc).max(1)[:, None]
-    counts, sums = _sums(ids, z, n_keys(vpc, "objects"))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        vec = sums / counts[:, None]
-    vec[counts == 0] = np.nan
-    return Components("objects", "single", vec[None], counts[None], np.zeros(z.shape[1]), vpc)
-
-
-def estimate_components(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int],
-                        kind: str = "objects", estimator: str = "lstsq", ridge: float = 0.0) -> Components:
-    """Dispatch on ``estimator`` in ``"avg", "pos-avg", "lstsq", "pos-lstsq"``."""
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    positional = estimator.startswith("pos-")
-    if estimator.endswith("avg"):
-        return average_components(Z, objects, values_per_concept, kind, positional)
-    return fit_additive(Z, objects, values_per_concept, kind, positional, ridge=ridge)
 
 
 # ---------------------------------------------------------------------------------
