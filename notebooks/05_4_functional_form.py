@@ -94,14 +94,65 @@ table = controlled_sweeps(datasets, P, list(FAMILIES), widths={"mlp": [max(P["wi
 # Held-out scenes only (both objects unseen by the approximator), at the largest data
 # fraction; learning rates chosen on validation scenes of training objects.
 #
-# The families as code (`bindcore.analysis.approximators.families`): the `relu` hidden
-# kind is the MLP, `global` the product over all slots, `within` the product inside
-# each object summed over the two objects, and the additive terms are the per-slot
-# output tables added by the `sum_` families and the additive family itself.
-#
-# ```{literalinclude} /bindcore/analysis/approximators/families.py
-# :pyobject: StackedApproximator.forward
-# ```
+# The families as one approximator computes them, defined here (`bindcore sync` exports
+# the cell to `bindcore/analysis/approximators/reference.py`). A scene is its 2C slot
+# codes, each a row of its slot's table; the MLP sums its rows' hidden pre-activations,
+# the global product multiplies every slot's factors, the within-object product
+# multiplies inside each object and adds the two objects, and the `sum_` families and
+# the additive family add one output vector per slot.
+
+# %% tags=["export"]
+# export: bindcore/analysis/approximators/reference.py
+# The approximator families of §5.1 and §5.4 as one model computes them: the definition the stacked path is tested against.
+import torch
+
+from bindcore.analysis.approximators.families import FAMILIES
+
+
+def approximator_output(family: str, params: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+    """``[B, d]``: one approximator of ``family`` on scenes given as table rows ``[B, 2C]``
+    (slot offsets added), with its parameters ``params`` (``bias [d]``; ``table [R, W]``
+    and ``head [W, d]`` for a hidden layer, ``hidden_bias [W]`` for the MLP's;
+    ``slot_out [R, d]`` for the additive terms)."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    out = params["bias"].expand(len(rows), -1)
+    if family == "mlp":
+        hidden = torch.relu(params["hidden_bias"] + params["table"][rows].sum(1))
+    elif family.endswith("global_product"):
+        hidden = params["table"][rows].prod(1)
+    elif family.endswith("within_object_product"):
+        factors = params["table"][rows]  # [B, 2C, W], object-major slots
+        c = factors.shape[1] // 2
+        hidden = factors[:, :c].prod(1) + factors[:, c:].prod(1)
+    else:  # additive: no hidden layer
+        hidden = None
+    if hidden is not None:
+        out = out + hidden @ params["head"]
+    if family == "additive" or family.startswith("sum_"):
+        out = out + params["slot_out"][rows].sum(1)
+    return out
+
+# %% [markdown]
+# The sweeps train many approximators at once (`StackedApproximator`: one family, a model
+# per width and seed, padded to the widest, table lookups as embedding bags). On a batch
+# of random scenes, each model of a padded stack gives what the definition above gives
+# with that model's parameters:
+
+# %%
+import numpy as np
+import torch
+
+from bindcore.analysis.approximators import StackedApproximator, global_codes
+
+rows = torch.as_tensor(global_codes(np.random.default_rng(0).integers(0, 4, (64, 4)), [4, 5]))
+for family in FAMILIES:
+    stack = StackedApproximator(family, [4, 5], 8, widths=[3, 16], seeds=[0, 1])
+    fast = stack(rows[None].expand(2, -1, -1)).detach()
+    for m in range(2):
+        torch.testing.assert_close(fast[m], approximator_output(family, stack.model_state(m), rows),
+                                   rtol=1e-5, atol=1e-5)
+print(f"the stacked path equals the definition for every family: {', '.join(FAMILIES)}")
 
 # %% tags=["hide-input"]
 top = table[table["fraction"] == max(P["fractions"])]

@@ -410,3 +410,16 @@ def test_a_protocol_prints_in_words_for_the_page():
 
     text = str(protocol_for({"steps": 1500, "lrs": [0.01, 0.001], "batch_size": 512}))
     assert text.startswith("Adam, 1,500 steps, batch 512, learning rates 0.01, 0.001") and "Protocol(" not in text
+
+
+@pytest.mark.parametrize("family", A.FAMILIES)
+def test_every_model_of_a_padded_stack_equals_the_chapters_definition(family):
+    from bindcore.analysis.approximators.reference import approximator_output
+
+    vpc = [3, 4]
+    rows = torch.as_tensor(A.global_codes(np.random.default_rng(1).integers(0, 3, (33, 4)), vpc))
+    stack = A.StackedApproximator(family, vpc, 6, [2, 5, 9], [3, 4, 5], output_bias=np.ones((3, 6)))
+    fast = stack(rows[None].expand(3, -1, -1)).detach()
+    for m in range(3):
+        torch.testing.assert_close(fast[m], approximator_output(family, stack.model_state(m), rows),
+                                   rtol=1e-5, atol=1e-5)
