@@ -126,12 +126,11 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 #
 # Every neural family is one module that maps the slot codes of a scene (one
 # concept value per slot, the slots of both objects) to a predicted embedding; the
-# families differ in what they do between the slot tables and the output
-# (`bindcore.analysis.approximators.families`, whose docstring gives each family's
-# formula):
+# families differ in what they do between the slot tables and the output (the §5.4
+# chapter defines them one model at a time; the sweeps train them stacked, tested equal):
 #
-# ```{literalinclude} /bindcore/analysis/approximators/families.py
-# :pyobject: StackedApproximator.forward
+# ```{literalinclude} /bindcore/analysis/approximators/reference.py
+# :pyobject: approximator_output
 # ```
 #
 # The trees regress the embedding's leading principal components

@@ -109,11 +109,11 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # scenes carved from the training objects' scenes.
 #
 # An MLP here is the `mlp` family of the approximators: one hidden ReLU layer on the sum
-# of one table row per slot, then a linear head; the same module holds the other
-# families of §5.4 (`bindcore.analysis.approximators.families`):
+# of one table row per slot, then a linear head; the §5.4 chapter defines it with the
+# other families, one model at a time (the sweeps train them stacked, tested equal):
 #
-# ```{literalinclude} /bindcore/analysis/approximators/families.py
-# :pyobject: StackedApproximator.forward
+# ```{literalinclude} /bindcore/analysis/approximators/reference.py
+# :pyobject: approximator_output
 # ```
 #
 # Every run of the sweep is in the folded table below (open it with its toggle); the figure
