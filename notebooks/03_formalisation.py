@@ -301,7 +301,7 @@ def swap_twins(space: SceneSpace, scenes: torch.Tensor) -> tuple[torch.Tensor, t
 def bag_ceiling(space: SceneSpace, scenes: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
     """Per two-object scene ``[S]``: the best strict recognition any bag-of-concepts scorer
     can reach, 1/k for the k bindings of its bag made of ``allowed`` objects (default
-    all). The mean is the ceiling; :func:`bag_of_concepts_scores` gives the floor."""
+    all). The mean is the ceiling; :func:`bindcore.analysis.metrics.bag_of_concepts_scores` gives the floor."""
     v = _pair_values(space, scenes)
     c = space.n_concepts
     masks = torch.arange(2**c, device=scenes.device)
