@@ -12,6 +12,10 @@ hand (Ctrl-C or SIGTERM, e.g. once its curve fell below the leading attempt's) i
 too, with the curve so far, its CPU time and ``--reason`` as its status.
 
     python benchmarks/fit_search.py F1 '{"n_values": 50, "coverage": 0.5}' --seeds 0 1 2
+
+With ``--from-results DIR`` nothing is trained: the attempt's runs are read from a result
+store where a sweep finished them (``bindcore sweep --set ...``), each seed's curve its
+full training-only history (not stopped at the target).
 """
 
 from __future__ import annotations
@@ -69,6 +73,29 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
             "cpu_minutes": (time.process_time() - t0) / 60, "curve": curve, "interrupted": interrupted}
 
 
+def stored_run(cfg: Any, target: float, root: Path) -> dict[str, Any]:
+    """:func:`fit_run`'s row of ``cfg`` from its finished record in the store at ``root``."""
+    from bindcore.controlled.search import search_view
+    from bindcore.store import ResultStore
+
+    entry = ResultStore(root, published=None).find(cfg.store_kind, cfg.to_dict())
+    if entry is None:
+        raise SystemExit(f"no finished run of seed {cfg.seed} with these changes in {root}")
+    record = entry.record()
+    curve = [{"step": h["step"], "task_object_2": search_view(h).get("task_object_2")} for h in record["history"]]
+    reached = [c["step"] for c in curve if (c["task_object_2"] or 0.0) >= target]
+    return {"seed": cfg.seed, "steps_to_target": reached[0] if reached else None,
+            "last_task_object_2": curve[-1]["task_object_2"] if curve else None,
+            "cpu_minutes": (record.get("cpu_seconds") or 0.0) / 60, "curve": curve, "interrupted": False}
+
+
+def stored_code(cfg: Any, root: Path) -> dict[str, Any] | None:
+    from bindcore.store import ResultStore
+
+    entry = ResultStore(root, published=None).find(cfg.store_kind, cfg.to_dict())
+    return None if entry is None else entry.record().get("code")
+
+
 def append(row: dict[str, Any], log: Path = LOG) -> None:
     """Add ``row`` to the log (replacing an earlier row of the same name), atomically."""
     from bindcore.controlled.search import log_attempt
@@ -106,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", type=float, default=0.9)
     p.add_argument("--stop-at", type=int, default=None, help="give up at the first evaluation at or after this step")
     p.add_argument("--log", type=Path, default=LOG)
+    p.add_argument("--from-results", type=Path, default=None,
+                   help="read the runs from this result store (a sweep trained them) instead of training")
     p.add_argument("--reason", default="stopped by hand",
                    help="why, if the attempt is stopped by hand (Ctrl-C or SIGTERM): logged as its status")
     args = p.parse_args(argv)
@@ -121,13 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     changes = json.loads(args.changes)
     first = recipe(args.base, **{**changes, "seed": args.seeds[0]})
     code = {**provenance(), "kind": first.store_kind.name}  # before any training
+    if args.from_results:  # the code that trained the stored runs
+        code = {**(stored_code(first, args.from_results) or code), "kind": first.store_kind.name}
     before = signal.signal(signal.SIGTERM, _terminate)  # unwinds as Ctrl-C does: the attempt is logged
     try:
         runs = []
         for seed in args.seeds:
             cfg = recipe(args.base, **{**changes, "seed": seed})
             print(f"{args.name} seed {seed}", flush=True)
-            runs.append(fit_run(cfg, args.target, args.stop_at))
+            runs.append(stored_run(cfg, args.target, args.from_results) if args.from_results
+                        else fit_run(cfg, args.target, args.stop_at))
             # logged after every seed, so that an attempt cut short keeps the seeds it finished
             row = attempt_row(args, changes, runs, code)
             append(row, args.log)
