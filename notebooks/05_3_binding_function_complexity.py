@@ -23,7 +23,10 @@
 # **What this chapter does.** The claim is about models that generalize. With
 # `models = "scale"` it reads the scale sweep's models of §5.2 that bind: every object
 # space and coverage whose runs recognise at least half of the validation swap pairs
-# (their median), every seed whose weights are published (`quick` and `colab` do); with
+# (their median), every seed whose weights are published (`quick` and `colab` do), at
+# the point's budget or, where the fit rule has since raised it and the longer runs are
+# not made yet, at the budget they were trained with (the claim asks for a model that
+# binds, not for one trained to the plan's latest budget); with
 # `"chapter"` (the `smoke` and `paper` default) the §5.2 chapter's own runs at their
 # largest coverage. The scale models' binding data holds every ordered pair of their
 # objects, so their approximator sweeps take a CPU close to an hour for this chapter
