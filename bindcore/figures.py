@@ -43,7 +43,7 @@ def use_style() -> None:
     })
 
 
-# -- readable at the page's width (issue 40) --
+# -- readable at the page's width --
 PAGE_WIDTH_PX = 790  # the content width of a book page in the HTML, in pixels
 PAGE_WIDTH_IN = 7.0  # a figure this wide (at figure.dpi 110: 770 px) shows unscaled on the page
 MIN_TEXT_PT = 8.0  # the smallest text a figure may show, in points as displayed on the page

@@ -11,7 +11,7 @@ import pytest
 from bindcore.book import prose
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.py"))
-# rewritten on another branch (issue 10); its prose still types numbers
+# notebooks whose prose may still type numbers, with the reason (none today)
 NOT_YET: dict[str, str] = {}
 
 
@@ -32,7 +32,7 @@ def test_the_allow_list_leaves_no_number(text):
     ("retrieval 0.76 -> 0.65, probing 0.91–0.93", ["0.76", "0.65", "0.91", "0.93"]),
     ("a bare number in code: `0.97`; lr 1e-2", ["0.97", "1e-2"]),
     ("7 + 2 neighbours", ["7", "2"]),
-    # values typed inside math (issue 22): not notation such as $C = 2$ or $V^2$
+    # values typed inside math, but not notation such as $C = 2$ or $V^2$
     ("objects with $V = 50$ values, up to $6.5 \\times 10^6$ of them, $C = 2$, $V^2$", ["50", "6.5"]),
 ])
 def test_numbers_are_found(text, numbers):
