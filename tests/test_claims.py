@@ -484,6 +484,34 @@ def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
     assert statuses(rises)[-1] == CL.NOT_SHOWN
 
 
+def test_a_size_that_did_not_fit_its_training_task_is_not_compared():
+    from bindcore.sweep import generalization_summary
+
+    binds = {0.1: (0.1, 0.0, 0.95), 0.3: (0.2, 0.05, 1.0), 0.5: (0.9, 0.6, 1.0), 0.7: (0.95, 0.8, 1.0)}
+    bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
+    binds_later = {**binds, 0.5: (0.6, 0.3, 1.0)}
+
+    def runs(sizes, fitted):
+        return generalization_summary(pd.DataFrame([
+            {"C": c, "V": v, "objects": v ** c, "coverage": cov, "seed": seed, "test_object_2": o,
+             "test_swap_pair": sw, "test_concept_2": k, "boc_ceiling_test_object_2": 0.55, "boc_test_object_2": 0.05,
+             "fitted": fitted[(c, v)] > seed}
+            for (c, v), pts in sizes.items() for cov, (o, sw, k) in pts.items() for seed in range(3)]))
+
+    # the largest size never binds: with its runs fitted that is a rise; unfitted, it is left out
+    fitted = {(2, 10): 3, (2, 20): 3, (2, 50): 3}
+    sizes = {(2, 10): binds_later, (2, 20): binds, (2, 50): bag}
+    assert statuses(claims_table(runs(sizes, fitted), "scale"))[-1] == CL.NOT_SHOWN
+    unfitted = claims_table(runs(sizes, {**fitted, (2, 50): 1}), "scale")
+    assert statuses(unfitted)[-1] == CL.SHOWN  # 0.7 -> 0.5 over the two sizes that can be compared
+    # the null of the same shape: the two comparable sizes in the other order
+    swapped = {(2, 10): binds, (2, 20): binds_later, (2, 50): bag}
+    assert statuses(claims_table(runs(swapped, {**fitted, (2, 50): 1}), "scale"))[-1] == CL.NOT_SHOWN
+    # no pair left to compare: not testable
+    alone = claims_table(runs({(2, 10): binds, (2, 50): bag}, {(2, 10): 3, (2, 50): 0}), "scale")
+    assert statuses(alone)[-1] == CL.UNTESTABLE and "no two sizes" in alone["why"].iloc[-1]
+
+
 def test_a_rise_that_falls_back_is_no_transition():
     from bindcore.sweep import transition_coverage
 

@@ -25,17 +25,29 @@ def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin
             f"{concept_threshold:g} at a smaller coverage than the transition (swap pairs >= {transition:g}). "
             f"Larger spaces need a smaller fraction: over every pair of sizes that can be compared, the larger "
             f"never needs more coverage for the transition and at least once needs less (a size without a "
-            f"transition needs more than its largest coverage; two such sizes cannot be compared).")
+            f"transition needs more than its largest coverage, unless most of its runs there did not fit their "
+            f"training task; two such sizes cannot be compared).")
 
 
 def _size(r: dict[str, Any]) -> str:
     return f"|O| = {int(r['objects']):,} (C = {int(r['C'])}, V = {int(r['V'])})"
 
 
+def _unfitted(r: dict[str, Any]) -> bool:
+    """Whether most runs of a size at its largest coverage ended with their training task
+    unfitted (``fitted at largest coverage``, ``k of n``; a summary that does not say: no)."""
+    k, _, n = str(r.get("fitted at largest coverage") or "").partition(" of ")
+    return bool(n) and 2 * int(k) <= int(n)
+
+
 def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | None:
     """``"rises"``, ``"falls"`` or ``"same"``: the transition coverage from a smaller space to a
-    larger; None if not comparable (a missing transition lies above the largest coverage)."""
+    larger; None if not comparable (a missing transition lies above the largest coverage,
+    unless the size's runs there did not fit their training task: then where it lies is
+    not known)."""
     ts, tl = small["transition coverage"], large["transition coverage"]
+    if (not _ok(ts) and _unfitted(small)) or (not _ok(tl) and _unfitted(large)):
+        return None
     if _ok(ts) and _ok(tl):
         return "rises" if tl > ts else "falls" if tl < ts else "same"
     if _ok(ts):  # the larger space does not bind where the smaller one does
@@ -87,8 +99,10 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              f"concepts from coverage {c:g}, binding from {t:g}" if _ok(c)
                              else f"concepts never reach {concept_threshold:g}; binding from {t:g}",
                              verdict(_ok(c) and c < t), "concepts reach the threshold at a smaller coverage", profile))
-    ours = ", ".join(f"|O| = {int(r['objects']):,}: " + (f"{r['transition coverage']:g}" if _ok(r["transition coverage"])
-                                                        else f"> {r['largest coverage']:g}") for r in recs)
+    ours = ", ".join(f"|O| = {int(r['objects']):,}: " + (
+        f"{r['transition coverage']:g}" if _ok(r["transition coverage"])
+        else f"> {r['largest coverage']:g}" + (f" (fitted {r['fitted at largest coverage']}: not compared)"
+                                              if _unfitted(r) else "")) for r in recs)
     if len(recs) < 2:
         rows.append(_row(fraction, "across sizes", c_fraction, ours or "–", UNTESTABLE, "one object-space size only",
                          profile))
@@ -100,11 +114,13 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              "every larger coverage; a single coverage above it that falls back is none)", profile))
         else:
             order = [_transition_order(a, b) for i, a in enumerate(recs) for b in recs[i + 1:]]
+            rule = ("over every pair of sizes that can be compared, the larger never needs more coverage and at "
+                    "least once needs less (a size without a transition needs more than its largest coverage, "
+                    "unless most of its runs there did not fit their training task; two such sizes cannot be "
+                    "compared)")
             rows.append(_row(fraction, "across sizes", c_fraction, "transition coverage " + ours,
-                             verdict("rises" not in order and "falls" in order),
-                             "over every pair of sizes that can be compared, the larger never needs more "
-                             "coverage and at least once needs less (a size without a transition needs more than "
-                             "its largest coverage; two such sizes cannot be compared)", profile))
+                             verdict("rises" not in order and "falls" in order) if any(order) else UNTESTABLE,
+                             rule if any(order) else "no two sizes can be compared: " + rule, profile))
     return _frame(rows)
 
 
