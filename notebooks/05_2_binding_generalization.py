@@ -589,8 +589,10 @@ else:
 # a test recomputes the plan's budgets from the published runs and checks that test and
 # `train_object_*` numbers cannot change them). A run that ends unfitted is kept, shown
 # and counted (column `fitted` below). Where a point's longer runs are not computed yet,
-# its runs at the base budget stand in (their `steps` say so) and the point is listed as
-# not computed above.
+# its runs at the largest earlier budget stand in (their `steps` say so) and the point
+# is listed as not computed above. A size whose runs mostly end unfitted at its largest
+# coverage and never reach the transition is not compared across sizes: where its
+# transition lies is not known.
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
