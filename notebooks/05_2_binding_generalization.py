@@ -290,7 +290,7 @@ print(f"fast == reference on {len(batch)} scenes and their queries: embeddings a
 
 # %% tags=["export"]
 # export: bindcore/controlled/objective.py
-# The §5.2 objective as the chapter defines it: a batch's object candidates, the soft-target loss, one minibatch's loss.
+# The §5.2 objective as the chapter defines it: a batch's object candidates, the soft-target loss, one minibatch's loss, one training step.
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -298,7 +298,7 @@ import torch
 import torch.nn.functional as F
 
 from bindcore.controlled.models import DualEncoder, cosine_logits
-from bindcore.controlled.scenes import SceneSpace, attribute_swaps, isin, object_labels
+from bindcore.controlled.scenes import SceneSpace, attribute_swaps, isin, object_labels, sample_scenes
 
 if TYPE_CHECKING:
     from bindcore.controlled.training import TrainConfig
@@ -408,6 +408,58 @@ def train_loss(cfg: "TrainConfig", model: DualEncoder, scenes: torch.Tensor, all
         total = total + weight * loss
         parts[name] = float(loss.detach())
     return total, parts
+
+# %% [markdown]
+# One training step draws a minibatch of scenes from the training objects (with the
+# sampler seeded by the run's seed and the step, so that a resumed run draws what it
+# would have drawn; an optional curriculum first narrows the values a scene may use),
+# computes its loss and takes an optimiser step:
+
+# %% tags=["export"]
+# export: bindcore/controlled/objective.py
+def curriculum_limit(cfg: "TrainConfig", step: int) -> int:
+    """Number of values per concept that training scenes may use at ``step`` (V when
+    the curriculum is off or over)."""
+    if not cfg.curriculum_values:
+        return cfg.n_values
+    ramp = cfg.curriculum_frac * cfg.steps
+    grown = cfg.curriculum_values + (cfg.n_values - cfg.curriculum_values) * step / ramp
+    return min(cfg.n_values, int(grown))
+
+
+def curriculum_objects(cfg: "TrainConfig", train_objects: torch.Tensor, step: int) -> torch.Tensor:
+    """The training objects a batch at ``step`` is drawn from: those whose values all lie
+    below :func:`curriculum_limit` (at least the objects of the smallest non-empty range)."""
+    limit = curriculum_limit(cfg, step)
+    if limit >= cfg.n_values:
+        return train_objects
+    top = cfg.space.object_values(train_objects).amax(1)
+    for lim in range(limit, cfg.n_values + 1):
+        keep = train_objects[top < lim]
+        if len(keep):
+            return keep
+    return train_objects
+
+
+def step_generator(cfg: "TrainConfig", step: int, device: torch.device) -> torch.Generator:
+    """The sampler's randomness is a function of (seed, step): resuming is exact."""
+    return torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
+
+
+def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Optimizer, train_objects: torch.Tensor,
+                   allowed: torch.Tensor, step: int, dev: torch.device, amp: torch.dtype | None,
+                   w_c: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """One training step: a minibatch of scenes of the step's training objects, then
+    ``grad_steps_per_batch`` optimiser steps on it; (the last loss, its parts)."""
+    gen = step_generator(cfg, step, dev)
+    scenes = sample_scenes(curriculum_objects(cfg, train_objects, step), cfg.batch_size, cfg.max_objects, gen)
+    for _ in range(cfg.grad_steps_per_batch):
+        with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
+            loss, parts = train_loss(cfg, model, scenes, allowed, gen, w_c)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return loss, parts
 
 # %% [markdown]
 # Evaluation scores every held-out scene against the full vocabulary with the strict

@@ -26,7 +26,13 @@ from bindcore.store import ResultStore
 from .checkpoints import Clock, previous_checkpoint, save_checkpoint
 from .evaluation import bag_of_concepts_baseline, evaluate, make_eval_set
 from .models import DualEncoder, cosine_logits, packed_encode
-from .objective import concept_query_set, object_candidates, soft_target_loss
+from .objective import (
+    concept_query_set,
+    curriculum_objects,
+    object_candidates,
+    soft_target_loss,
+    step_generator,
+)
 from .runs import train_record
 from .scenes import SceneSpace, object_labels, sample_scenes
 from .training import (
@@ -39,11 +45,9 @@ from .training import (
     concept_loss_onset,
     concept_weight,
     count_parameters,
-    curriculum_objects,
     lr_factor,
     make_optimizer,
     start_state,
-    step_generator,
 )
 
 log = logging.getLogger(__name__)

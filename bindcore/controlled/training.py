@@ -42,17 +42,20 @@ from .objective import (  # noqa: F401 (defined in §5.2)
     QuerySet,
     capped,
     concept_query_set,
+    curriculum_limit,
+    curriculum_objects,
     encode_queries,
     near_misses,
     object_candidates,
+    optimizer_step,
     soft_target_loss,
+    step_generator,
     train_loss,
 )
 from .scenes import (
     ObjectSplit,
     SceneSpace,
     coverage_split,
-    sample_scenes,
 )
 
 log = logging.getLogger(__name__)
@@ -361,35 +364,6 @@ def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None
     return None
 
 
-def curriculum_limit(cfg: TrainConfig, step: int) -> int:
-    """Number of values per concept that training scenes may use at ``step`` (V when
-    the curriculum is off or over)."""
-    if not cfg.curriculum_values:
-        return cfg.n_values
-    ramp = cfg.curriculum_frac * cfg.steps
-    grown = cfg.curriculum_values + (cfg.n_values - cfg.curriculum_values) * step / ramp
-    return min(cfg.n_values, int(grown))
-
-
-def curriculum_objects(cfg: TrainConfig, train_objects: torch.Tensor, step: int) -> torch.Tensor:
-    """The training objects a batch at ``step`` is drawn from: those whose values all lie
-    below :func:`curriculum_limit` (at least the objects of the smallest non-empty range)."""
-    limit = curriculum_limit(cfg, step)
-    if limit >= cfg.n_values:
-        return train_objects
-    top = cfg.space.object_values(train_objects).amax(1)
-    for lim in range(limit, cfg.n_values + 1):
-        keep = train_objects[top < lim]
-        if len(keep):
-            return keep
-    return train_objects
-
-
-def step_generator(cfg: TrainConfig, step: int, device: torch.device) -> torch.Generator:
-    """The sampler's randomness is a function of (seed, step): resuming is exact."""
-    return torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step)
-
-
 def encode_scenes(model: DualEncoder, space: SceneSpace, scenes: torch.Tensor) -> torch.Tensor:
     """Scene embeddings, computing each distinct scene of the batch once (small object
     spaces repeat many scenes, one-object scenes especially); identical result."""
@@ -440,22 +414,6 @@ class TrainOutput:
     concept_loss_from: int | None = None
     cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
     trained_by: list[str] = field(default_factory=list)  # the code versions that trained it, resumes included
-
-
-def optimizer_step(cfg: TrainConfig, model: DualEncoder, opt: torch.optim.Optimizer, train_objects: torch.Tensor,
-                   allowed: torch.Tensor, step: int, dev: torch.device, amp: torch.dtype | None,
-                   w_c: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """One training step: a minibatch of scenes of the step's training objects, then
-    ``grad_steps_per_batch`` optimiser steps on it; (the last loss, its parts)."""
-    gen = step_generator(cfg, step, dev)
-    scenes = sample_scenes(curriculum_objects(cfg, train_objects, step), cfg.batch_size, cfg.max_objects, gen)
-    for _ in range(cfg.grad_steps_per_batch):
-        with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
-            loss, parts = train_loss(cfg, model, scenes, allowed, gen, w_c)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return loss, parts
 
 
 def run_training(
