@@ -153,4 +153,9 @@ show_claims(width_claims(table, profile), "05_3_binding_function_complexity")
 # `margin`). The models' own held-out object recognition (§5.2, and the ceiling table above)
 # bounds what any approximator can show, and a claim on a model whose own held-out swap
 # pairs stay below one half is "not testable here" (column `why`), not "not shown". The
-# `paper` profile reruns this on models trained with the released recipe.
+# `quick` profile trains each approximator for a fraction of the paper's steps on at most
+# `max_objects` of a model's objects (the parameter list at the top): where the larger
+# space's approximators stay under the ceiling at every width, that budget is the first
+# suspect, not the model, and a rerun with the paper's approximator steps (`-p steps`)
+# tells them apart. The `paper` profile reruns this on models trained with the released
+# recipe.
