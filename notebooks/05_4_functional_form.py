@@ -61,10 +61,12 @@ executor = None  # where training runs and approximator sweeps run: "local" (def
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import torch
 from IPython.display import Markdown
 
-from bindcore.analysis.approximators import FAMILIES
+from bindcore.analysis.approximators import FAMILIES, StackedApproximator, global_codes
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for
 from bindcore.book.chapter import start_chapter
@@ -140,11 +142,6 @@ def approximator_output(family: str, params: dict[str, torch.Tensor], rows: torc
 # with that model's parameters:
 
 # %%
-import numpy as np
-import torch
-
-from bindcore.analysis.approximators import StackedApproximator, global_codes
-
 rows = torch.as_tensor(global_codes(np.random.default_rng(0).integers(0, 4, (64, 4)), [4, 5]))
 for family in FAMILIES:
     stack = StackedApproximator(family, [4, 5], 8, widths=[3, 16], seeds=[0, 1])
