@@ -3,7 +3,7 @@
 A recipe (``--profile``: scale by default, or quick, the book's own §5.2 runs) at
 |O| = 2,500 (C = 2, V = 50, coverage 0.5) unless told otherwise, on one CPU thread:
 seconds per training step of one lone run (each seed's lone run, by
-:func:`bindcore.controlled.training.optimizer_step`) and of stacks of 3 and 4 runs
+:func:`bindcore.controlled.objective.optimizer_step`) and of stacks of 3 and 4 runs
 (seeds 0..R-1, :func:`bindcore.controlled.stacked.stacked_step`), and the ratio
 stacked / (sum of the same runs' lone steps): below 1, the stack saves time.
 Measurements alternate lone and stacked steps over several rounds; each figure is the

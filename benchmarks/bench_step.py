@@ -6,7 +6,7 @@ after the packed CPU path of the fast encoder, printed side by side (not asserte
    encoder's linear layers run on the CPU), at a few square sizes and at the shape of
    the feed-forward block's first product in the scale recipe (4608 x 64 x 256: 512
    scenes of 9 tokens, d_model 64, FFN 256).
-2. The scale recipe's step (:func:`bindcore.controlled.training.optimizer_step` at
+2. The scale recipe's step (:func:`bindcore.controlled.objective.optimizer_step` at
    |O| = 2,500, coverage 0.5: batch 512, d_model 64, 2 layers, FFN 256, near-miss
    negatives): GFLOP per step (``torch.utils.flop_counter.FlopCounterMode``; each
    version counts its own work: the old one computes at PAD positions, the new one at

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -73,27 +74,26 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
             "cpu_minutes": (time.process_time() - t0) / 60, "curve": curve, "interrupted": interrupted}
 
 
-def stored_run(cfg: Any, target: float, root: Path) -> dict[str, Any]:
-    """:func:`fit_run`'s row of ``cfg`` from its finished record in the store at ``root``."""
-    from bindcore.controlled.search import search_view
+def stored_record(cfg: Any, root: Path) -> dict[str, Any]:
+    """The finished record of ``cfg`` in the store at ``root`` (a sweep trained it)."""
     from bindcore.store import ResultStore
 
     entry = ResultStore(root, published=None).find(cfg.store_kind, cfg.to_dict())
     if entry is None:
         raise SystemExit(f"no finished run of seed {cfg.seed} with these changes in {root}")
-    record = entry.record()
+    return entry.record()
+
+
+def stored_run(record: dict[str, Any], target: float) -> dict[str, Any]:
+    """:func:`fit_run`'s row of a finished ``record``: its whole training-only curve."""
+    from bindcore.controlled.recipes import steps_to_fit
+    from bindcore.controlled.search import search_view
+
     curve = [{"step": h["step"], "task_object_2": search_view(h).get("task_object_2")} for h in record["history"]]
-    reached = [c["step"] for c in curve if (c["task_object_2"] or 0.0) >= target]
-    return {"seed": cfg.seed, "steps_to_target": reached[0] if reached else None,
+    reached = steps_to_fit(record["history"], target=target)
+    return {"seed": record["config"]["seed"], "steps_to_target": None if math.isinf(reached) else int(reached),
             "last_task_object_2": curve[-1]["task_object_2"] if curve else None,
             "cpu_minutes": (record.get("cpu_seconds") or 0.0) / 60, "curve": curve, "interrupted": False}
-
-
-def stored_code(cfg: Any, root: Path) -> dict[str, Any] | None:
-    from bindcore.store import ResultStore
-
-    entry = ResultStore(root, published=None).find(cfg.store_kind, cfg.to_dict())
-    return None if entry is None else entry.record().get("code")
 
 
 def append(row: dict[str, Any], log: Path = LOG) -> None:
@@ -151,14 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     first = recipe(args.base, **{**changes, "seed": args.seeds[0]})
     code = {**provenance(), "kind": first.store_kind.name}  # before any training
     if args.from_results:  # the code that trained the stored runs
-        code = {**(stored_code(first, args.from_results) or code), "kind": first.store_kind.name}
+        code = {**(stored_record(first, args.from_results).get("code") or code), "kind": first.store_kind.name}
     before = signal.signal(signal.SIGTERM, _terminate)  # unwinds as Ctrl-C does: the attempt is logged
     try:
         runs = []
         for seed in args.seeds:
             cfg = recipe(args.base, **{**changes, "seed": seed})
             print(f"{args.name} seed {seed}", flush=True)
-            runs.append(stored_run(cfg, args.target, args.from_results) if args.from_results
+            runs.append(stored_run(stored_record(cfg, args.from_results), args.target) if args.from_results
                         else fit_run(cfg, args.target, args.stop_at))
             # logged after every seed, so that an attempt cut short keeps the seeds it finished
             row = attempt_row(args, changes, runs, code)

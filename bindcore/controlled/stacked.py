@@ -216,7 +216,7 @@ def pad_rows(t: torch.Tensor, count: int, filler: torch.Tensor) -> torch.Tensor:
 
 
 def masked_soft_target_loss(logits: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """:func:`~bindcore.controlled.training.soft_target_loss` of every run at once:
+    """:func:`~bindcore.controlled.objective.soft_target_loss` of every run at once:
     logits and labels ``[R, B, K]``, ``valid`` ``[R, K]`` (False: a padded candidate,
     out of the softmax) -> ``[R]``. A run without any valid candidate gets 0 (and no
     gradient)."""
@@ -253,7 +253,7 @@ class Run:
 def draw_queries(cfg: TrainConfig, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator,
                  w_c: float) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """A run's candidate queries of one minibatch, drawn from ``gen`` in the order of
-    :func:`~bindcore.controlled.training.train_loss`: name -> (tokens, labels)."""
+    :func:`~bindcore.controlled.objective.train_loss`: name -> (tokens, labels)."""
     space = cfg.space
     out = {}
     if w_c > 0:
@@ -314,7 +314,7 @@ def stack_candidates(drawn: list[dict[str, tuple[torch.Tensor, torch.Tensor]]], 
 def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch.Tensor],
                  gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
                  ) -> tuple[torch.Tensor, list[dict[str, float]]]:
-    """The sum over runs of each run's :func:`~bindcore.controlled.training.train_loss`
+    """The sum over runs of each run's :func:`~bindcore.controlled.objective.train_loss`
     on its own minibatch (``weights``: each run's concept-loss weight), and each run's
     loss parts. On the CPU each run's loss is its lone one, computed as a lone run does
     (:func:`per_run_losses`)."""
@@ -348,7 +348,7 @@ def per_run_losses(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[tor
                    gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
                    ) -> tuple[torch.Tensor, list[dict[str, float]]]:
     """:func:`stacked_loss` on the CPU: run after run, the lone
-    :func:`~bindcore.controlled.training.train_loss` on views of the run's slice of the
+    :func:`~bindcore.controlled.objective.train_loss` on views of the run's slice of the
     stacked parameters, through the lone encoder's packed path
     (:func:`~bindcore.controlled.models.packed_encode`: oneDNN products and short-sequence
     attention, faster on a CPU than the batched products over runs with padded
@@ -381,7 +381,7 @@ def per_run_losses(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[tor
 
 def stacked_step(runs: list[Run], params: dict[str, torch.Tensor], opt: torch.optim.Optimizer, step: int,
                  amp: torch.dtype | None, positions: torch.Tensor) -> list[dict[str, float]]:
-    """:func:`~bindcore.controlled.training.optimizer_step` of every run at once: each
+    """:func:`~bindcore.controlled.objective.optimizer_step` of every run at once: each
     run's minibatch from its own step generator, then ``grad_steps_per_batch`` optimiser
     steps on it (candidates drawn again each time, as a lone run does); each run's last
     loss parts."""

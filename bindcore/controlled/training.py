@@ -38,13 +38,7 @@ from .evaluation import (
     memory_text,
 )
 from .models import DualEncoder, EncoderConfig, count_parameters
-from .objective import (  # noqa: F401 (defined in §5.2)
-    QuerySet,
-    capped,
-    concept_query_set,
-    curriculum_limit,
-    curriculum_objects,
-    encode_queries,
+from .objective import (  # noqa: F401 (defined in §5.2; tests and benchmarks import them from here)
     near_misses,
     object_candidates,
     optimizer_step,
