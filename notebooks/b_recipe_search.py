@@ -89,16 +89,15 @@ if fig is not None:
     plt.show()
 
 # %% [markdown]
-# The `U` attempts try one lever each at the largest space the scale sweep fits on a CPU
-# (column `V` above, half the objects seen), beside a control of today's recipe (`U0`): a
-# smaller learning rate, the release's longer warm-up, Adam's second moment at the
-# release's value, and a third transformer layer in each encoder. Only the third layer
-# beat the control, on two seeds of three (the third seed never started to fit). Trained
-# to its last step on three seeds (`W1`, read from the records of a scale sweep run with
-# that change), the three-layer recipe fitted every seed, where the two-layer recipe's
-# runs at that point fit at most one seed of three with the same budget and none with
-# twice it (the §5.2 page). The runs' held-out numbers are in their published records;
-# none of them chose anything here.
+# The `U` attempts try one lever each at the space of column `V`, half its objects seen,
+# beside a control of today's recipe (`U0`): a smaller learning rate, the release's longer
+# warm-up, Adam's second moment at the release's value, and a third transformer layer in
+# each encoder (`U4`). The `W` attempts train the three-layer recipe to its last step at
+# two coverages; their rows are read from the records of a scale sweep run with that
+# change (`benchmarks/fit_search.py --from-results`), not trained by the search. Whether
+# every seed fitted is the column `every seed fitted` above; the two-layer recipe's runs
+# at the same points are on the §5.2 page (its column `fitted`). The runs' held-out
+# numbers are in their published records; none of them chose anything here.
 
 # %% [markdown]
 # The first search, which found the earlier `scale` recipe, kept attempts by their held-out
