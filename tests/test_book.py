@@ -502,17 +502,22 @@ def test_the_build_times_of_two_builds_read_side_by_side_per_chapter():
     assert rows[5] == ["total", "600 s (10.0 min)", "90 s (1.5 min)"]
 
 
-def test_chapters_side_by_side_each_in_its_own_process_with_its_share_of_the_cores(fake_repo, tmp_path):
+def test_chapters_side_by_side_each_in_its_own_process_with_its_share_of_the_cores(fake_repo, tmp_path,
+                                                                                   monkeypatch):
     """``jobs=2`` with the real papermill: two chapters run at once, each kernel told its
-    share of the cores; the page that reads other chapters starts after every chapter
-    before it has finished; a second build reuses all three."""
+    share of the cores; the page declared to read other chapters (READS) starts after
+    every chapter before it has finished; a second build reuses all three."""
+    monkeypatch.setattr(book, "READS", {"ch3": ("ch1", "ch2")})
+    monkeypatch.setattr(toc, "READS", book.READS)
     code = 'import os\nprint(profile, os.environ.get("BINDCORE_CPUS"), os.environ.get("OMP_NUM_THREADS"))'
     for name in ("ch1", "ch2"):
         src = (fake_repo / "notebooks" / f"{name}.py").read_text()
         (fake_repo / "notebooks" / f"{name}.py").write_text(src.replace("print(profile)", code))
-    (fake_repo / "notebooks" / "ch3.py").write_text(NOTEBOOK.replace("print(profile)", "print('reads')  # ran_with("))
-    toc = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n"
-    (fake_repo / "_toc.yml").write_text(toc)
+    ch1 = fake_repo / "notebooks" / "ch1.py"  # the slower one: ch3 could start beside it but must not
+    ch1.write_text(ch1.read_text().replace("import os\n", "import os, time\ntime.sleep(3)\n"))
+    (fake_repo / "notebooks" / "ch3.py").write_text(NOTEBOOK.replace("print(profile)", "print('reads')"))
+    toc_text = (fake_repo / "_toc.yml").read_text() + "      - file: notebooks/ch3\n"
+    (fake_repo / "_toc.yml").write_text(toc_text)
     build = tmp_path / "build"
     runs = book.execute_book("smoke", build, root=fake_repo, jobs=2)
     assert [r.name for r in runs] == ["ch1", "ch2", "ch3"] and not any(r.cached for r in runs)
