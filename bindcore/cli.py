@@ -226,13 +226,13 @@ def _config_from_args(args: argparse.Namespace, plan_steps: bool = True):
 
 
 def _plan_steps(args: argparse.Namespace, cfg):
-    """``--profile scale`` without ``--config`` or ``--set steps=``: the scale plan's steps
-    for the config's object space (:func:`bindcore.controlled.recipes.scale_steps`)."""
-    from bindcore.controlled.recipes import scale_steps
+    """``--profile scale`` without ``--config``: the scale plan's steps and layers for the
+    config's point, except those set by ``--set`` (:func:`bindcore.controlled.recipes.scale_point`)."""
+    from bindcore.controlled.recipes import scale_point
 
-    if profile_of(args) != "scale" or args.config is not None or "steps" in _parse_sets(args.set):
+    if profile_of(args) != "scale" or args.config is not None:
         return cfg
-    return scale_steps(cfg)
+    return scale_point(cfg, keep=set(_parse_sets(args.set)))
 
 
 def profile_of(args: argparse.Namespace) -> str:

@@ -3,6 +3,7 @@ bind, chosen on validation objects among the points whose weights are stored."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from bindcore.controlled.recipes import scale_plan
@@ -35,13 +36,20 @@ def test_the_models_that_bind_are_chosen_on_validation_objects_with_their_weight
     assert [(r["config"]["n_values"], r["config"]["coverage"], r["config"]["seed"]) for r in runs] == \
         [(20, 0.8, s) for s in range(3)] + [(20, 0.9, s) for s in range(3)]  # test swap pairs choose nothing
     assert binding_scale_runs(_store(tmp_path / "none", {(20, 0.8): (0.4, 0.9, True)})) == []
+    # one point a size: the largest median validation swap pairs among those with weights
+    chosen = binding_scale_runs(store, per_size="chosen")
+    assert [(r["config"]["coverage"], r["config"]["seed"]) for r in chosen] == [(0.8, s) for s in range(3)]
+    tie = _store(tmp_path / "tie", {(20, 0.8): (0.7, 0.0, True), (20, 0.9): (0.7, 0.0, True)})
+    assert {r["config"]["coverage"] for r in binding_scale_runs(tie, per_size="chosen")} == {0.8}  # the smaller
+    with pytest.raises(ValueError, match="per_size"):
+        binding_scale_runs(store, per_size="best")
 
 
 def test_a_point_whose_budget_was_raised_serves_with_its_binding_runs_at_the_earlier_budget(tmp_path):
     from bindcore.controlled.recipes import SCALE_STEPS
 
     store = ResultStore(tmp_path / "results", published=None)
-    plan = [c for c in scale_plan() if (c.n_values, c.coverage) == (50, 0.7) and not c.split_seed]
+    plan = [c for c in scale_plan() if (c.n_values, c.coverage) == (50, 0.5) and not c.split_seed]
     assert plan and plan[0].steps > SCALE_STEPS[(2, 50)]  # the fit rule raised this point's budget
     for cfg in plan:
         cfg = cfg.with_(steps=cfg.steps // 2)

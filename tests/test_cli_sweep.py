@@ -139,6 +139,7 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
         SCALE_SEEDS,
         SCALE_STEPS,
         scale_budget,
+        scale_layers,
         scale_plan,
     )
 
@@ -153,6 +154,7 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
     points: dict = {}
     for c in plan:
         assert c.steps == scale_budget(c.n_concepts, c.n_values, c.coverage) and not c.heldout_as_negatives
+        assert c.n_layers == scale_layers(c.n_concepts, c.n_values)
         points.setdefault((c.n_values, c.coverage), []).append(c)
     for runs in points.values():
         assert {r.seed for r in runs} == set(SCALE_SEEDS)
@@ -171,14 +173,15 @@ def test_the_scale_budgets_are_the_fit_rule_on_the_published_runs_read_on_traini
     """Each point's steps (SCALE_BUDGETS) are what the fit-matched rule answers on the
     published runs, and the rule reads training-task metrics alone: the same runs with
     every test and train_object_* number scrambled give the same budgets."""
-    from bindcore.controlled.recipes import SCALE_BUDGETS, SCALE_STEPS, fit_budgets, scale_budget
+    from bindcore.controlled.recipes import SCALE_BUDGETS, SCALE_STEPS, fit_budgets, of_the_plan, scale_budget
     from bindcore.controlled.search import hidden_from_choices
     from bindcore.store import PUBLISHED_ROOT
 
     records = [json.loads(p.read_text()) for p in (PUBLISHED_ROOT / STORE_KIND).glob("*/result.json")]
-    records = [r for r in records if r["config"].get("batch_size") == 512 and r["config"].get("max_object_queries") == 256
-               and (r["config"]["n_concepts"], r["config"]["n_values"]) in SCALE_STEPS]
-    assert len(records) >= 60
+    deep = [r for r in records if of_the_plan(r) and r["config"]["n_values"] == 50]
+    assert deep and not of_the_plan({**deep[0], "config": {**deep[0]["config"], "n_layers": 2}})  # another recipe
+    records = [r for r in records if of_the_plan(r)]
+    assert len(records) >= 60 and {(r["config"]["n_concepts"], r["config"]["n_values"]) for r in records} == set(SCALE_STEPS)
     budgets = fit_budgets(records)
     for point, steps in budgets.items():
         assert scale_budget(*point) == steps, point
@@ -203,7 +206,7 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     (its steps are the plan's, not the recipe's default), so it resumes and fills the plan;
     ``--set steps=`` still overrides, and ``train`` follows the same rule."""
     from bindcore.cli import _config_from_args, build_parser, sweep_configs
-    from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
+    from bindcore.controlled.recipes import SCALE_LAYERS, SCALE_STEPS, scale_plan
 
     def configs(*argv):
         return sweep_configs(build_parser().parse_args(["sweep", "--profile", "scale", *argv]))
@@ -212,6 +215,11 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     asked = configs("--values", "10", "--coverages", "0.7", "--seeds", "0", "1", "2")
     assert asked == [c for c in scale_plan() if c.n_values == 10 and c.coverage == 0.7]
     assert {c.steps for c in configs("--values", "10", "--set", "steps=50")} == {50}
+    # a size with its own depth (SCALE_LAYERS) gets it, unless --set names another
+    deep = configs("--values", "50", "--coverages", "0.3")
+    assert deep == [c for c in scale_plan() if c.n_values == 50 and c.coverage == 0.3]
+    assert {c.n_layers for c in deep} == {SCALE_LAYERS[(2, 50)]} != {recipe("scale").n_layers}
+    assert {c.n_layers for c in configs("--values", "50", "--set", "n_layers=2")} == {2}
     assert {c.steps for c in configs("--values", "7")} == {recipe("scale").steps}  # a size off the plan
     # the axes not given are the plan's: seeds alone re-run the whole plan at those seeds
     plan = scale_plan()

@@ -50,10 +50,15 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
     return generalization_configs(base, largest)
 
 
-def binding_scale_runs(store: Any = None, level: float | None = None) -> list[dict[str, Any]]:
+# the §5.3 / §5.4 parameter ``models``: which binding scale models a chapter analyses
+SCALE_MODELS = {"scale": "all", "scale-chosen": "chosen"}
+
+
+def binding_scale_runs(store: Any = None, level: float | None = None, per_size: str = "all") -> list[dict[str, Any]]:
     """The scale sweep's models that bind, chosen on validation objects: every point (first
-    object split) whose runs' median validation swap pairs reach ``level``, each of its runs
-    whose weights are stored (a record published without them is never trained again by a
+    object split) whose runs' median validation swap pairs reach ``level`` (``per_size=
+    "chosen"``: of those, per size, the point with the largest median, ties the smaller
+    coverage: :func:`bindcore.sweep.chosen_coverage`'s rule), each of its runs whose weights are stored (a record published without them is never trained again by a
     page). A point whose budget the fit rule has raised since serves with its runs at the
     earlier budget (:func:`scale_records`): the claims of §5.3 and §5.4 ask for a model that
     binds, which those are, not for one trained to the plan's latest budget. Test objects
@@ -70,26 +75,33 @@ def binding_scale_runs(store: Any = None, level: float | None = None) -> list[di
         c = r["config"]
         if c.get("split_seed", 0) == 0:
             points.setdefault((c["n_values"] ** c["n_concepts"], c["coverage"]), []).append(r)
-    chosen = []
-    for point in sorted(points):
-        runs = points[point]
-        if statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in runs) >= level:
-            chosen += sorted((r for r in runs if has_weights(r)), key=lambda r: r["config"]["seed"])
-    return chosen
+    binding: dict[int, list[tuple[float, float]]] = {}
+    for size, cov in sorted(points):
+        val = statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in points[(size, cov)])
+        if val >= level and any(has_weights(r) for r in points[(size, cov)]):
+            binding.setdefault(size, []).append((val, cov))
+    if per_size == "chosen":
+        binding = {size: [max(vals, key=lambda vc: (vc[0], -vc[1]))] for size, vals in binding.items()}
+    elif per_size != "all":
+        raise ValueError(f"per_size = {per_size!r}: must be 'all' or 'chosen'")
+    return [r for size in sorted(binding) for _, cov in sorted(binding[size], key=lambda vc: vc[1])
+            for r in sorted((r for r in points[(size, cov)] if has_weights(r)), key=lambda r: r["config"]["seed"])]
 
 
 def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_params: Mapping[str, Any],
                       workers: int | None = None, device: str | None = None,
                       executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
-    ``"scale"``, the scale sweep's models that bind (:func:`binding_scale_runs`; none
+    ``"scale"`` or ``"scale-chosen"`` (:data:`SCALE_MODELS`), the scale sweep's models that
+    bind (:func:`binding_scale_runs`; none
     stored with weights: the chapter's own, said so); else those of
     :func:`generalizing_configs` (stored runs are reused; their code version is printed;
     ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.sweep import run_sweep
 
-    if (params or {}).get("models") == "scale":
-        runs = binding_scale_runs()
+    models = (params or {}).get("models")
+    if models in SCALE_MODELS:
+        runs = binding_scale_runs(per_size=SCALE_MODELS[models])
         if runs:
             note_stored(runs, what="controlled models (the scale sweep's models that bind)")
             return runs

@@ -110,8 +110,10 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
          "comparable numbers across steps and runs"),
         ("§5.3 / §5.4 models", "controlled models that generalize",
          f"profile '{profile}': " + (f"the scale sweep's models that bind (median validation swap pairs >= {BINDS_AT:g}), "
-                                     "every seed published with its weights"
-                                     if controlled.get("models") == "scale" else
+                                     + ("at the point of each size chosen on validation objects, "
+                                        if controlled.get("models") == "scale-chosen" else "")
+                                     + "every seed published with its weights"
+                                     if controlled.get("models", "").startswith("scale") else
                                      "the §5.2 chapter's own runs at their largest coverage")
          + f"; the ordered pairs of at most {controlled['max_objects']:,} of their objects",
          "a claim on a model that does not bind is not testable here"),
