@@ -504,6 +504,11 @@ def test_a_size_that_did_not_fit_its_training_task_is_not_compared():
     assert statuses(claims_table(runs(sizes, fitted), "scale"))[-1] == CL.NOT_SHOWN
     unfitted = claims_table(runs(sizes, {**fitted, (2, 50): 1}), "scale")
     assert statuses(unfitted)[-1] == CL.SHOWN  # 0.7 -> 0.5 over the two sizes that can be compared
+    # its own claims: not testable when unfitted, not shown when fitted (the same numbers)
+    at = {"fitted": claims_table(runs(sizes, fitted), "scale"), "unfitted": unfitted}
+    largest = {k: t[t["subject"].str.startswith("|O| = 2,500")] for k, t in at.items()}
+    assert set(largest["unfitted"]["status"]) == {CL.NOT_TESTABLE} and "fitted 1 of 3" in largest["unfitted"]["why"].iloc[0]
+    assert CL.NOT_SHOWN in set(largest["fitted"]["status"]) and len(largest["fitted"]) == len(largest["unfitted"])
     # the null of the same shape: the two comparable sizes in the other order
     swapped = {(2, 10): binds, (2, 20): binds_later, (2, 50): bag}
     assert statuses(claims_table(runs(swapped, {**fitted, (2, 50): 1}), "scale"))[-1] == CL.NOT_SHOWN

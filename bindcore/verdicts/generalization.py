@@ -8,7 +8,7 @@ import pandas as pd
 
 from bindcore.paper import PAPER_CLAIMS_5_2
 
-from .core import UNTESTABLE, _frame, _margin, _ok, _row, verdict
+from .core import NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
 
 
 def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
@@ -23,6 +23,8 @@ def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin
             f"bag-of-concepts ceiling, every seed above it, and median swap pairs at least {transition:g}. Every number "
             f"is the median over the seeds at a coverage. Concepts first: concept recognition reaches "
             f"{concept_threshold:g} at a smaller coverage than the transition (swap pairs >= {transition:g}). "
+            f"A size without a transition whose runs at its largest coverage mostly did not fit their training "
+            f"task: its claims are not testable here. "
             f"Larger spaces need a smaller fraction: over every pair of sizes that can be compared, the larger "
             f"never needs more coverage for the transition and at least once needs less (a size without a "
             f"transition needs more than its largest coverage, unless most of its runs there did not fit their "
@@ -67,6 +69,13 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
     recs = summary.sort_values("objects").to_dict("records")
     for r in recs:
         who = _size(r)
+        if not _ok(r["transition coverage"]) and _unfitted(r):  # a failed precondition, not a finding
+            why = (f"no transition, and most runs at the largest coverage did not fit their training task "
+                   f"(fitted {r['fitted at largest coverage']})")
+            rows += [_row(claim, who, paper, f"swap pairs {r['swap pairs at largest coverage']:.2f} at coverage "
+                          f"{r['largest coverage']:g}", NOT_TESTABLE, why, profile)
+                     for claim, paper in ((rises, c_rises), (above, c_above), (order_claim, c_order))]
+            continue
         if r["coverages"] < 2:
             rows.append(_row(rises, who, c_rises, "–", UNTESTABLE, "one coverage only", profile))
         else:
