@@ -1,8 +1,5 @@
-"""Where a sweep's runs execute: this machine (:class:`LocalExecutor`: in process, or one
-child process per run with one thread, so that a run killed by the system fails alone)
-or a Ray cluster (:class:`RayExecutor`: one task per run, the store's folder shared).
-A task is plain data (a task function's name and a JSON payload); nothing is pickled.
-:func:`run_tasks` runs them behind one progress bar and lists every failure at the end."""
+"""Where a sweep's runs execute: this machine (:class:`LocalExecutor`) or a Ray cluster
+(:class:`RayExecutor`). A task is a function name and a JSON payload; nothing is pickled."""
 
 from __future__ import annotations
 
@@ -39,23 +36,20 @@ EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3
 
 
-# CPUs this process may use for runs side by side: the book build sets it for each chapter it
-# executes next to others (``bindcore book --jobs``), so that chapters do not oversubscribe
+# CPUs this process may use for runs side by side (set by the book build for parallel chapters)
 CPUS_ENV = "BINDCORE_CPUS"
 
 
 def cpu_budget() -> int:
-    """CPU cores this process may fill with workers: ``$BINDCORE_CPUS`` where set (a book
-    build running chapters side by side), else the machine's."""
+    """CPU cores this process may fill with workers: ``$BINDCORE_CPUS`` where set, else the machine's."""
     given = os.environ.get(CPUS_ENV, "").strip()
     return max(1, int(given)) if given.isdigit() else (os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
 class Task:
-    """One run of a sweep: ``name`` (a key of :data:`TASKS`), its JSON ``payload``,
-    ``label`` (what a person reads: the store kind and config hash) and ``log`` (the
-    file its output goes to, appended to by every attempt)."""
+    """One run of a sweep: ``name`` (a key of :data:`TASKS`), JSON ``payload``, ``label`` (kind and
+    config hash) and ``log`` (the file every attempt appends its output to)."""
 
     name: str
     payload: dict[str, Any]
@@ -98,8 +92,7 @@ class Executor(Protocol):
     def describe(self) -> str: ...
 
     def run(self, tasks: Sequence[Task], report: Report) -> None:
-        """Run every task, telling ``report`` as each starts and ends; returns when all
-        are over. A failing task is reported, never raised."""
+        """Run every task, telling ``report`` as each starts and ends; a failure is reported, never raised."""
 
 
 # ---------------------------------------------------------------------------------
@@ -113,10 +106,8 @@ def task_function(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def run_task(name: str, payload: str, log_path: str | None = None, threads: int | None = None) -> str:
-    """Run the task ``name`` on the JSON ``payload`` in this process and return its
-    result as JSON. ``log_path``: bindcore's log messages and, on failure, the traceback
-    are appended to that file (a child process writes its log on stderr instead);
-    ``threads``: CPU threads for torch."""
+    """Run task ``name`` on the JSON ``payload`` in this process; its result as JSON. ``log_path``: file
+    that bindcore's log and any traceback are appended to; ``threads``: torch CPU threads."""
     set_threads(threads)
     handler = None
     logger = logging.getLogger("bindcore")
@@ -141,8 +132,8 @@ def run_task(name: str, payload: str, log_path: str | None = None, threads: int 
 
 
 def child_main(argv: Sequence[str] | None = None) -> None:
-    """Entry of a local worker process: ``NAME OUT``, the payload on stdin; the result
-    JSON is written to ``OUT``, the log goes to stderr."""
+    """Entry of a local worker process: ``NAME OUT``, payload on stdin, result JSON to ``OUT``, log to
+    stderr."""
     name, out = argv if argv is not None else sys.argv[1:3]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
@@ -150,8 +141,7 @@ def child_main(argv: Sequence[str] | None = None) -> None:
 
 
 def check_store_folder(root: str | Path) -> Path:
-    """The store folder a task was given, which must exist where it runs (the driver
-    creates it): on a cluster, a folder every node shares."""
+    """The store folder a task was given; it must exist where the task runs (on a cluster, shared)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"results folder {root} does not exist on {socket.gethostname()}: on a cluster "
@@ -160,8 +150,7 @@ def check_store_folder(root: str | Path) -> Path:
 
 
 def store_payload(store: ResultStore) -> dict[str, Any]:
-    """Where a worker finds the store: its folder (absolute; created here) and the
-    published records' folder."""
+    """Where a worker finds the store: its folder (absolute; created here) and the published folder."""
     store.root.mkdir(parents=True, exist_ok=True)
     return {"results": str(store.root.resolve()),
             "published": str(store.published.resolve()) if store.published is not None else None}
@@ -175,9 +164,8 @@ def worker_store(payload: dict[str, Any]) -> ResultStore:
 
 
 def check_same_version(kind: Any, driver: str | None) -> None:
-    """Refuse to run a task on a worker whose bindcore has another version of ``kind``
-    than the driver's (``driver``: its folder name there): the driver would not find the
-    records it stores."""
+    """Refuse a task when the worker's ``kind`` version differs from the driver's (``driver``: its
+    folder name), since the driver would not find the records."""
     if driver is not None and driver != kind.name:
         raise RuntimeError(f"{socket.gethostname()} stores {kind}, the sweep {driver}: install the same bindcore "
                            "on every node")
@@ -193,8 +181,8 @@ def _last_line(text: str) -> str:
 # ---------------------------------------------------------------------------------
 @dataclass
 class LocalExecutor:
-    """Runs on this machine (see the module docstring). ``workers``: runs at once
-    (None: one per CPU core, at most one per task); 1: in this process."""
+    """Runs on this machine: ``workers`` at once (None: one per CPU core, at most one per task), each
+    in a one-thread child process so a killed run fails alone; 1: in this process."""
 
     workers: int | None = None
     name: str = field(default="local", init=False)
@@ -222,7 +210,7 @@ class LocalExecutor:
             for future in [pool.submit(self._in_child, task, report, children) for task in tasks]:
                 future.result()  # exceptions are reported by _in_child; this only waits
         except BaseException as exc:  # Ctrl-C, SIGTERM (raised in this thread by the command) or a bug
-            # no queued run starts now, and the running ones get the signal (each saves its checkpoint and ends)
+            # no queued run starts; running ones get the signal (each saves its checkpoint and ends)
             children.stop(signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM)
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -267,8 +255,7 @@ class LocalExecutor:
 
 
 class _Children:
-    """The worker processes of a local sweep: none starts once :meth:`stop` was called,
-    and that call sends its signal to every one running."""
+    """A local sweep's worker processes: :meth:`stop` signals every running one and starts no more."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -319,7 +306,7 @@ def _ray_task(name: str, payload: str, log_path: str, threads: int) -> str:
 
 @dataclass
 class RayExecutor:
-    """One Ray task per run (see the module docstring)."""
+    """One Ray task per run; the store's folder must be shared by every node."""
 
     address: str | None = None
     cpus_per_run: float = 1.0
@@ -348,8 +335,8 @@ class RayExecutor:
             raise ValueError(f"no Ray cluster at address {self.address!r}: {_last_line(str(exc))}") from None
 
     def check_resources(self) -> None:
-        """A ``ValueError`` when one run asks for more CPUs or GPUs than the whole cluster
-        has (its tasks would wait for ever)."""
+        """A ``ValueError`` when one run asks for more CPUs or GPUs than the cluster has (it would wait
+        for ever)."""
         res = _import_ray().cluster_resources()
         for name, ask, option in (("CPU", self.cpus_per_run, "--cpus-per-run"),
                                   ("GPU", self.gpus_per_run, "--gpus-per-run")):
@@ -414,10 +401,9 @@ def check_workers(workers: Any) -> None:
 
 
 def make_executor(spec: Any = None, workers: int | None = None) -> Any:
-    """An executor from a chapter's or a caller's ``spec``: None or ``"local"``
-    (:class:`LocalExecutor` with ``workers``), ``"ray"`` (:class:`RayExecutor`, local
-    instance or ``RAY_ADDRESS``), ``"ray:<address>"`` (e.g. ``ray:auto``,
-    ``ray:head:6379``) or a ``ray://`` address, or an executor object (returned as it is)."""
+    """An executor from ``spec``: None or ``"local"`` (:class:`LocalExecutor`), ``"ray"`` (local instance
+    or ``RAY_ADDRESS``), ``"ray:<address>"`` (e.g. ``ray:auto``), a ``ray://`` address, or an executor
+    object (returned as is)."""
     check_workers(workers)
     if spec is None or spec == "local":
         return LocalExecutor(workers)
@@ -434,8 +420,7 @@ def make_executor(spec: Any = None, workers: int | None = None) -> Any:
 
 
 class SweepProgress:
-    """One bar for a sweep: runs done of all and an ETA, running and failed counts
-    beside it (tqdm.auto: the terminal or a notebook widget). A failure is logged at once."""
+    """A sweep's progress bar with running and failed counts; a failure is logged at once."""
 
     def __init__(self, total: int, desc: str, enabled: bool = True) -> None:
         self.bar = progress_bar(total=total, desc=desc, unit="run", enabled=enabled)
@@ -476,9 +461,8 @@ class SweepProgress:
 
 def run_tasks(tasks: Sequence[Task], executor: Any, progress: bool = True, desc: str = "sweep"
               ) -> dict[str, dict[str, Any]]:
-    """Run ``tasks`` on ``executor`` (see :func:`make_executor`) behind one
-    :class:`SweepProgress` bar; the results by task label. Raises :class:`SweepError`
-    naming every failed run once all runs are over."""
+    """Run ``tasks`` on ``executor`` behind one progress bar; results by task label. Raises
+    :class:`SweepError` naming every failed run once all are over."""
     if not tasks:
         return {}
     labels = [t.label for t in tasks]

@@ -51,9 +51,7 @@ MAX_PANELS_PER_ROW = 3
 
 
 def displayed_scale(fig: Any) -> float:
-    """How much the page shrinks ``fig``: the page's width over the figure's as the
-    notebook shows it (its tight bounding box plus padding, at the figure's dpi), at most
-    one."""
+    """How much the page shrinks ``fig``: page width over the figure's displayed width, at most one."""
     fig.canvas.draw()
     bbox = fig.get_tightbbox(fig.canvas.get_renderer())
     width_px = (bbox.width + 2 * mpl.rcParams["savefig.pad_inches"]) * fig.dpi
@@ -86,9 +84,8 @@ def panels_per_row(fig: Any) -> int:
 
 
 def readability_problems(fig: Any) -> list[str]:
-    """What keeps ``fig`` from being read at the page's width: more than
-    :data:`MAX_PANELS_PER_ROW` panels side by side, text under :data:`MIN_TEXT_PT` as
-    displayed, a legend drawn inside its axes' data area."""
+    """What keeps ``fig`` from being read at page width: too many panels in a row, text under
+    :data:`MIN_TEXT_PT` as displayed, a legend over its axes' data."""
     out = []
     if (n := panels_per_row(fig)) > MAX_PANELS_PER_ROW:
         out.append(f"{n} panels in a row (at most {MAX_PANELS_PER_ROW})")
@@ -157,8 +154,7 @@ def object_grid(space: SceneSpace, train_ids: np.ndarray) -> np.ndarray:
 
 def sample_grid(dataset: Any, indices: Sequence[int], ncols: int = MAX_PANELS_PER_ROW, title: str | None = None,
                 width: float = PAGE_WIDTH_IN / MAX_PANELS_PER_ROW):
-    """Images of ``dataset`` at ``indices`` with their captions, as the release's sample
-    grid: ``ncols`` images a row, ``width`` inches each."""
+    """Images of ``dataset`` at ``indices`` with captions, ``ncols`` a row, ``width`` inches each."""
     if dataset.images is None:
         raise ValueError(f"dataset {dataset.name!r} has no images")
     indices = list(indices)
@@ -228,9 +224,8 @@ def _names(s: EmbeddingSet, c: int) -> list[str]:
 
 
 def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16) -> None:
-    """The D.5 picture of one set on two axes: objects (colour: concept 0, marker: concept 1;
-    labelled up to ``annotate_max``) and concept values, in the first two MDS dimensions;
-    each legend below its axes, off the data."""
+    """D.5 on two axes, first two MDS dimensions: objects (colour: concept 0, marker: concept 1; labelled
+    up to ``annotate_max``) and concept values; legends below the axes."""
     ax_o, ax_c = axes
     objs = df[df["bank"] == "objects"]
     cols = _value_colours(_names(s, 0))
@@ -309,9 +304,8 @@ def legend_below(fig: Any, ax: Any = None, ncol: int = 2, handles: Sequence[Any]
 
 
 def model_panels(names: Sequence[str], rows_per_model: int = 1, height: float = 2.2):
-    """A figure with ``rows_per_model`` panels stacked per model, at most
-    :data:`MAX_PANELS_PER_ROW` models side by side (more wrap to the next row), each
-    model's top panel titled with its wrapped name; the panels per model, in order."""
+    """(figure, panels per model): ``rows_per_model`` panels stacked per model, at most
+    :data:`MAX_PANELS_PER_ROW` models a row, each top panel titled with its name."""
     ncols = min(MAX_PANELS_PER_ROW, len(names))
     nrows = math.ceil(len(names) / ncols)
     fig, axes = _panel_grid(nrows * rows_per_model * ncols, ncols, PAGE_WIDTH_IN / ncols, height, sharey=True)
@@ -328,8 +322,7 @@ def model_panels(names: Sequence[str], rows_per_model: int = 1, height: float = 
 
 
 def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], title: str | None = None):
-    """§4.1: R² of each set's bag-of-concepts and bag-of-objects reconstructions (averaged
-    components, all scenes; in any slot and per slot), a bar group per set."""
+    """§4.1: R² of each set's bag-of-concepts and bag-of-objects reconstructions (avg and per slot)."""
     bars = [("concepts", "avg", "bag of concepts (avg)"), ("concepts", "pos-avg", "bag of concepts (per slot)"),
             ("objects", "avg", "bag of objects (avg)"), ("objects", "pos-avg", "bag of objects (per slot)")]
     series = [(name, [frame_row(df, kind, est)["r2_eval"] for df in frames]) for kind, est, name in bars]
@@ -346,8 +339,7 @@ def plot_decomposition(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFra
 
 def plot_editing_sweep(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], case: str = "different",
                        title: str | None = None):
-    """D.2: retrieval of the intended counterfactual against the editing strength k, a panel
-    per set (three to a row) and a line per bank of object vectors."""
+    """D.2: counterfactual retrieval against editing strength k, a panel per set, a line per bank."""
     ncols = min(MAX_PANELS_PER_ROW, len(sets))
     fig, axes = _panel_grid(len(sets), ncols, PAGE_WIDTH_IN / MAX_PANELS_PER_ROW, 2.1, sharex=True, sharey=True)
     for ax, s, df in zip(axes.flat, sets, frames):
@@ -368,8 +360,8 @@ def plot_editing_sweep(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFra
 
 
 def plot_attribution(sets: Sequence[EmbeddingSet], table: pd.DataFrame, title: str | None = None):
-    """§4.2 / D.1: concept and object decoding after each subtraction (a bar per variant),
-    a bar group per set; ``table`` is :func:`bindcore.book.tables.attribution_table`'s."""
+    """§4.2 / D.1: concept and object decoding after each subtraction, a bar group per set; ``table``:
+    :func:`bindcore.book.tables.attribution_table`."""
     variants = list(dict.fromkeys(table["variant"]))
     labels = [_set_label(s, 20) for s in sets]
     fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 0.75 * len(sets) + 1.2), sharey=True)
@@ -388,8 +380,8 @@ def plot_attribution(sets: Sequence[EmbeddingSet], table: pd.DataFrame, title: s
 
 
 def plot_three_objects(long: pd.DataFrame):
-    """D.3: held-out R² of the reconstructions and retrieval of the object reconstructions
-    (all and held-out scenes, with chance), a group per occlusion and encoder."""
+    """D.3: held-out R² of reconstructions and retrieval of object reconstructions, per occlusion and
+    encoder."""
     fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.2))
     labels = []
     for i, ((occ, enc), sub) in enumerate(long.groupby(["occlusion", "encoder"], sort=True)):
@@ -419,8 +411,7 @@ def plot_three_objects(long: pd.DataFrame):
 
 
 def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, seed: int = 0):
-    """The same ``n`` training scenes of a pixel config at each visual level, titled with
-    their objects' (fill, border) values."""
+    """The same ``n`` training scenes of a pixel config at each visual level, titled with their values."""
     import torch
 
     space = cfg.space
@@ -445,8 +436,7 @@ def plot_pixel_samples(cfg: Any, levels: Sequence[str] = LEVELS, n: int = 6, see
 
 
 def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
-    """Per visual level, held-out strict and swap-pair recognition against coverage, with
-    the bag-of-concepts floor and ceiling."""
+    """Per visual level, held-out recognition against coverage, with the bag floor and ceiling."""
     levels = [lv for lv in (levels or LEVELS) if lv in set(table["level"])]
     fig, axes = plt.subplots(1, len(levels), figsize=(PAGE_WIDTH_IN, 3.0), sharey=True, squeeze=False)
     for ax, level in zip(axes[0], levels):
@@ -471,9 +461,8 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
 
 
 def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
-    """Figure 9: the global product's held-out object recognition against the model's own,
-    a colour per object-space size (its correlation in the legend, under the axes so that
-    the figure keeps its width however many sizes it holds)."""
+    """Figure 9: the global product's held-out recognition against the model's, a colour per size (its
+    correlation in the legend, below the axes)."""
     corr = correlations.set_index("objects")
     drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
     for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
@@ -491,10 +480,8 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
 
 
 def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
-    """§5.2 at several sizes on three axes (seeds as dots, medians as lines): strict held-out
-    recognition with its bag ceiling (and the release's protocol), swap pairs, and the
-    transition coverage against |O| (open markers: none, drawn at the largest coverage);
-    the sizes' legend under the figure."""
+    """§5.2 at several sizes on three axes (seeds dots, medians lines): strict recognition with bag ceiling
+    (and release protocol), swap pairs, and transition coverage against |O| (open: none)."""
     keys = ["objects", "C", "V", "coverage"]
     median = table.groupby(keys, as_index=False).median(numeric_only=True)
     release = "release_test_object_2" in table and table["release_test_object_2"].notna().any()
@@ -555,8 +542,7 @@ def _steps_axis(ax) -> None:
 
 
 def _label_bottom_panels(axes, label: str) -> None:
-    """The x ticks and ``label`` on each column's lowest drawn panel (a shared x axis shows
-    none where the bottom panel is hidden)."""
+    """The x ticks and ``label`` on each column's lowest visible panel."""
     nrows, ncols = axes.shape
     for col in range(ncols):
         visible = [r for r in range(nrows) if axes[r, col].get_visible()]
@@ -572,8 +558,8 @@ def _median_at_shared_steps(curves: Sequence[pd.Series]) -> pd.Series:
 
 def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_swap_pair",
                         ncols: int = MAX_PANELS_PER_ROW):
-    """``metric`` over training steps, a panel per size, a colour per coverage (one legend
-    under the figure), thin per run and thick for the median; None when no record has ``metric``."""
+    """``metric`` over training steps, a panel per size, a colour per coverage, thin per run, thick for
+    the median; None when no record has ``metric``."""
     runs = []  # (objects, coverage, the metric by step)
     for r in records:
         c, h = r["config"], pd.DataFrame(r["history"])
@@ -619,8 +605,8 @@ def _same_recipe(attempts: Sequence[dict[str, Any]]) -> list[tuple[str, list[dic
 
 
 def plot_fit_search(attempts: Sequence[dict[str, Any]], ncols: int = MAX_PANELS_PER_ROW):
-    """The ``task_object_2`` curves of a fit-search log, a panel per recipe, a line per seed,
-    the median black and the target dashed; None without attempts."""
+    """A fit-search log's ``task_object_2`` curves, a panel per recipe, a line per seed, median black,
+    target dashed; None without attempts."""
     if not attempts:
         return None
     recipes = _same_recipe(attempts)

@@ -1,29 +1,5 @@
-"""Typed settings: a value a person wrote (``--set`` on the command line, ``papermill -p``,
-a JSON config file, a keyword argument) turned into the type its field declares, or a
-``ValueError`` that names the field. Training configs
-(:class:`bindcore.controlled.training.TrainConfig`), chapter parameters
-(:mod:`bindcore.book.profiles`) and sweep grids (:func:`bindcore.sweep.grid`, the
-``bindcore sweep`` axes) all go through :func:`coerce`.
-
-The rules, one per declared type (a value already of the declared type is returned
-unchanged, so configs written in Python keep their values and their hashes):
-
-* ``bool``: ``True``/``False``; the integers 0 and 1; the words true/false, yes/no and
-  1/0 in any case (``"False"`` is False, never a true non-empty string).
-* ``int``: an integer (not a bool); text or a float only when it is *exactly* integral:
-  ``"10"``, ``"10.0"``, ``"1e1"``, ``10.0`` give 10 (text is read exactly, as a decimal:
-  ``"1e30"`` is 10**30); ``"4.5"``, ``4.5``, ``"1e-1"``, ``nan`` and ``inf`` are refused.
-* ``float``: any finite number, as a float: an integer becomes the float of the same
-  value (where a float holds it exactly; a larger one stays an integer) and ``-0.0``
-  becomes ``0.0``, so that equal numbers (``0``, ``0.0``, ``-0.0``; ``"1"``, ``1.0``)
-  give equal configs, equal JSON and one hash; text is read with ``float``; ``nan``,
-  ``inf`` and bools are refused.
-* ``str``: text, surrounding spaces stripped and a JSON string literal (``'"batch"'``)
-  unquoted; allowed choices are the field's own rule (``choices`` of :class:`Rule`).
-
-numpy scalars count as the Python type they hold. A :class:`Rule` adds a range, choices,
-``None`` as a value, or a list of items to a type; :meth:`Rule.check` applies it.
-"""
+"""Typed settings: a value a person wrote (``--set``, ``papermill -p``, JSON, a keyword) coerced to
+its field's declared type, or a ``ValueError`` naming the field."""
 
 from __future__ import annotations
 
@@ -72,16 +48,25 @@ def _text_int(name: str, text: str) -> int:
 
 
 def _canonical_float(x: int | float) -> int | float:
-    """A finite number as the one value its equals share: a float (``-0.0`` as ``0.0``),
-    or an integer that no float holds exactly."""
+    """The one value equal numbers share: a float (``-0.0`` as ``0.0``), or an int no float holds."""
     if isinstance(x, int) and float(x) != x:
         return x
     return float(x) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def coerce(value: Any, tp: type, name: str) -> Any:
-    """``value`` as the declared type ``tp`` (bool, int, float or str) by the rules of
-    the module docstring, or a ``ValueError`` naming ``name``."""
+    """``value`` as the declared type ``tp``, or a ``ValueError`` naming ``name``.
+
+    A value already of type ``tp`` is returned unchanged (so configs keep their hashes); numpy
+    scalars count as the Python type they hold.
+
+    * ``bool``: bools, 0/1, and true/false, yes/no, 1/0 in any case.
+    * ``int``: an int (not a bool), or text/float that is exactly integral (``"1e1"`` is 10;
+      ``"4.5"``, ``nan``, ``inf`` are refused). Text is read as an exact decimal.
+    * ``float``: any finite non-bool number as a float; ``-0.0`` becomes ``0.0`` so equal numbers
+      give one hash (an int no float holds exactly stays an int).
+    * ``str``: text, stripped, with a JSON string literal (``'"batch"'``) unquoted.
+    """
     if tp not in TYPES:
         raise TypeError(f"{name}: no rule for type {tp!r}")
     v = _numpy_scalar(value)
@@ -160,10 +145,12 @@ def unknown_name(name: str, known: Iterable[str], what: str, where: str = "") ->
 
 @dataclass(frozen=True)
 class Rule:
-    """A setting's declared type and range: ``type`` (bool, int, float, str, or list with
-    ``item`` the rule of every item and ``min_items``..``max_items`` its length), an
-    inclusive range ``low``..``high`` (``open_low``/``open_high``: exclusive; None:
-    unbounded), ``choices``, ``optional`` (None allowed) and a ``note`` for the message."""
+    """A setting's declared type and range.
+
+    ``type``: bool, int, float, str, or list (``item``: each item's rule; ``min_items``..``max_items``:
+    its length). ``low``..``high`` is inclusive unless ``open_low``/``open_high``; None is unbounded.
+    ``optional``: None allowed. ``note`` is added to the message.
+    """
 
     type: type
     low: float | None = None
@@ -202,8 +189,8 @@ class Rule:
         return core + (f" ({self.note})" if self.note else "")
 
     def check(self, value: Any, name: str) -> Any:
-        """``value`` coerced to this rule (a list item by item), or a ``ValueError`` naming
-        ``name`` and the rule. A value that already follows the rule is returned as it is."""
+        """``value`` coerced to this rule (a list item by item; a value that already follows it is
+        returned as is), or a ``ValueError`` naming ``name`` and the rule."""
         if value is None:
             if self.optional:
                 return None

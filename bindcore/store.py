@@ -1,11 +1,5 @@
-"""Results keyed by their kind's version and a hash of their config; written atomically,
-resumable. An entry is ``<root>/<kind>/<config hash>/`` (``config.json``,
-``result.json``, optional weights or arrays; JSON, ``.npz`` and state dicts only, nothing
-pickled); ``published/`` is a second, read-only root read after the local one. A
-record's identity is its kind's version and its config, never the commit that made it
-(golden tests guard the versions). Corrupt files are moved aside and recomputed; a claim
-(``flock``) keeps one computation of a config at a time. The book's appendix "Running and
-extending this book" tells the whole story."""
+"""The result store: records keyed by their kind's version and a hash of their config, written
+atomically, with a read-only ``published/`` root read after the local one (:class:`ResultStore`)."""
 
 from __future__ import annotations
 
@@ -34,17 +28,13 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
 RESULTS_ENV = "BINDCORE_RESULTS"
-# "1": the store serves what it holds and starts no new entry (:class:`NotStored`); the
-# reproduction report runs so in a book build, reading only what the chapters stored
+# "1": the store serves what it holds and starts no new entry (:class:`NotStored`)
 STORED_ONLY_ENV = "BINDCORE_STORED_ONLY"
 
 
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
-    """The committed records (the store's second, read-only root): ``published/`` of the
-    checkout bindcore runs from, else the copy a pip install puts inside the package
-    (``bindcore/published``, package data; e.g. on Colab, with no checkout beside it);
-    None when neither exists, or when ``$BINDCORE_NO_PUBLISHED`` is 1 (``bindcore book
-    --recompute``: every number computed again)."""
+    """The read-only published root: the checkout's ``published/``, else the installed package's
+    ``bindcore/published``; None when neither exists or ``$BINDCORE_NO_PUBLISHED`` is 1."""
     if os.environ.get(NO_PUBLISHED_ENV) == "1":
         return None
     checkout = package_dir.parent
@@ -58,8 +48,7 @@ def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
 PUBLISHED_ROOT = published_root()
 
 def default_root() -> Path:
-    """``$BINDCORE_RESULTS``, else ``results/`` of the repository checkout bindcore runs
-    from, else (an installed package, e.g. on Colab) ``results/`` in the working folder."""
+    """``$BINDCORE_RESULTS``, else the checkout's ``results/``, else (installed) ``./results``."""
     env = os.environ.get(RESULTS_ENV)
     if env:
         return Path(env)
@@ -69,9 +58,8 @@ def default_root() -> Path:
 
 
 def shown_path(path: str | Path) -> str:
-    """``path`` as a page shows it, never the build machine's absolute path: relative to
-    the project (``results/train-2/<hash>``), else to ``$BINDCORE_RESULTS`` (written so),
-    else to the working folder, else the store's last two levels (``<kind>/<hash>``)."""
+    """``path`` as a page shows it, never absolute: relative to the project, ``$BINDCORE_RESULTS`` or the
+    working folder, else its last two levels (``<kind>/<hash>``)."""
     path = Path(path).absolute()
     env = os.environ.get(RESULTS_ENV)
     for base, prefix in ((REPO_ROOT, ""), (Path(env) if env else None, "$BINDCORE_RESULTS/"), (Path.cwd(), "")):
@@ -82,9 +70,8 @@ def shown_path(path: str | Path) -> str:
 
 @functools.cache
 def provenance() -> dict[str, Any]:
-    """What a record says of the code that made it (``code``): the package version and
-    the git commit of the checkout, as they were when this process first asked (the code
-    it imported). Shown beside a record, never part of its identity."""
+    """A record's ``code``: package version and git commit as this process first saw them. Shown beside
+    a record, never part of its identity."""
     from . import __version__
 
     commit = None
@@ -97,8 +84,7 @@ def provenance() -> dict[str, Any]:
 
 
 def code_version(code: dict[str, Any] | None) -> str:
-    """A record's ``code`` in words: ``git 2816db3 (bindcore 0.1.0)``, or ``code of
-    unknown version`` for a record that names no commit."""
+    """A record's ``code`` in words: ``git 2816db3 (bindcore 0.1.0)``, or ``code of unknown version``."""
     code = code or {}
     if code.get("git"):
         return f"git {code['git']}" + (f" (bindcore {code['bindcore']})" if code.get("bindcore") else "")
@@ -118,8 +104,7 @@ class CorruptRecord(ValueError):
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
-    """A stored JSON object (``config.json``, ``result.json``); :class:`CorruptRecord`
-    naming the file when it is not one (truncated, not UTF-8, not JSON, not an object)."""
+    """A stored JSON object; :class:`CorruptRecord` naming the file when it is not one."""
     path = Path(path)
     try:
         obj = json.loads(path.read_bytes().decode("utf-8"))
@@ -131,9 +116,8 @@ def read_record(path: str | Path) -> dict[str, Any]:
 
 
 def quarantine(path: str | Path, why: str) -> Path | None:
-    """Move the corrupt file ``path`` aside as ``<name>.corrupt-<YYYYmmdd-HHMMSS>`` (a
-    suffix added if that exists) and log a warning naming it and ``why``; returns the
-    new path, or None when it could not be moved (it is reported all the same)."""
+    """Move a corrupt file aside as ``<name>.corrupt-<YYYYmmdd-HHMMSS>[-i]`` and log a warning with
+    ``why``; the new path, or None when it could not be moved."""
     path = Path(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for i in range(1000):
@@ -156,22 +140,19 @@ def quarantine(path: str | Path, why: str) -> Path | None:
 # claims: one computation of a config at a time, across processes and machines
 # ---------------------------------------------------------------------------------
 CLAIM_FILE = "claim.json"
-# the largest weights file a published record may carry (``ResultStore.publish(weights=True)``):
-# weights ship only where an analysis needs them and they are small
+# the largest weights or data file a published record may carry
 PUBLISHED_WEIGHTS_LIMIT = 2 * 2**20
-# an empty file ``<weights>.read`` beside a local entry's weights: an analysis loaded them
-# (Entry.load_state), so publishing the store with its weights ships these
+# an empty ``<weights>.read`` beside a local entry's weights: an analysis loaded them (publish_all "read")
 READ_MARK = ".read"
 
 
 class NotStored(LookupError):
-    """An entry asked for while ``$BINDCORE_STORED_ONLY`` is 1: it is not in the store,
-    and nothing new is computed in that mode."""
+    """An entry not in the store, asked for while ``$BINDCORE_STORED_ONLY`` is 1."""
 
 
 class ClaimBusy(TimeoutError):
-    """The claim of an entry is held by another process (``holder``: its owner record)
-    and the caller chose not to wait (longer)."""
+    """An entry's claim is held by another process (``holder``: its owner record) and the caller did
+    not wait (longer)."""
 
     def __init__(self, path: Path, holder: dict[str, Any] | None) -> None:
         who = _describe(holder)
@@ -194,9 +175,8 @@ def _read_claim(path: Path) -> dict[str, Any] | None:
 
 
 def _lock(path: Path) -> int | None:
-    """A descriptor of ``path`` (created if need be) under an exclusive ``flock``, or None
-    while another process holds one. A lock taken on a file that its holder removed
-    meanwhile (it released the claim) is dropped and taken again on the new file."""
+    """A descriptor of ``path`` (created if need be) under an exclusive ``flock``, or None while another
+    process holds it; a lock on a file removed meanwhile is retaken on the new file."""
     while True:
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
         try:
@@ -214,8 +194,7 @@ def _lock(path: Path) -> int | None:
 
 @dataclass
 class Claim:
-    """A held claim (see the module docstring): its file and its owner record (``host``,
-    ``pid``, ``started``)."""
+    """A held claim: its file and owner record (``host``, ``pid``, ``started``)."""
 
     path: Path
     owner: dict[str, Any]
@@ -226,21 +205,16 @@ class Claim:
 # ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Kind:
-    """One folder of the store: records of one computation at one version. ``name``: the
-    folder, which carries the version (``train-2``; bump it when the computation's
-    results change, see the module docstring); ``required``: the keys a complete result
-    holds. A ``Kind`` is path-like: ``root / kind`` is its folder."""
+    """One folder of the store (path-like: ``root / kind``): records of one computation at one version.
+
+    ``name`` carries the version (``train-2``; bump it when results change). A result lacking a key of
+    ``required`` is corrupt. ``weights``: files whose sizes are recorded at finish and checked on read.
+    ``data``: files the result lies in, always published (each at most :data:`PUBLISHED_WEIGHTS_LIMIT`).
+    """
 
     name: str
-    # the keys every complete result of this kind holds; a result without one of them is
-    # incomplete (an edit gone wrong) and moved aside like a corrupt one
     required: tuple[str, ...] = ()
-    # files of weights a local record may hold: their sizes are recorded when it is
-    # finished, and a record whose weights are gone, cut short or not a torch file is
-    # moved aside like a corrupt one
     weights: tuple[str, ...] = ()
-    # files a record's result lies in (the embeddings kind's ``embeddings.npz``): published
-    # with the record always, each at most :data:`PUBLISHED_WEIGHTS_LIMIT` bytes
     data: tuple[str, ...] = ()
 
     def __fspath__(self) -> str:
@@ -277,8 +251,7 @@ def machine_info() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One stored result: its directory, where it came from (``local`` or
-    ``published``) and its kind."""
+    """One stored result: its directory, ``source`` (``local`` or ``published``) and kind."""
 
     path: Path
     source: str
@@ -321,13 +294,11 @@ class Entry:
 
 
 def _too_large(files: Iterable[Path]) -> list[Path]:
-    """The weights files among ``files`` that a published record may not carry
-    (more than :data:`PUBLISHED_WEIGHTS_LIMIT` bytes)."""
+    """The files larger than :data:`PUBLISHED_WEIGHTS_LIMIT` bytes."""
     return [f for f in files if f.stat().st_size > PUBLISHED_WEIGHTS_LIMIT]
 
 
-# the fields a result may hold and their JSON types (a record whose field has another
-# type, edited or written by other code, reads as corrupt, not as a traceback later)
+# the JSON type of each result field; a field of another type makes the record corrupt
 RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
     "hash": str, "config": dict, "metrics": dict, "history": list, "code": dict, "weights": dict,
     "bag_of_concepts": dict, "machine": dict, "finished_at": str, "trained_by": list,
@@ -335,10 +306,8 @@ RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def _check_identity(e: Entry, result: dict[str, Any]) -> None:
-    """:class:`CorruptRecord` when a field of ``result`` has another type than
-    :data:`RESULT_TYPES` says, when ``config.json`` does not hash to the entry's folder
-    (a record copied into another config's folder), or when the result's own config is
-    not that config (an edited record)."""
+    """:class:`CorruptRecord` when a field's type differs from :data:`RESULT_TYPES`, ``config.json`` does
+    not hash to the folder, or the result's config differs from it."""
     for key, tp in RESULT_TYPES.items():
         if key in result and not isinstance(result[key], tp):
             raise CorruptRecord(e.path / "result.json", f"its {key!r} is a JSON {type(result[key]).__name__}, "
@@ -356,7 +325,7 @@ def _check_identity(e: Entry, result: dict[str, Any]) -> None:
 
 
 def _published_result(dest: Path) -> dict[str, Any] | None:
-    """The result a published record at ``dest`` holds, None where it has none readable."""
+    """The readable result at ``dest``, else None."""
     try:
         return read_record(dest / "result.json")
     except (FileNotFoundError, CorruptRecord):
@@ -364,16 +333,14 @@ def _published_result(dest: Path) -> dict[str, Any] | None:
 
 
 def has_weights(record: dict[str, Any], name: str = "model.pt") -> bool:
-    """Whether the stored run ``record`` (:meth:`Entry.record`: it has ``path``) has its
-    weights file here: a local run does, a published one only if it was published with it."""
+    """Whether the run ``record`` (:meth:`Entry.record`) has its weights file here (a published one may
+    not)."""
     return (Path(record["path"]) / name).exists()
 
 
 def _check_weights(e: Entry, result: dict[str, Any], missing_ok: bool = False) -> None:
-    """:class:`CorruptRecord` naming a weights file of ``e`` (``kind.weights``) that the
-    record says it has (``result["weights"]``: name -> bytes) but that is missing (unless
-    ``missing_ok``: a published record ships its weights or not) or of another size, or
-    that is there but is not a torch file (a zip archive with its end)."""
+    """:class:`CorruptRecord` naming a weights file the record lists that is missing (unless
+    ``missing_ok``) or of another size, or one present that is not a torch zip archive."""
     import zipfile
 
     sizes = result.get("weights") if isinstance(result.get("weights"), dict) else {}
@@ -392,15 +359,20 @@ def _check_weights(e: Entry, result: dict[str, Any], missing_ok: bool = False) -
 
 
 class ResultStore:
-    """Results of each :class:`Kind` keyed by config hash (see the module docstring)."""
+    """Results of each :class:`Kind` keyed by config hash.
+
+    An entry is ``<root>/<kind>/<config hash>/``: ``config.json``, ``result.json`` and optional
+    weights or arrays (JSON, ``.npz``, state dicts; nothing pickled). A record's identity is its
+    kind's version and config, never its commit. Corrupt local files are moved aside and recomputed;
+    a claim (``flock``) keeps one computation of a config at a time. ``published`` is read-only.
+    """
 
     def __init__(self, root: str | Path | None = None, published: str | Path | None = PUBLISHED_ROOT) -> None:
         self.root = Path(root) if root is not None else default_root()
         self.published = Path(published) if published is not None else None
         committed = {REPO_ROOT / "published", PACKAGE_DIR / "published", self.published}
         if any(p is not None and self.root.resolve() == p.resolve() for p in committed):
-            # a published record may lack the weights its result lists: as a local record it
-            # would read as corrupt and be moved aside
+            # a published record may lack the weights its result lists: locally it would read as corrupt
             raise ValueError(f"{self.root} holds the published records, which are read-only: "
                              "give the result store another folder")
 
@@ -413,9 +385,8 @@ class ResultStore:
         return self.root / kind / config_hash(config)
 
     def _readable(self, e: Entry) -> dict[str, Any] | None:
-        """``e``'s result, or None when it has none, a corrupt one or an incomplete one
-        (without a key of ``kind.required``); a local corrupt or incomplete record is moved
-        aside, every one is reported."""
+        """``e``'s result, or None when missing, corrupt or incomplete (a local bad record is moved aside;
+        each is reported)."""
         if not e.done:
             return None
         try:
@@ -440,10 +411,8 @@ class ResultStore:
         return result
 
     def _config_readable(self, e: Entry, config: Any) -> bool:
-        """Whether the finished entry ``e`` has a readable ``config.json``. A local one
-        that is missing or corrupt is written again from ``config`` (the config asked
-        for, or the one its result holds) when that config hashes to the entry's folder;
-        else (a published one, or no config at hand) the entry counts as not there."""
+        """Whether finished ``e`` has a readable ``config.json``; a bad local one is rewritten from
+        ``config`` when that hashes to the folder, else the entry counts as not there."""
         path = e.path / "config.json"
         try:
             read_record(path)
@@ -465,8 +434,7 @@ class ResultStore:
         return False
 
     def find(self, kind: Kind, config: dict[str, Any]) -> Entry | None:
-        """The finished entry of this config, local first, then published; else None. A
-        corrupt record counts as none (and is moved aside, see the module docstring)."""
+        """The finished entry of this config, local first, then published; else None (corrupt: none)."""
         for base, source in self._bases():
             e = Entry(base / kind / config_hash(config), source, kind)
             if self._readable(e) is not None and self._config_readable(e, config):
@@ -474,9 +442,8 @@ class ResultStore:
         return None
 
     def prepare(self, kind: Kind, config: dict[str, Any]) -> Entry:
-        """Create (or reuse) the local directory of an entry and write its config (again,
-        if the one there is corrupt): where every new computation starts, so with
-        ``$BINDCORE_STORED_ONLY`` set to 1 it raises :class:`NotStored` instead."""
+        """Create (or reuse) an entry's local directory and write its config (again if corrupt); raises
+        :class:`NotStored` when ``$BINDCORE_STORED_ONLY`` is 1."""
         if os.environ.get(STORED_ONLY_ENV) == "1":
             raise NotStored(f"{kind}/{config_hash(config)} is not in the store ({shown_path(self.root)}) and "
                             f"nothing new is computed here (${STORED_ONLY_ENV}=1: the "
@@ -495,8 +462,7 @@ class ResultStore:
         return Entry(d, "local", kind)
 
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
-        """Write ``result.json``: ``result``, the machine, the time and the code's
-        provenance (:func:`provenance`)."""
+        """Write ``result.json``: ``result`` plus machine, time, :func:`provenance` and weights sizes."""
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "code": provenance()}
         weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())
@@ -506,8 +472,7 @@ class ResultStore:
         atomic_write_json(entry.path / "result.json", record)
 
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The stored result of ``config``, or ``compute()`` (a JSON-able dict) stored
-        atomically and returned; how chapters reuse expensive analyses across builds."""
+        """The stored result of ``config``, or ``compute()`` (JSON-able) stored atomically and returned."""
         found = self.find(kind, config)
         if found is not None:
             return found.result
@@ -516,8 +481,7 @@ class ResultStore:
         return entry.result
 
     def entries(self, kind: Kind) -> Iterator[Entry]:
-        """Every finished entry of ``kind`` (local before published); corrupt records are
-        left out (and moved aside, see the module docstring)."""
+        """Every finished entry of ``kind`` (local before published), corrupt ones left out."""
         seen = set()
         for base, source in self._bases():
             if not (base / kind).is_dir():
@@ -531,12 +495,12 @@ class ResultStore:
                     yield Entry(d, source, kind)
 
     def publish(self, entry: Entry, weights: bool = False) -> Path:
-        """Copy a finished local entry's ``config.json`` and ``result.json`` (no
-        checkpoint) to the published root, atomically, and with ``weights`` its weights
-        files (``kind.weights``) and always its data files (``kind.data``), each at most
-        :data:`PUBLISHED_WEIGHTS_LIMIT` bytes, else a ``ValueError`` before anything is
-        copied; its path there. The result is written
-        last, so that a publication cut short reads as not there."""
+        """Copy a finished local entry to the published root atomically; returns its path there.
+
+        Copies ``config.json``, ``result.json`` (last, so a cut-short publication reads as absent), its
+        ``kind.data`` files and, with ``weights``, its ``kind.weights``; a file over
+        :data:`PUBLISHED_WEIGHTS_LIMIT` bytes is a ``ValueError`` before anything is copied.
+        """
         if self.published is None:
             raise ValueError("this store has no published root")
         if entry.source != "local" or not entry.done:
@@ -568,11 +532,9 @@ class ResultStore:
         return dest
 
     def publish_all(self, kinds: Iterable[Kind], weights: str | None = None) -> list[tuple[Entry, Path | None, str]]:
-        """Publish every finished local record of ``kinds`` (:meth:`publish`). ``weights``: None, none; ``"read"``, the weights files that an
-        analysis loaded (:meth:`Entry.load_state` marks them); ``"all"``, every one; each
-        only if small enough, else the record goes without them. A record whose data file
-        (``kind.data``) is too large stays unpublished. One row per local record:
-        the entry, its published path (None: not published) and what was done, in words."""
+        """Publish every finished local record of ``kinds``; one row (entry, published path or None, what
+        was done) per record. ``weights``: None; ``"read"`` (those :meth:`Entry.load_state` loaded); or
+        ``"all"``; too-large weights are left out, a too-large data file leaves the record unpublished."""
         if weights not in (None, "read", "all"):
             raise ValueError(f"weights must be None, 'read' or 'all', got {weights!r}")
         rows: list[tuple[Entry, Path | None, str]] = []
@@ -603,8 +565,7 @@ class ResultStore:
         return self.local_dir(kind, config) / CLAIM_FILE
 
     def holder(self, kind: Kind, config: dict[str, Any]) -> dict[str, Any] | None:
-        """The owner record of the claim on this config's entry, or None when nobody
-        holds it."""
+        """The owner record of the claim on this config's entry, or None when nobody holds it."""
         path = self.claim_path(kind, config)
         if not path.exists():
             return None
@@ -618,11 +579,9 @@ class ResultStore:
     @contextlib.contextmanager
     def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True,
               poll: float = 0.2) -> Iterator[Claim]:
-        """Hold the claim on this config's local entry for the ``with`` block (see the
-        module docstring): no other process holds it at the same time. ``wait``: True
-        waits as long as the holder holds it; a number waits at most that many seconds,
-        False not at all; then :class:`ClaimBusy`. ``poll``: first wait between
-        attempts (growing to 5 s)."""
+        """Hold the exclusive claim on this config's local entry for the ``with`` block. ``wait``: True
+        waits while it is held, a number at most that many seconds, False not at all; then :class:`ClaimBusy`.
+        ``poll``: first wait between attempts (growing to 5 s)."""
         path = self.claim_path(kind, config)
         path.parent.mkdir(parents=True, exist_ok=True)
         deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))

@@ -1,6 +1,5 @@
-"""Parameter sweeps over training configs (§5.2): runs already stored return at once, the
-rest go to an executor (:mod:`bindcore.executors`) as ``train`` tasks; a failed run is
-named with its log while the others go on, and a killed run resumes from its checkpoint."""
+"""Parameter sweeps over training configs (§5.2): stored runs return at once, the rest go to an
+executor as ``train`` tasks; and the tables that summarise them."""
 
 from __future__ import annotations
 
@@ -31,10 +30,9 @@ log = logging.getLogger(__name__)
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """Configs for every combination of the given field values, e.g.
-    ``grid(cfg, n_values=[10, 20], coverage=[0.2, 0.8])``. Each axis is a field of
-    ``base``'s config class with a non-empty list of values, each parsed and checked as
-    that field (:class:`TrainConfig`); anything else is a ``ValueError`` naming the axis."""
+    """Configs for every combination of field values, e.g. ``grid(cfg, n_values=[10, 20], coverage=[0.2])``.
+    Each axis is a field of ``base``'s class with a non-empty list of values, each checked as that
+    field; anything else is a ``ValueError`` naming the axis."""
     check_fields(axes, type(base))
     for name, values in axes.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
@@ -52,8 +50,7 @@ def generalization_configs(base: TrainConfig, params: dict[str, Any]) -> list[Tr
             for c, v in params["sizes"] for cov in params["coverages"] for s in params["seeds"]]
 
 
-# the §5.2 ablation's variants (:func:`ablation_variants`), their labels in a table's
-# ``variant`` column and their short names in prose
+# the §5.2 ablation's variants, their table labels and their short names in prose
 MAIN_RECIPE, ONE_PHASE, RELEASE_NEGATIVES = "main_recipe", "one_phase", "release_negatives"
 ABLATION_LABELS = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase (concept loss from step 0)",
                    RELEASE_NEGATIVES: "release negatives (held-out objects as negatives)"}
@@ -61,13 +58,10 @@ ABLATION_NAMES = {MAIN_RECIPE: "main recipe", ONE_PHASE: "one-phase", RELEASE_NE
 
 
 def ablation_variants(base: TrainConfig, params: dict[str, Any], seed: int | None = None) -> dict[str, TrainConfig]:
-    """At the largest object space and the largest coverage, for one training ``seed``
-    (default: the chapter's first): the main recipe (:data:`MAIN_RECIPE`), the one-phase
-    objective (:data:`ONE_PHASE`: concept loss from step 0, no trigger) and the released
-    code's negatives (:data:`RELEASE_NEGATIVES`: held-out objects used as training
-    negatives). A variant that is the main recipe itself (the paper and colab recipes
-    have the concept loss from step 0) is left out: one run under two names would read
-    as a replication."""
+    """The ablation's configs at the largest object space and coverage for ``seed`` (default: the
+    chapter's first): main recipe, one-phase (concept loss from step 0) and release negatives
+    (held-out objects as negatives). A variant equal to the main recipe is left out, so one run is
+    not counted twice."""
     c0, v0 = max(params["sizes"], key=lambda cv: cv[1] ** cv[0])
     seed = params["seeds"][0] if seed is None else seed
     main = base.with_(n_concepts=c0, n_values=v0, coverage=max(params["coverages"]), seed=seed)
@@ -80,18 +74,14 @@ def ablation_variants(base: TrainConfig, params: dict[str, Any], seed: int | Non
 
 
 def ablation_configs(base: TrainConfig, params: dict[str, Any]) -> list[tuple[str, TrainConfig]]:
-    """Every variant of :func:`ablation_variants` for every seed of the chapter, seed by
-    seed, as ``(variant key, config)``: a claim about a training change rests on all the
-    seeds the chapter trains, not on one."""
+    """``(variant key, config)`` of :func:`ablation_variants` for every seed of the chapter."""
     return [(key, cfg) for seed in params["seeds"] for key, cfg in ablation_variants(base, params, seed).items()]
 
 
 def ablation_summary(table) -> Any:
-    """Per ablation variant of ``table`` (:func:`results_table` of the runs of
-    :func:`ablation_configs`, with a ``variant`` column of keys): the seeds, and the median
-    and range over them of held-out swap pairs and strict two-object recognition; for a
-    variant other than the main recipe, the median of its per-seed difference to the main
-    recipe's run of the same seed and on how many seeds it is below."""
+    """Per variant of ``table`` (:func:`results_table` with a ``variant`` column): seeds, median and
+    range of test swap pairs and strict two-object recognition; for a non-main variant, the median
+    per-seed difference in swap pairs to the main recipe and on how many seeds it is below."""
     import pandas as pd
 
     main = table[table["variant"] == MAIN_RECIPE].set_index("seed")
@@ -114,8 +104,7 @@ def ablation_summary(table) -> Any:
 
 
 def ablation_sentence(summary) -> str:
-    """One line of :func:`ablation_summary`: each variant's median held-out swap-pair score
-    with its range and its median difference to the main recipe, per seed."""
+    """:func:`ablation_summary` in one line: each variant's median swap pairs, range and difference."""
     short = {ABLATION_LABELS[key]: ABLATION_NAMES[key] for key in ABLATION_LABELS}
     parts = []
     for _, row in summary.iterrows():
@@ -129,8 +118,7 @@ def ablation_sentence(summary) -> str:
 
 
 def default_workers(n_pending: int, device: str | None = None) -> int:
-    """Local runs at once: one on a GPU, else one per CPU core this process may use
-    (:func:`~bindcore.executors.cpu_budget`; at most one per run)."""
+    """Local runs at once: one on a GPU, else one per usable CPU core (at most ``n_pending``)."""
     from bindcore.executors import cpu_budget
 
     if resolve_device(device).type == "cuda":
@@ -138,25 +126,20 @@ def default_workers(n_pending: int, device: str | None = None) -> int:
     return max(1, min(n_pending, cpu_budget()))
 
 
-# fields that change neither a step's model, batch nor object space (one timed step serves them all;
-# a pixel level changes only what is drawn). Coverage does change a token step's cost (candidates
-# are drawn among the training objects, fewer at low coverage), so each group is timed at its
-# largest coverage: the estimate errs long, not short
+# fields that change neither a step's model, batch nor object space: one timed step serves them all
+# (coverage changes a step's cost a little; each group is timed at its largest, so estimates err long)
 SAME_STEP_FIELDS = ("coverage", "seed", "steps", "warmup_frac", "eval_every", "checkpoint_every",
                     "concept_loss_trigger", "concept_loss_start", "heldout_as_negatives", "lr", "level")
 
 
 def step_key(cfg: TrainConfig) -> str:
-    """What a training step's cost depends on: every field of ``cfg`` but
-    :data:`SAME_STEP_FIELDS` (configs with one key share one timed or counted step)."""
+    """What a training step's cost depends on: every field of ``cfg`` but :data:`SAME_STEP_FIELDS`."""
     return repr(sorted((k, v) for k, v in cfg.to_dict().items() if k not in SAME_STEP_FIELDS))
 
 
 def training_estimate(configs: list[TrainConfig], device: str | None = None, workers: int = 1) -> tuple[float, str]:
-    """(seconds, a line saying so) to train ``configs`` here, before any is trained: one
-    timed step (:func:`~bindcore.controlled.training.seconds_per_step`) of each distinct
-    model / batch / object space (at its largest coverage), times every config's steps,
-    shared among ``workers``. Rough: evaluations and worker start-up are not counted."""
+    """(seconds, a line saying so) to train ``configs`` here: one timed step per :func:`step_key`,
+    times each config's steps, shared among ``workers``; evaluation and start-up not counted."""
     keys = {cfg: step_key(cfg) for cfg in configs}
     per_step: dict[str, float] = {}
     for cfg in sorted(configs, key=lambda c: -c.coverage):
@@ -173,9 +156,8 @@ def training_estimate(configs: list[TrainConfig], device: str | None = None, wor
 
 
 def train_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """A sweep run where a worker runs it: train the config of ``payload`` (or read its
-    stored result) into the store it names; the record, as JSON. The config's class
-    (tokens or pixels) is read from the config (``scene_input``)."""
+    """Worker side of a ``train`` task: train (or read) ``payload``'s config in the store it names;
+    the record as JSON."""
     cfg = TrainConfig.from_dict(payload["config"])
     check_same_version(cfg.store_kind, payload.get("kind"))
     rec = train(cfg, store=worker_store(payload), device=payload.get("device"),
@@ -184,9 +166,8 @@ def train_task(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def train_stack_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """A stack of sweep runs where a worker runs it: train the token configs of
-    ``payload`` (``configs``) as one stack (:func:`~bindcore.controlled.stacked.train_stacked`),
-    each stored as its own record; their config hashes, as JSON."""
+    """Worker side of a ``train_stack`` task: train ``payload["configs"]`` as one stack, each stored as
+    its own record; their config hashes as JSON."""
     from .controlled.stacked import train_stacked
 
     cfgs = [TrainConfig.from_dict(c) for c in payload["configs"]]
@@ -199,10 +180,8 @@ def train_stack_task(payload: dict[str, Any]) -> dict[str, Any]:
 
 def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | None = None,
                 progress: bool = False, stack: int = 1) -> list[Task]:
-    """The ``train`` tasks of ``configs`` (each entry's folder prepared, its log there;
-    each config in the store folder of its class, token or pixel runs). ``stack`` > 1:
-    token runs that can share a stack (:func:`bindcore.controlled.stacked.stacks`) go
-    in ``train_stack`` tasks of up to ``stack`` runs, one process training them together."""
+    """The tasks of ``configs``, each entry's folder prepared with its log there. ``stack`` > 1: token
+    runs that can share a stack go in ``train_stack`` tasks of up to ``stack`` runs."""
     from .controlled.stacked import stacks
 
     where = {**store_payload(store), "device": device, "progress": progress}
@@ -236,16 +215,13 @@ def run_sweep(
     estimate: bool = True,
     stack: int = 1,
 ) -> list[dict[str, Any]]:
-    """Train every config (or fetch its stored result); results in the order given.
-    Before training, print the number of runs to train and an estimate of their time
-    here (``estimate``, :func:`training_estimate`). ``stack`` > 1: token runs that differ
-    only in seed, split, coverage or sampling train together, up to ``stack`` per process
-    (:func:`train_tasks`); each is still its own record.
+    """Train every config (or fetch its stored result); records in the order given.
 
-    ``executor``: ``"local"`` (default; ``workers`` runs at once, default one per CPU
-    core, one on a GPU; one runs in this process), ``"ray"``, ``"ray:<address>"`` or an
-    executor object (:func:`bindcore.executors.make_executor`). Failed runs are
-    reported at the end (:class:`bindcore.executors.SweepError`), after the others."""
+    ``estimate``: first print the runs to train and :func:`training_estimate`. ``stack`` > 1: token runs
+    that can share a stack train together (:func:`train_tasks`). ``executor``: ``"local"`` (default;
+    ``workers`` at once, default :func:`default_workers`), ``"ray"``, ``"ray:<address>"`` or an
+    executor object. Failures raise :class:`bindcore.executors.SweepError` after the others finish.
+    """
     store = store or ResultStore()
     ex = make_executor(executor, workers)
     unique = list(dict.fromkeys(configs))
@@ -264,8 +240,8 @@ def run_sweep(
 
 
 def stored_run(cfg: TrainConfig, store: ResultStore) -> dict[str, Any]:
-    """The stored record of a run a worker finished (a ``RuntimeError`` if this machine
-    cannot see it: the worker wrote to a folder that is not shared)."""
+    """The stored record of a finished run; a ``RuntimeError`` if this machine cannot see it (the
+    worker's folder is not shared)."""
     found = store.find(cfg.store_kind, cfg.to_dict())
     if found is None:
         raise RuntimeError(
@@ -275,17 +251,15 @@ def stored_run(cfg: TrainConfig, store: ResultStore) -> dict[str, Any]:
 
 
 def values_seen_in_training(cfg: TrainConfig) -> float:
-    """Fraction of the C*V concept values that occur in at least one training object
-    (at low coverage some values never do, and no model can recognise them)."""
+    """Fraction of the C*V concept values that occur in at least one training object."""
     space = cfg.space
     seen = space.value_tokens(space.object_values(cfg.split.train)).unique()
     return len(seen) / space.n_value_tokens
 
 
 def results_table(records: list[dict[str, Any]]):
-    """One row per run: its scene space, coverage, held-out and training accuracies
-    (with swap-pair recognition), the bag-of-concepts floor and ceiling on the same
-    held-out scenes (``boc_*``), time and provenance."""
+    """One row per run: scene space, coverage, metrics, bag-of-concepts baselines (``boc_*``), time and
+    provenance."""
     import pandas as pd
 
     rows = []
@@ -314,16 +288,13 @@ def _first_coverage(sub, mask) -> float:
     return float(hit["coverage"].iloc[0]) if len(hit) else float("nan")
 
 
-# binding is shown at a coverage when held-out swap-pair recognition reaches this (a bag
-# of concepts scores 0 there); the transition coverage is the smallest coverage from
-# which it holds at every larger coverage swept (:func:`transition_coverage`)
+# binding is shown at a coverage when held-out swap-pair recognition reaches this (a bag scores 0)
 TRANSITION_SWAP = 0.5
 
 
 def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRANSITION_SWAP) -> float:
-    """The smallest coverage from which swap-pair recognition stays at or above
-    ``threshold`` at every larger coverage (NaN when the largest coverage is below it:
-    a rise that falls back is no transition)."""
+    """The smallest coverage from which swap-pair recognition stays >= ``threshold`` at every larger
+    coverage (NaN when the largest is below it)."""
     pairs = sorted(zip(coverages, swap_pairs))
     out = float("nan")
     for cov, swap in reversed(pairs):
@@ -334,24 +305,19 @@ def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRAN
 
 
 def chosen_coverage(sub) -> tuple[float, str]:
-    """The coverage at which a size's binding is read, and what chose it: the largest
-    median validation swap-pair recognition (``val_swap_pair``; ties: the smaller
-    coverage), else, for records made before validation objects existed, the largest
-    coverage. Test objects never choose it. ``sub``: one row per coverage."""
+    """(coverage at which a size's binding is read, what chose it): the best ``val_swap_pair`` (ties:
+    smaller coverage), else the largest coverage. Never chosen on test objects. ``sub``: a row per
+    coverage."""
     if "val_swap_pair" in sub and sub["val_swap_pair"].notna().any():
         return float(sub.loc[sub["val_swap_pair"].idxmax(), "coverage"]), "validation swap pairs"
     return float(sub["coverage"].max()), "largest coverage (no validation objects in these records)"
 
 
 def generalization_summary(table, concept_threshold: float = 0.9, transition: float = TRANSITION_SWAP) -> Any:
-    """Per object-space size, from the held-out two-object scenes (the median over seeds
-    at each coverage; ``seeds``: how many): the smallest coverage at which concept
-    recognition reaches ``concept_threshold``; the transition coverage, from which
-    swap-pair recognition stays at or above ``transition`` (:func:`transition_coverage`);
-    swap pairs (with their range over seeds), strict object recognition and the
-    bag-of-concepts ceiling at the largest coverage and at the coverage chosen on
-    validation objects (:func:`chosen_coverage`); and how strongly object recognition
-    rises with coverage (Spearman rank correlation)."""
+    """Per object-space size, from held-out two-object scenes (median over seeds per coverage): where
+    concepts reach ``concept_threshold``, the transition coverage, swap pairs (with range), strict
+    recognition and bag ceiling at the largest and the :func:`chosen_coverage`, and the Spearman
+    correlation of recognition with coverage."""
     import pandas as pd
 
     out = []
@@ -397,8 +363,7 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
 
 
 def _fitted_at(runs, coverage: float) -> str:
-    """``k of n``: how many runs at ``coverage`` ended with their training task fitted
-    (``""`` where the runs do not say, or ``coverage`` is NaN)."""
+    """``k of n`` runs at ``coverage`` that fitted their training task (``""``: unknown or NaN coverage)."""
     if "fitted" not in runs or math.isnan(coverage):
         return ""
     at = runs[runs["coverage"] == coverage]
@@ -406,8 +371,7 @@ def _fitted_at(runs, coverage: float) -> str:
 
 
 def seed_transitions(runs, transition: float = TRANSITION_SWAP) -> str:
-    """Each seed's own transition coverage (:func:`transition_coverage` of its runs of one
-    size; ``-``: none up to the largest coverage), as ``seed: coverage`` text."""
+    """Each seed's :func:`transition_coverage` as ``seed: coverage`` text (``-``: none)."""
     if "seed" not in runs:
         return ""
     parts = []
@@ -417,8 +381,7 @@ def seed_transitions(runs, transition: float = TRANSITION_SWAP) -> str:
     return ", ".join(parts)
 
 
-# the §5.2 numbers of the released code come from its test batches: the columns of ours
-# to set beside them, under that protocol and under the book's full-vocabulary one
+# our columns to set beside the release's §5.2 numbers, under both protocols
 PROTOCOL_COLUMNS = {
     "release protocol, pooled": "release_test_pooled",
     "release protocol, two objects": "release_test_object_2",
@@ -430,8 +393,7 @@ PROTOCOL_COLUMNS = {
 
 
 def protocol_comparison(table, min_objects: int = 0) -> Any:
-    """Per size (at least ``min_objects``) and coverage, ours under both protocols
-    (:data:`PROTOCOL_COLUMNS`): the median over seeds with its range. Rows only for
+    """:func:`seed_summary` of :data:`PROTOCOL_COLUMNS` for sizes of at least ``min_objects``, over
     records that carry the release protocol."""
     import pandas as pd
 
@@ -463,10 +425,8 @@ SEED_SUMMARY_METRICS = {
 
 
 def seed_summary(table, metrics: dict[str, str] | None = None) -> Any:
-    """Per object-space size and coverage: the number of seeds and, for each metric
-    (default :data:`SEED_SUMMARY_METRICS`; those absent from ``table`` are left out),
-    the median over seeds and its range (``min-max``), and whether every seed's strict
-    two-object recognition clears the bag ceiling of its own scenes."""
+    """Per size and coverage: seed count, each metric's median and range over seeds (default
+    :data:`SEED_SUMMARY_METRICS`, absent ones skipped), and whether every seed beats its bag ceiling."""
     import pandas as pd
 
     metrics = {k: v for k, v in (metrics or SEED_SUMMARY_METRICS).items() if v in table}

@@ -1,7 +1,6 @@
 """Geometry of scene embeddings (§4.1, §4.2, D.1, D.2, D.5): components, R², retrieval, edits, MDS.
-
-Functions take ``Z`` ``[N, d]``, ``objects`` ``[N, O_max, C]`` (-1 rows absent), ``values_per_concept``.
-A key never seen has NaN components; rows that need it are dropped and counted (``n_excluded``)."""
+Inputs: ``Z`` ``[N, d]``, ``objects`` ``[N, O_max, C]`` (-1 rows absent), ``values_per_concept``; rows
+needing a key never seen (NaN components) are dropped and counted (``n_excluded``)."""
 
 from __future__ import annotations
 
@@ -66,9 +65,8 @@ def _derangement(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _value_derangement(vpc: list[int], rng: np.random.Generator, sweeps: int = 20) -> np.ndarray:
-    """A permutation of the ``U`` object ids under which no object keeps any concept value
-    (single-valued concepts excepted): per-concept derangements, mixed by valid random
-    transpositions so that it is not a product permutation."""
+    """A permutation of the object ids under which no object keeps any concept value (single-valued
+    concepts excepted), mixed by random transpositions so it is not a product permutation."""
     u = int(np.prod(vpc))
     vals = object_values(np.arange(u), vpc)
     start = np.stack([_derangement(v, rng)[vals[:, c]] for c, v in enumerate(vpc)], 1)
@@ -539,8 +537,8 @@ def cosine_distances(X: np.ndarray) -> np.ndarray:
 
 
 def classical_mds(D: np.ndarray, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Torgerson MDS: ``(coords [K, n_components], eigenvalues)`` of the double-centred
-    ``-D²/2``, descending (negative ones: the distances are not Euclidean)."""
+    """Torgerson MDS: ``(coords [K, n_components], eigenvalues)`` of double-centred ``-D²/2``, descending
+    (negative ones: the distances are not Euclidean)."""
     d = np.asarray(D, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"D must be a square distance matrix, got shape {d.shape}")

@@ -1,22 +1,6 @@
-"""Build the book: execute the notebooks with papermill, then render them with Jupyter Book.
-
-The jupytext ``py:percent`` files under ``notebooks/`` are the source of truth. A build
-
-1. executes every notebook listed in ``_toc.yml`` (:mod:`bindcore.book.toc`) with
-   papermill into
-   ``<build_dir>/executed/<profile>/<name>.ipynb``, with the profile's parameters file
-   (:func:`profile_parameters`: on ``quick`` only ``profile``, the parameters cell holds
-   the rest; on another profile ``notebooks/profiles/<profile>/<name>.yaml``, as
-   ``papermill -f`` reads it), skipping a notebook whose source,
-   parameters and ``bindcore`` code are unchanged since its last successful execution
-   (the cache key is stored in the executed notebook's metadata, with the parameters
-   the chapter ran with, :func:`bindcore.book.chapter.start_chapter`); a page that
-   reads other chapters' parameters (the reproduction report,
-   :func:`bindcore.book.chapter.ran_with`) is keyed by those too;
-2. renders them (:mod:`bindcore.book.render`): stages a source tree with the executed
-   notebooks as pages for readers and runs Jupyter Book 1.x on it into
-   ``<build_dir>/html``.
-"""
+"""Build the book: execute the ``_toc.yml`` notebooks with papermill into
+``<build_dir>/executed/<profile>/``, skipping those whose cache key is unchanged (:func:`cache_key`),
+then render them with Jupyter Book into ``<build_dir>/html``."""
 
 from __future__ import annotations
 
@@ -88,17 +72,15 @@ def library_hash(package_dir: Path | str | None = None) -> str:
 
 
 def published_hash(published_dir: Path | str) -> str:
-    """Hash of the relative path and content of every file of the committed records
-    (``published/``; empty when there is none)."""
+    """Hash of the relative path and content of every file under ``published_dir`` (may be absent)."""
     published_dir = Path(published_dir)
     return _files_hash(published_dir, sorted(p for p in published_dir.rglob("*") if p.is_file())
                        if published_dir.is_dir() else [])
 
 
 def inputs_hash(root: Path) -> str:
-    """What a chapter reads besides its source and parameters: the library code, the
-    committed records a chapter shows (a newly published record executes it again) and
-    which result store it reads (``$BINDCORE_RESULTS``: another store, another execution)."""
+    """Hash of what a chapter reads besides its source and parameters: the library code, the published
+    records and which result store it reads (``$BINDCORE_RESULTS``)."""
     from bindcore.store import default_root
 
     return digest(library_hash(root / "bindcore"), published_hash(root / "published"),
@@ -106,10 +88,8 @@ def inputs_hash(root: Path) -> str:
 
 
 def cache_key(source: str, parameters: Mapping[str, Any], inputs: str, chapters: Any = None) -> str:
-    """Key of one execution: the notebook source, its parameters, ``inputs`` (the hash of
-    what it reads, :func:`inputs_hash`: the library code, which includes this build code,
-    and the published records), and for a page that reads other chapters' parameters,
-    those (``chapters``)."""
+    """Key of one execution: source, parameters, ``inputs`` (:func:`inputs_hash`) and, for a page that
+    reads other chapters' parameters, those (``chapters``)."""
     return digest(source, json.dumps(parameters, sort_keys=True), inputs, chapters, length=None)
 
 
@@ -138,16 +118,14 @@ def _environment(**updates: str) -> Iterator[None]:
 
 def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
                         executed_dir: Path | None = None, stored_only: bool = False) -> AbstractContextManager[None]:
-    """Environment inherited by the kernel that papermill starts (restored afterwards);
-    ``stored_only``: the kernel's result store starts no new entry (the report: :data:`~bindcore.book.toc.READS`)."""
-    # a chapter executed beside others (execute_book's jobs) gets its share of the cores
+    """Environment inherited by the kernel papermill starts (restored afterwards); ``stored_only``: the
+    kernel's result store starts no new entry."""
+    # a chapter executed beside others gets its share of the cores
     share = os.environ.get(CPUS_ENV, "")
     env = dict(openmp_environment(int(share) if share.isdigit() else None))
-    # no HF_HUB_OFFLINE here: the chapters' encoders probe the Hub (bindcore.encoders) and use
-    # CLIP where its weights are reachable, the offline fallbacks where not
+    # no HF_HUB_OFFLINE: the encoders probe the Hub and fall back offline themselves
     env["BINDCORE_PROFILE"] = profile
-    # progress bars inside a kernel would land in the rendered pages as many lines of text;
-    # papermill reports progress per cell instead
+    # progress bars would land in the pages as text; papermill reports progress per cell
     env["TQDM_DISABLE"] = "1"
     # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
     env["BINDCORE_BOOK_BUILD"] = "1"
@@ -157,13 +135,12 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
             env[var] = str(path)
     if stored_only:
         env[STORED_ONLY_ENV] = "1"
-    # The kernel runs in notebooks/; make sure it imports this checkout's bindcore.
+    # the kernel runs in notebooks/; it must import this checkout's bindcore
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
     return _environment(**env)
 
 
-# Longest a single cell may run before the build fails instead of waiting for ever (a hung
-# kernel would otherwise stall CI): generous for each profile's heaviest cell; none on `paper`.
+# longest a cell may run before the build fails (a hung kernel would stall CI); none on `paper`
 CELL_TIMEOUT_S = {"smoke": 900, "quick": 3 * 3600, "colab": None, "paper": None}
 
 
@@ -219,8 +196,8 @@ def _failure_message(name: str, source_nb, exc: BaseException, partial: Path) ->
 
 
 def _run_records(out_dir: Path, but: str, only: set[str] | None = None) -> dict[str, Any]:
-    """{notebook: the parameters it ran with} of the executed notebooks in ``out_dir``
-    (all but ``but``; ``only``: these alone)."""
+    """{notebook: parameters it ran with} of the executed notebooks in ``out_dir`` but ``but`` (``only``:
+    these alone)."""
     records = {}
     for path in sorted(out_dir.glob("*.ipynb")):
         if path.stem == but or (only is not None and path.stem not in only):
@@ -234,10 +211,8 @@ def _run_records(out_dir: Path, but: str, only: set[str] | None = None) -> dict[
 
 
 def profile_parameters(name: str, profile: str, root: Path) -> dict[str, Any]:
-    """The papermill parameters of notebook ``name`` on ``profile``: ``profile`` alone on
-    ``quick`` (the notebook's parameters cell holds its values), else what
-    ``notebooks/profiles/<profile>/<name>.yaml`` holds (``papermill -f`` reads the same);
-    ``profile`` alone, with a note, for a notebook that has no such file."""
+    """The papermill parameters of ``name`` on ``profile``: ``notebooks/profiles/<profile>/<name>.yaml``,
+    or ``profile`` alone on ``quick`` or where that file is missing (with a note)."""
     from .profiles import profile_file, read_profile_file
 
     if profile == "quick":
@@ -259,8 +234,7 @@ def _key(name: str, source: str, params: Mapping[str, Any], out_dir: Path, root:
 
 
 def outdated_pages(names: Iterable[str], profile: str, out_dir: Path, root: Path, inputs: str) -> list[str]:
-    """The chapters among ``names`` whose executed copy was made from another source,
-    other parameters, library or published records than they have now."""
+    """The chapters among ``names`` whose executed copy has a stale cache key."""
     out = []
     for name in names:
         executed = out_dir / f"{name}.ipynb"
@@ -339,12 +313,9 @@ def execute_notebook(
     *,
     root: Path | str | None = None,
 ) -> Path:
-    """Execute ``notebooks/<name>.py`` with papermill into ``<out_dir>/<name>.ipynb``.
-
-    The notebook is skipped when its executed copy carries the same cache key (source,
-    parameters, bindcore code). The executed file is replaced atomically and only after
-    a successful run; a failure raises :class:`NotebookExecutionError` naming the cell.
-    """
+    """Execute ``notebooks/<name>.py`` with papermill into ``<out_dir>/<name>.ipynb``, skipped when its
+    cache key is unchanged. The file is replaced atomically, only after success; a failure raises
+    :class:`NotebookExecutionError` naming the cell."""
     run = _execute(name, profile, Path(out_dir), parameters, force, _resolve_root(root))
     return run.path
 
@@ -363,13 +334,11 @@ def execute_book(
     recompute: bool = False,
     jobs: int = 1,
 ) -> list[NotebookRun]:
-    """Execute the notebooks of ``_toc.yml`` (or the ``only`` subset) and print timings;
-    ``parameters``: {notebook: papermill parameters on top of the profile's file} (e.g.
-    the dry run's, :func:`bindcore.book.profiles.dry_run_parameters`); ``recompute``:
-    every notebook executed again, with no published record read and an empty result
-    store (:func:`recomputing`), so that every number is computed from scratch;
-    ``jobs`` > 1: that many chapters side by side, each with its share of the cores
-    (:func:`_execute_side_by_side`)."""
+    """Execute the ``_toc.yml`` notebooks (or ``only``) and print timings.
+
+    ``parameters``: {notebook: papermill parameters over the profile's}. ``recompute``: execute all
+    again from scratch (:func:`recomputing`). ``jobs`` > 1: that many chapters side by side.
+    """
     check_profile(profile)
     root = _resolve_root(root)
     names = toc_notebooks(root)
@@ -408,13 +377,10 @@ def _report(run: NotebookRun) -> None:
 
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
                           force: bool, root: Path, inputs: str, jobs: int) -> list[NotebookRun]:
-    """Execute ``names`` with up to ``jobs`` at once, each in a process of its own
-    (``python -m bindcore.book.build``: :func:`_execute` there, its environment its
-    own) that may use ``cores // jobs`` cores (``$BINDCORE_CPUS``: its sweeps' workers
-    and its kernel's OpenMP threads); in ``_toc.yml`` order, except that a page which
-    reads other chapters waits for every chapter before it (:func:`~bindcore.book.toc.waits_for_earlier`).
-    Each process's output goes to ``<out_dir>/.logs/<name>.log``; a failure raises
-    :class:`NotebookExecutionError` with the end of that log once the others finish."""
+    """Execute ``names``, up to ``jobs`` at once in ``_toc.yml`` order, each in its own process with
+    ``cores // jobs`` cores (``$BINDCORE_CPUS``); a page reading other chapters waits for all before it.
+    Logs go to ``<out_dir>/.logs/<name>.log``; once the others finish, a failure raises
+    :class:`NotebookExecutionError` with the end of its log."""
     import signal
     import subprocess
 
@@ -505,9 +471,8 @@ RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute b
 
 @contextmanager
 def recomputing(build_dir: Path) -> Iterator[Path]:
-    """For the chapters executed inside: no published record (``$BINDCORE_NO_PUBLISHED``)
-    and a result store emptied first (``<build_dir>/recomputed-results`` as
-    ``$BINDCORE_RESULTS``), so that nothing computed before is reused. Yields the store."""
+    """Inside, chapters read no published record and an emptied result store
+    (``<build_dir>/recomputed-results``), so nothing computed before is reused. Yields the store."""
     store = Path(build_dir) / RECOMPUTED_RESULTS
     shutil.rmtree(store, ignore_errors=True)
     store.mkdir(parents=True)
@@ -521,8 +486,7 @@ def _absolute(path: Path | str) -> Path:
 
 
 def slowest_cells(executed: Path | str, n: int = 3) -> list[dict[str, Any]]:
-    """The ``n`` code cells of an executed notebook that took longest (papermill's
-    per-cell ``duration``), slowest first: their index, seconds and first source line."""
+    """The ``n`` slowest code cells of an executed notebook: index, seconds and first source line."""
     import nbformat
 
     nb = nbformat.read(str(executed), as_version=4)
@@ -536,9 +500,8 @@ def slowest_cells(executed: Path | str, n: int = 3) -> list[dict[str, Any]]:
 
 
 def build_times(runs: list[NotebookRun], profile: str, html_seconds: float, total_seconds: float) -> dict[str, Any]:
-    """What a book build measured of itself: per chapter its execution time (for a cached
-    chapter, the time of the execution it reused) and its three slowest cells; the HTML
-    build's and the whole build's time; the machine."""
+    """A build's timings: per chapter its execution time (cached: the reused execution's) and slowest
+    cells; the HTML and total times; the machine."""
     import nbformat
 
     from bindcore.store import machine_info
@@ -564,8 +527,7 @@ def build_book(
     recompute: bool = False,
     jobs: int = 1,
 ) -> Path:
-    """Execute the notebooks (``recompute``, ``jobs``: see :func:`execute_book`), render
-    the book, return ``<build_dir>/html/index.html``."""
+    """Execute the notebooks (:func:`execute_book`), render them, return ``<build_dir>/html/index.html``."""
     root = _resolve_root(root)
     start = time.perf_counter()
     runs = execute_book(profile, build_dir, force=force, only=only, root=root, recompute=recompute, jobs=jobs)
@@ -578,9 +540,7 @@ def build_book(
 
 
 def execute_and_time(profile: str, build_dir: Path | str, **execute: Any) -> list[NotebookRun]:
-    """:func:`execute_book` without the HTML (``bindcore book --no-html``), its
-    measurement written to ``<build_dir>/build-times.json`` as a full build writes it
-    beside the HTML."""
+    """:func:`execute_book` without the HTML, its timings written to ``<build_dir>/build-times.json``."""
     start = time.perf_counter()
     runs = execute_book(profile, build_dir, **execute)
     write_build_times(build_times(runs, profile, 0.0, time.perf_counter() - start), Path(build_dir))
@@ -588,8 +548,7 @@ def execute_and_time(profile: str, build_dir: Path | str, **execute: Any) -> lis
 
 
 def write_build_times(times: dict[str, Any], folder: Path) -> Path:
-    """Write a build's measurement (:func:`build_times`) as ``folder/build-times.json`` and
-    print it: per chapter its time and three slowest cells, the HTML build, the total."""
+    """Write :func:`build_times` to ``folder/build-times.json`` and print a summary."""
     folder.mkdir(parents=True, exist_ok=True)
     path = atomic_write_bytes(folder / BUILD_TIMES, json.dumps(times, indent=1).encode("utf-8"))
     print(f"[book] summary (profile={times['profile']}):", flush=True)

@@ -1,18 +1,5 @@
-"""What a chapter does around its science: its parameters and its page. The encoders,
-models and data a chapter uses, and its notes on stored results, are the experiments'
-(:mod:`bindcore.experiments`).
-
-Every chapter's code starts, after its ``parameters`` cell, with
-``P = start_chapter("<chapter>", globals())``: the figure style, library logging kept
-out of the page (a chapter speaks in its own one-line notes), tables without pandas'
-0..n-1 index, and ``P``, the parameters of this run: the values of the notebook's
-variables as the parameters cell set them (the ``quick`` profile's) or papermill did
-(``-f notebooks/profiles/<profile>/<notebook>.yaml``, ``-p``, ``-y``), each checked
-against its rule (:mod:`bindcore.book.profiles`). A new parameter is added to the
-parameters cell and to the chapter's profile files; nothing else. When the book build
-executes a chapter, the parameters it ran with are recorded in the executed notebook's
-metadata, where the reproduction report reads them (:func:`ran_with`).
-"""
+"""A chapter's page setup and run parameters: ``P = start_chapter("<chapter>", globals())`` after
+its ``parameters`` cell; the book build records ``P`` in the executed notebook (:func:`ran_with`)."""
 
 from __future__ import annotations
 
@@ -39,15 +26,11 @@ METADATA_KEY = "bindcore"  # of an executed notebook's metadata
 # parameters and page
 # ---------------------------------------------------------------------------------
 def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """Set up the page and return the parameters of this run (see the module docstring).
+    """Set up the page (:func:`prepare_page`) and return this run's checked parameters.
 
-    ``namespace``: the notebook's ``globals()``; every parameter of ``chapter`` found
-    there is taken as it is (None included, where its rule allows None) and parsed as the
-    parameter's declared type or refused with an error naming it
-    (:mod:`bindcore.book.profiles`); one the notebook does not define (04_2 has no
-    editing strengths) is the profile file's. A name papermill set that is neither
-    (``-p stepz 5``) is refused, naming the known ones (:func:`unknown_parameters`).
-    ``chapter=None``: a page without chapter parameters (only ``profile``)."""
+    ``namespace``: the notebook's ``globals()``. Each parameter of ``chapter`` is taken from it
+    (checked against its rule) or, if the notebook does not define it, from the profile file. A
+    name papermill set that is not a parameter is refused. ``chapter=None``: only ``profile``."""
     prepare_page()
     unknown = unknown_parameters(chapter, namespace)
     if unknown:
@@ -99,8 +82,8 @@ def _cells(namespace: Mapping[str, Any]) -> list[str]:
 
 
 def _parameters_cell_names(namespace: Mapping[str, Any]) -> set[str]:
-    """The names of the notebook's own ``parameters`` cell: the first cell run that
-    assigns ``profile`` and is not papermill's."""
+    """The names of the notebook's own ``parameters`` cell (the first non-papermill cell assigning
+    ``profile``)."""
     for cell in _cells(namespace):
         if not cell.lstrip().startswith(INJECTED_CELL) and "profile" in _assigned(cell):
             return _assigned(cell)
@@ -108,9 +91,8 @@ def _parameters_cell_names(namespace: Mapping[str, Any]) -> set[str]:
 
 
 def unknown_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> list[str]:
-    """The names papermill set (its injected ``# Parameters`` cell, read from IPython's
-    cell history ``In``) that are not parameters of ``chapter``: not in its profile
-    files and not in its ``parameters`` cell. Sorted; empty outside papermill."""
+    """Sorted names papermill injected (read from IPython's ``In``) that are not parameters of
+    ``chapter`` nor in its ``parameters`` cell; empty outside papermill."""
     injected = [c for c in _cells(namespace) if c.lstrip().startswith(INJECTED_CELL)]
     if not injected:
         return []
@@ -122,17 +104,15 @@ def _known_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> set[
 
 
 def record_run_parameters(params: Mapping[str, Any]) -> None:
-    """Hand the parameters of this run to the book build (a JSON file it names), which
-    puts them in the executed notebook's metadata; nothing outside a book build."""
+    """Write this run's parameters to the JSON file the book build names; no-op outside a build."""
     path = os.environ.get(PARAMETERS_FILE_ENV)
     if path:
         atomic_write_json(Path(path), dict(params))
 
 
 def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any], str]:
-    """(the parameters ``notebooks/<notebook>`` ran with in this book build, read from its
-    executed copy, and where they come from); the chapter's profile file when this build
-    has no executed copy of it on ``profile`` (e.g. a page run on its own)."""
+    """(parameters, source): what ``notebooks/<notebook>`` ran with in this build, or the profile
+    file's when this build has no executed copy of it on ``profile``."""
     folder = os.environ.get(EXECUTED_DIR_ENV)
     if folder:
         try:
@@ -146,8 +126,7 @@ def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any],
 
 
 def prepare_page() -> None:
-    """The book's figure style; library logging kept out of the page; tables without a
-    meaningless index (:func:`table_html`)."""
+    """Apply the figure style, silence library logging, and show DataFrames with :func:`table_html`."""
     from bindcore.figures import use_style
 
     use_style()
@@ -164,20 +143,16 @@ def prepare_page() -> None:
 
 
 def quiet_library_logging() -> None:
-    """Give the root logger a handler that drops records, so that a library's
-    ``logging.warning(...)`` does not configure logging to print every warning (e.g.
-    open_clip's "No pretrained weights loaded") into the page."""
+    """Give the root logger a null handler, so a library's ``logging.warning`` does not print into
+    the page."""
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.NullHandler())
 
 
 def table_html(df: Any) -> str:
-    """A DataFrame as HTML for a page: without its index when that is a plain row number
-    (unnamed integers, pandas' default), with it otherwise (e.g. ``set_index("claim")``);
-    numbers formatted as pandas' own HTML does; a cell's lines on lines of their own; in
-    a box that scrolls sideways when the table is wider than the page
-    (``bindcore-table-scroll`` in ``book/_static/bindcore.css``), so no column is cut off."""
+    """A DataFrame as HTML in a sideways-scrolling box (``bindcore-table-scroll``), without a plain
+    0..n-1 index and with a cell's line breaks kept."""
     import pandas as pd
 
     index = df.index

@@ -1,7 +1,5 @@
-"""Tables of the chapters and the report: our numbers with each paper number beside the
-one of ours it stands for (:mod:`bindcore.paper`), and only beside rows of the same kind
-(pretrained beside CLIP, our CLEVR-like scenes beside the authors' CLEVR as substitute
-data, nothing beside the controlled models)."""
+"""Chapter and report tables: our numbers with the paper's beside rows of the same kind only
+(pretrained beside CLIP, our scenes beside CLEVR as substitute data, none beside controlled models)."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ def sets_frame(sets: Sequence[EmbeddingSet]) -> pd.DataFrame:
 
 
 def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
-    """The paper's row for this set: same modality, and pretrained beside pretrained,
-    random init beside random init (the paper's random-init row is text only)."""
+    """The paper's row for this set (same modality and weights kind), else None."""
     if s.source == "text":
         model = "CLIP ViT-B/32" if s.pretrained else "random init"
         key, label = ("text", model), model
@@ -77,9 +74,8 @@ def _paper_editing(s: EmbeddingSet) -> dict[str, dict[str, float | None]]:
 
 
 def decomposition_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """§4.1 side by side: one row per set; R² of bag-of-concepts vs bag-of-objects
-    (averaging estimators, all scenes, and least squares on 20 % held-out scenes),
-    retrieval and probing of the object reconstructions, each paper number beside ours."""
+    """§4.1, one row per set: R² of bag-of-concepts vs bag-of-objects (averaging, and least squares
+    on 20 % held-out scenes), retrieval and probing of object reconstructions, paper beside ours."""
     rows = []
     for s, df in zip(sets, frames):
         c, o = frame_row(df, "concepts", "avg"), frame_row(df, "objects", "avg")
@@ -105,11 +101,8 @@ def decomposition_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFr
 
 
 def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """§4.2 / D.1 side by side: concept / object decoding per variant and set (a
-    permuted control: the mean over its derangements, with their range and standard
-    deviation); beside pretrained encoders, the paper's CLIP numbers of the same
-    modality (none beside random-init controls and the controlled models, for which the
-    paper gives none)."""
+    """§4.2 / D.1: concept / object decoding per variant and set (a permuted control: mean over its
+    derangements, with range and sd); the paper's CLIP numbers beside pretrained encoders only."""
     rows = []
     for s, df in zip(sets, frames):
         paper = PAPER_ATTRIBUTION.get(s.source, {}) if s.pretrained else {}
@@ -136,14 +129,13 @@ EDIT_CASES = ("different", "shared (release)", "shared", "all")
 
 
 def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], k: float = 1.0) -> pd.DataFrame:
-    """D.2 at strength ``k``: probing and retrieval of the intended counterfactual per
-    bank and case: ``different`` (the replaced object shares no value with the other
-    object: the release's "Different" edits), ``shared (release)`` (it shares only the
-    edited colour: the release's "Shared" edits), ``shared`` (any shared value: also the
-    same-shape scenes the release skips) and ``all``; retrieval counts the intended
-    objects in either order, ``retrieval exact`` only the intended order (the release's
-    rule). The paper's CLIP numbers (:data:`~bindcore.paper.PAPER_EDITING_CASE` edits)
-    stand beside pretrained image encoders' ``different`` edits."""
+    """D.2 at strength ``k``: probing and retrieval of the intended counterfactual per bank and case.
+
+    Cases: ``different`` (replaced object shares no value with the other), ``shared (release)``
+    (shares only the edited colour), ``shared`` (any shared value) and ``all``. ``retrieval``
+    accepts either object order, ``retrieval exact`` only the intended one. The paper's CLIP
+    numbers stand beside pretrained image encoders' :data:`~bindcore.paper.PAPER_EDITING_CASE` edits.
+    """
     rows = []
     for s, df in zip(sets, frames):
         paper = _paper_editing(s)
@@ -169,10 +161,8 @@ def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], 
 # appendix D.5
 # ---------------------------------------------------------------------------------
 def mds_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Grid-likeness per set: the share of each object's nearest neighbours sharing a
-    concept value with it, in the MDS picture and in the full embedding, against chance
-    (the share of all other objects that do): with 2 neighbours (also per concept, in the
-    picture) and with as many neighbours as an object has in the grid."""
+    """Grid-likeness per set: share of each object's nearest neighbours sharing a concept value, in
+    MDS and full embedding, against chance; with 2 neighbours (also per concept) and with grid ones."""
     rows = []
     for s, df in zip(sets, frames):
         g = df.attrs["grid"]
@@ -194,8 +184,7 @@ def mds_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame]) -> p
 # appendix E: pixel dual encoders
 # ---------------------------------------------------------------------------------
 def pixel_results_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One row per pixel run: the §5.2 results table plus its visual level, its CPU
-    minutes (all calls that trained it) and its number of held-out objects."""
+    """The §5.2 results table of pixel runs plus level, CPU minutes and held-out object count."""
     table = results_table(list(records))
     table.insert(0, "level", [r["config"]["level"] for r in records])
     table["CPU minutes"] = [r.get("cpu_seconds", float("nan")) / 60 for r in records]
@@ -204,8 +193,7 @@ def pixel_results_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 def level_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per level, at its largest coverage: strict and swap-pair recognition of held-out
-    two-object scenes beside the bag-of-concepts floor and ceiling."""
+    """Per level at its largest coverage: held-out two-object recognition beside the bag floor and ceiling."""
     rows = []
     for level in [lv for lv in LEVELS if lv in set(table["level"])]:
         sub = table[table["level"] == level]
@@ -223,9 +211,8 @@ def level_summary(table: pd.DataFrame) -> pd.DataFrame:
 # §5.4 figure 9: the correlations of the global product with the models
 # ---------------------------------------------------------------------------------
 def figure9_correlations(table: pd.DataFrame) -> pd.DataFrame:
-    """Per object-space size: how many models, and the Pearson and Spearman (rank)
-    correlations of the global product's held-out recognition with the model's own
-    (NaN with fewer than three models)."""
+    """Per object-space size: model count and Pearson / Spearman correlation of the global product's
+    held-out recognition with the model's (NaN with fewer than three models)."""
     rows = []
     for objects, sub in table.groupby("objects", sort=True):
         sub = sub.dropna(subset=["model: held-out objects", "global product: held-out objects"])
@@ -240,10 +227,8 @@ def figure9_correlations(table: pd.DataFrame) -> pd.DataFrame:
 # §5.2: the recipe search log
 # ---------------------------------------------------------------------------------
 def recipe_search_table(path: Any = None) -> pd.DataFrame:
-    """The attempts of the §5.2 recipe search (``benchmarks/recipe_search.py``, logged in
-    ``published/recipe-search.json``), failed ones included, with the fields each changed
-    from its base recipe and the code version that made each; an empty frame when there
-    is no log."""
+    """The §5.2 recipe search attempts (``published/recipe-search.json``), failed ones included, with
+    changed fields and code version; empty without a log."""
 
     from bindcore.controlled.search import read_attempts
     from bindcore.store import code_version
@@ -267,17 +252,14 @@ def recipe_search_table(path: Any = None) -> pd.DataFrame:
     return out
 
 
-# the first recipe search (published/recipe-search.json) kept attempts by their held-out
-# numbers, before the held-out objects were divided into validation and test objects
+# attempts logged before held-out objects were split into validation and test were chosen on test_*
 RECIPE_SEARCH_CHOSEN_ON = "held-out objects (test_*: before the validation split)"
 
 
 def fit_search_table(path: Any = None) -> pd.DataFrame:
-    """The attempts of the §5.2 search on training-task fit (``benchmarks/fit_search.py``,
-    logged in ``published/fit-search.json``): per attempt the fields changed, and per
-    seed the step at which the training task reached the target (blank: not by the last
-    step), its last reading and CPU-minutes; the metric it was judged on. An empty
-    frame when there is no log."""
+    """The §5.2 fit search attempts (``published/fit-search.json``): changed fields, and per seed the
+    step the training task reached the target ("-": never), last reading and CPU minutes; empty
+    without a log."""
 
     from bindcore.controlled.search import read_attempts
 
@@ -301,10 +283,8 @@ def fit_search_table(path: Any = None) -> pd.DataFrame:
 
 
 def claims_display(frame: pd.DataFrame, notebook: str | None = None) -> tuple[pd.DataFrame, str]:
-    """A claims frame as a reader reads it: the rows with a verdict (shown, not shown),
-    one a claim and subject; and, as markdown, the others grouped by status and reason,
-    each reason said once with the claims and subjects it holds for (and, for those that
-    cannot be tested at this profile, the command that runs the chapter on the paper's)."""
+    """(rows with a verdict, markdown of the rest grouped by status and reason); untestable claims
+    get the command that runs the chapter on the paper's profile."""
     from bindcore.verdicts.core import NOT_SHOWN, SHOWN, UNTESTABLE
 
     judged = frame[frame["status"].isin([SHOWN, NOT_SHOWN])].reset_index(drop=True)
@@ -322,9 +302,7 @@ def claims_display(frame: pd.DataFrame, notebook: str | None = None) -> tuple[pd
 
 def said_once(judged: pd.DataFrame, keep: Sequence[str] = ("claim", "subject", "ours", "status")
               ) -> tuple[pd.DataFrame, str]:
-    """The judged rows without the columns that hold one value in every row (of two or
-    more; never ``keep``), and those columns said once, as a markdown line: a table of
-    many rows of one claim stays narrow enough to read."""
+    """``judged`` without columns constant over 2+ rows (never ``keep``), and those said once as markdown."""
     same = [c for c in judged.columns if c not in keep and len(judged) > 1 and judged[c].astype(str).nunique() == 1]
     line = "; ".join(f"{c}: {judged[c].iloc[0]}" for c in same)
     return judged.drop(columns=same), (f"Every row below: {line}." if line else "")
@@ -355,9 +333,8 @@ SWEEP_COLUMNS = {"family": "family", "width": "width", "fraction": "data fractio
 
 
 def sweep_display(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """An approximator sweep's runs for reading: ``columns`` in that order, named as a reader
-    would (:data:`SWEEP_COLUMNS`), widths as whole numbers ("–" for the families without
-    one), other numbers to two decimals."""
+    """``columns`` of a sweep table renamed by :data:`SWEEP_COLUMNS`, widths as integers ("–": none),
+    other numbers to two decimals."""
     out = table[list(columns)].rename(columns=SWEEP_COLUMNS)
     if "width" in out:
         out["width"] = [("–" if pd.isna(w) else f"{int(w):,}") for w in out["width"]]

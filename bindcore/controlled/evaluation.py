@@ -1,15 +1,5 @@
-"""Evaluation of a controlled dual encoder (§5.2) on three object sets, under two protocols.
-
-Sets: training objects (``train_*``; ``task_*``: recognised among training objects
-only), validation objects (``val_*``, for choices) and test objects (``test_*``, read
-once; :mod:`bindcore.controlled.search` hides them from searches). Protocols: the full
-vocabulary (this book's: a scene of n objects is recognised when its objects score
-strictly above every other of the V**C objects, ``{set}_object_n``; swap pairs,
-``{set}_swap_pair``, read binding directly) and the release's (batches of 512 one- and
-two-object scenes against at most 64 of their objects plus attribute-swap negatives,
-``release_{set}_*``). Both come with the bag of concepts on the same scenes
-(:func:`bag_of_concepts_baseline`): its floor and its ceiling, the bar a binding claim
-must clear."""
+"""Evaluation of a controlled dual encoder (§5.2) on training, validation and test objects, against
+the full vocabulary and under the release's protocol, with the bag-of-concepts floor and ceiling."""
 
 from __future__ import annotations
 
@@ -42,11 +32,8 @@ MAX_EVALUATION_BYTES = 32 * 2**30
 
 
 def evaluation_memory(n_objects: int, n_concepts: int, n_values: int, d_out: int) -> dict[str, int]:
-    """Bytes the evaluation of an object space of ``n_objects`` objects needs, about, by
-    what needs them: ``objects`` (per object its query tokens, the split's permutation,
-    the bag-of-concepts candidate row, and its column of the [1024, n_objects] score,
-    label and comparison matrices of one chunk of evaluation scenes,
-    :func:`recognition_flags`) and ``embeddings`` (the query embedding of every object)."""
+    """Approximate bytes evaluating an object space needs: ``objects`` (per-object tokens, split,
+    bag row and [1024, n_objects] chunk matrices) and ``embeddings`` (every object's query embedding)."""
     return {"objects": n_objects * (8 * (n_concepts + 3) + 16 + 4 * n_concepts * n_values + 1024 * 17),
             "embeddings": n_objects * 4 * d_out}
 
@@ -60,9 +47,8 @@ def memory_text(n: float) -> str:
 
 
 def release_batches(eval_scenes: int) -> int:
-    """Release-protocol batches of an evaluation of ``eval_scenes`` scenes per object
-    count: the release's 10 from 1,024 on (the quick, scale and paper recipes), fewer,
-    in proportion, for the cheaper evaluations of smoke runs and dry runs (at least 1)."""
+    """Release-protocol batches for ``eval_scenes`` scenes per object count: 10 from 1,024 on, fewer in
+    proportion below (at least 1)."""
     return max(1, min(RELEASE_BATCHES, round(RELEASE_BATCHES * eval_scenes / 1024)))
 
 
@@ -76,9 +62,8 @@ class ReleaseBatch:
 
 @dataclass
 class EvalSet:
-    """Fixed evaluation scenes: for each object count n, ``eval_scenes`` scenes of
-    exactly n objects of each object set (``train``, ``val``, ``test``), and the release
-    protocol's batches of the held-out sets (``release[set]``)."""
+    """Fixed evaluation scenes: per object set and object count n, ``eval_scenes`` scenes of exactly n
+    objects; ``release[set]``: the release protocol's batches of the held-out sets."""
 
     test: dict[int, torch.Tensor] = field(default_factory=dict)
     train: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -91,10 +76,8 @@ class EvalSet:
 
 
 def release_batch(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator) -> ReleaseBatch:
-    """A test batch as the release draws it: 512 scenes of 1-2 objects of ``objects``;
-    candidates = at most 64 of the batch's distinct objects (a random subset when there
-    are more) and one attribute-swap negative per two-object scene (any object: the
-    release's test stream allows every object as a query)."""
+    """A release test batch: 512 scenes of ``objects``; candidates are at most 64 of their distinct
+    objects plus one attribute-swap negative (any object) per two-object scene."""
     scenes = sample_scenes(objects, RELEASE_BATCH, space.max_objects, gen)
     present = scenes[scenes >= 0].unique()
     if len(present) > RELEASE_MAX_POSITIVES:
@@ -104,9 +87,9 @@ def release_batch(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator
 
 
 def make_eval_set(cfg: TrainConfig, split, device: torch.device) -> EvalSet:
-    """The fixed evaluation scenes of a run: a function of its seed and split. The
-    training and test scenes come from one generator (training scenes as before the
-    validation set existed), the validation and release scenes from a second."""
+    """A run's fixed evaluation scenes, a function of its seed and split. Training and test scenes
+    come from one generator, validation and release scenes from a second (so the former do not
+    depend on the latter)."""
     gen = torch.Generator(device=device).manual_seed(10_007 + cfg.seed)
     es = EvalSet()
     for n in range(1, cfg.max_objects + 1):
@@ -139,10 +122,9 @@ def recognition_flags(
     task_candidates: torch.Tensor | None = None,
     z: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Per scene, strict concept and object recognition against the full vocabularies
-    (all V**C objects, all C*V concept values); with ``task_candidates`` also object
-    recognition among those objects only ("task"). bool ``[S]`` each. ``z``: the
-    scenes' embeddings if already computed (default: the token scene encoder's)."""
+    """Per scene, bool ``[S]`` strict ``object`` and ``concept`` recognition against the full
+    vocabularies, and ``task`` (among ``task_candidates`` only) if given. ``z``: precomputed scene
+    embeddings (default: the token scene encoder's)."""
     if z is None:
         z = embed_in_chunks(model.scene, space.tokenize_scenes(scenes))
     all_obj = torch.arange(space.n_objects, device=scenes.device)
@@ -158,18 +140,15 @@ def recognition_flags(
 
 
 def release_rates(batches: list[ReleaseBatch], score) -> dict[str, float]:
-    """The release protocol's rates of a scorer (``score(scenes, candidates) -> [B, K]``):
-    per batch, the strict rule on each scene with a positive among the candidates; the
-    mean over batches of each batch's mean, pooled (``pooled``) and per object count
-    (``object_n``; a batch without such scenes is left out of that mean)."""
+    """The release protocol's strict-recognition rates of ``score(scenes, candidates) -> [B, K]``: the
+    mean over batches of each batch's mean over scenes with a positive candidate, ``pooled`` and
+    per ``object_n``."""
     return _batch_means(batches, lambda b, labels: strict_correct(score(b.scenes, b.candidates), labels).float())
 
 
 def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str, float]:
-    """The bag ceiling under the release protocol: per scene, 1/k (k bindings of its bag,
-    :func:`bindcore.analysis.metrics.bag_ceiling`) when its candidates hold an object of
-    another binding of the same bag (a bag scorer ranks both bindings alike, so it can be
-    right on at most one), else 1; averaged as :func:`release_rates` averages."""
+    """The bag ceiling under the release protocol: per scene 1/k (k bindings of its bag) when the
+    candidates hold another binding of the same bag, else 1; averaged as :func:`release_rates`."""
 
     def ceiling(b: ReleaseBatch, labels: torch.Tensor) -> torch.Tensor:
         out = torch.ones(len(b.scenes), device=b.scenes.device)
@@ -186,9 +165,8 @@ def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str,
 
 
 def _batch_means(batches: list[ReleaseBatch], per_scene) -> dict[str, float]:
-    """The release protocol's averaging of a per-scene value (``per_scene(batch, labels)
-    -> [B]``): each batch's mean over its scenes with a positive among the candidates,
-    pooled and per object count, then the mean over batches."""
+    """Mean over batches of each batch's mean of ``per_scene(batch, labels) -> [B]`` over scenes with a
+    positive candidate, pooled and per object count (a batch without such scenes is left out)."""
     per: dict[str, list[float]] = {}
     for b in batches:
         labels = object_labels(b.scenes, b.candidates)
@@ -204,11 +182,9 @@ def _batch_means(batches: list[ReleaseBatch], per_scene) -> dict[str, float]:
 
 @torch.no_grad()
 def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, float]:
-    """Concept and object recognition per object count on test, validation and
-    training-object scenes (keys like ``test_object_2``, ``val_object_2``,
-    ``train_object_2``), ``task_object_n`` (training scenes among the training objects
-    only: the training task, which involves no held-out object), swap pairs of the
-    held-out sets, and the release protocol's rates of the held-out sets."""
+    """Recognition metrics: ``{set}_object_n`` / ``{set}_concept_n`` for train, val and test;
+    ``task_object_n`` (training scenes among training objects only); ``{val,test}_swap_pair*``; and
+    ``release_{val,test}_*``."""
     space = cfg.space
     was_training = model.training
     model.eval()
@@ -246,9 +222,8 @@ def evaluate(cfg: TrainConfig, model: DualEncoder, es: EvalSet) -> dict[str, flo
 @torch.no_grad()
 def swap_pairs(cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, scene_correct: torch.Tensor,
                object_emb: torch.Tensor, objects: torch.Tensor) -> dict[str, float]:
-    """Swap-pair recognition of two-object scenes (keys ``swap_pair`` and
-    ``swap_pair_heldout``, the latter over twins made of ``objects``, the scenes' own
-    object set): scene and attribute-swapped twin both recognised."""
+    """Swap-pair recognition (scene and its attribute-swapped twin both recognised): ``swap_pair``,
+    and ``swap_pair_heldout`` over twins made of ``objects`` only."""
     space = cfg.space
     source, twins = swap_twins(space, scenes[:, :2])
     if len(twins) == 0:
@@ -262,12 +237,9 @@ def swap_pairs(cfg: TrainConfig, model: DualEncoder, scenes: torch.Tensor, scene
 
 
 def bag_of_concepts_baseline(cfg: TrainConfig, es: EvalSet) -> dict[str, float]:
-    """Bag-of-concepts baselines on the same held-out scenes and candidates as the model:
-    the tie-failing count scorer (a floor; keys ``{set}_object_n`` and, under the release
-    protocol, ``release_{set}_pooled`` / ``release_{set}_object_n``) and the best any
-    scorer of the bag alone can do (the ceiling; ``ceiling_{set}_object_2`` against the
-    full vocabulary, ``ceiling_release_{set}_pooled`` / ``..._object_2``). The ceiling
-    does not know which objects were held out, so every binding of a bag is plausible."""
+    """Bag-of-concepts baselines on the model's held-out scenes: the count scorer's floor
+    (``{set}_object_n``, ``release_{set}_*``) and the best any bag scorer can do, not knowing which
+    objects were held out (``ceiling_{set}_object_2``, ``ceiling_release_{set}_*``)."""
     space = cfg.space
     out = {}
     for which, sets in es.heldout().items():

@@ -1,14 +1,6 @@
-"""The controlled dual encoder (appendix B.2): two encoders of one architecture (token
-embedding, sinusoidal positions, pre-LayerNorm transformer layers, the output at EOS,
-a linear head), one for scenes and one for queries.
-
-It computes what the chapter's reference computes (:mod:`bindcore.controlled.reference`)
-up to float rounding, with shortcuts. On a CPU (:func:`packed_encode`): real tokens
-packed without PAD, sequences of one length together (:class:`PackedAttention`, written
-for a few tokens); the last layer only at EOS, projecting its one query through the key
-weights (:func:`packed_layer_at`); fp32 linear layers on oneDNN (:func:`linear`). On a
-GPU the padded batch runs with F.scaled_dot_product_attention
-(:meth:`Encoder._forward_padded`)."""
+"""The controlled dual encoder (appendix B.2): pre-LN transformer scene and query encoders pooled at EOS.
+Equal to :mod:`bindcore.controlled.reference` up to float rounding; packed without PAD on a CPU
+(:func:`packed_encode`), padded with fused attention on a GPU."""
 
 from __future__ import annotations
 
@@ -59,12 +51,9 @@ def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
 
 @functools.cache
 def _onednn_linear_works() -> bool:
-    """Whether to use oneDNN's fp32 inner product (``torch.ops.mkldnn._linear_pointwise``,
-    the op torch.compile's CPU backend uses for linear layers): on a CPU with AVX-512
-    (where it was measured: about twice the throughput of the BLAS behind F.linear, 180
-    against 85 GFLOP/s on one AMD Zen 5 thread, whose MKL takes its AVX2 path), in this
-    torch build, agreeing with F.linear on a small case. fp32 throughout (oneDNN's default
-    math mode)."""
+    """Whether to use oneDNN's fp32 inner product (``torch.ops.mkldnn._linear_pointwise``): on an
+    AVX-512 CPU (about twice F.linear's throughput there), where this torch build has it and it
+    agrees with F.linear on a small case."""
     if torch.backends.cpu.get_cpu_capability() != "AVX512":
         return False
     try:
@@ -84,9 +73,8 @@ def _onednn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
 
 
 class _OneDNNLinear(torch.autograd.Function):
-    """F.linear on 2-D fp32 CPU rows with oneDNN in the forward and backward passes (the
-    weight gradient transposes the narrower of its two operands, which oneDNN needs
-    contiguous)."""
+    """F.linear on 2-D fp32 CPU rows by oneDNN, forward and backward (the weight gradient makes the
+    narrower operand contiguous)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -108,22 +96,19 @@ class _OneDNNLinear(torch.autograd.Function):
         return dx, dw, db
 
 
-# below this many multiply-adds a product is too small for oneDNN to pay for its kernel
-# (built per shape) and its weight reordering; F.linear serves
+# below this many multiply-adds oneDNN's per-shape kernel and weight reordering do not pay; F.linear serves
 ONEDNN_MIN_MACS = 2**20
 
 
 def use_onednn(x: torch.Tensor) -> bool:
-    """Whether :func:`linear` takes oneDNN for ``x``: fp32 on the CPU, outside autocast,
-    where oneDNN works (:func:`_onednn_linear_works`)."""
+    """Whether :func:`linear` takes oneDNN for ``x``: fp32 on a CPU, outside autocast, where it works."""
     return (x.device.type == "cpu" and x.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
             and _onednn_linear_works())
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """F.linear of rows ``[N, in]``, by oneDNN where :func:`use_onednn`. oneDNN builds and
-    caches a kernel per shape (a few ms each), so callers keep N to few distinct values
-    (:func:`padded_rows`)."""
+    """F.linear of rows ``[N, in]``, by oneDNN where :func:`use_onednn`. oneDNN builds a kernel per
+    shape (a few ms), so callers keep N to few values (:func:`padded_rows`)."""
     if x.dim() == 2 and x.shape[0] * w.shape[0] * w.shape[1] >= ONEDNN_MIN_MACS and w.dtype == torch.float32 \
             and use_onednn(x):
         return _OneDNNLinear.apply(x.contiguous(), w, b)
@@ -131,34 +116,27 @@ def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def padded_rows(n: int) -> int:
-    """``n`` rounded up to a multiple of 2**(bits(n) - 5): at most 1/16 more rows, and few
-    distinct row counts (16 per doubling), so that oneDNN's cached kernels are reused."""
+    """``n`` rounded up to a multiple of 2**(bits(n) - 5): at most 1/16 more rows, 16 distinct counts
+    per doubling, so oneDNN's cached kernels are reused."""
     step = 1 << max(0, n.bit_length() - 5)
     return -(-n // step) * step
 
 
 def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``torch.bmm``, as a broadcast product where the inner size is 1 (an outer product:
-    bmm's kernel for such tiny matrices is far slower than the elementwise one)."""
+    """``torch.bmm``, as a broadcast product where the inner size is 1 (much faster than bmm there)."""
     if a.shape[2] == 1:
         return torch.mul(a, b, out=out) if out is not None else a * b
     return torch.bmm(a, b, out=out) if out is not None else torch.bmm(a, b)
 
 
 class PackedAttention(torch.autograd.Function):
-    """Multi-head self-attention of packed sequences, each within itself:
-    ``apply(qkv, groups, heads)``, qkv ``[T, 3D]`` (each token's query, key and value;
-    the tokens of the sequences one after the other, sequences of one length together,
-    ``groups``: (count, length) in order) -> ``[T, D]``. Rows past the groups' (padding:
-    :func:`padded_rows`) are no query and no key; their output and gradient are 0.
+    """Self-attention of packed sequences, each within itself: ``apply(qkv, groups, heads)``.
 
-    Sequences this short (at most (C + 2) O_max + 1 tokens, heads of D/H) make the usual
-    kernels slow: F.scaled_dot_product_attention's flash kernel, and a softmax over a
-    last axis of a few keys, are tuned for long rows. Here the scores are held with the
-    key axis first (``[keys, n H, queries]``), where the softmax and its gradient are
-    vectorised reductions, the products are batched matrix products, and each group's
-    output and gradient are written straight into their rows. Computed in fp32 (under
-    bf16 autocast too), returned in qkv's dtype."""
+    qkv ``[T, 3D]``: sequences' tokens one after another, equal lengths together (``groups``:
+    (count, length) in order) -> ``[T, D]``; padding rows past the groups get output and gradient 0.
+    Scores are held key axis first (``[keys, n H, queries]``) so the softmax over a few keys is a
+    vectorised reduction, faster than the usual kernels on such short rows. Computed in fp32,
+    returned in qkv's dtype."""
 
     @staticmethod
     def forward(ctx, qkv: torch.Tensor, groups: list[tuple[int, int]], heads: int) -> torch.Tensor:
@@ -236,8 +214,8 @@ class Block(nn.Module):
         return self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
     def forward(self, x: torch.Tensor, attend: torch.Tensor | None, tokens_idx: torch.Tensor | None) -> torch.Tensor:
-        """x ``[B, L, D]``; attend bool ``[B, 1, 1, L]`` (True = key may be attended; None:
-        every key); tokens_idx: flat indices of non-PAD positions (None = all)."""
+        """x ``[B, L, D]``; attend bool ``[B, 1, 1, L]`` (True: key may be attended; None: all);
+        tokens_idx: flat indices of non-PAD positions (None: all)."""
         b, l, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
         a = F.scaled_dot_product_attention(self._heads(q), self._heads(k), self._heads(v), attn_mask=attend)
@@ -263,7 +241,7 @@ class Block(nn.Module):
 
 
 # ---------------------------------------------------------------------------------
-# the packed path (CPU): parameters by name, so that a stack of runs can call it per run
+# the packed path (CPU): parameters by name, so a stack of runs can call it per run
 # ---------------------------------------------------------------------------------
 def _layer_norm(p: Mapping[str, torch.Tensor], name: str, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, x.shape[-1:], p[name + ".weight"], p[name + ".bias"])
@@ -276,9 +254,8 @@ def _ffn(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor) -> torch.Tens
 
 def packed_layer(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, groups: list[tuple[int, int]],
                  n_heads: int) -> torch.Tensor:
-    """One pre-LN layer (parameters ``p[pre + "qkv.weight"]`` ...) on packed rows: x ``[T, D]``,
-    the tokens of the sequences one after the other, sequences of one length together
-    (``groups``: (count, length) in order); each sequence attends to its own tokens."""
+    """One pre-LN layer (parameters ``p[pre + "qkv.weight"]`` ...) on packed rows x ``[T, D]``
+    (layout as :class:`PackedAttention`)."""
     qkv = linear(_layer_norm(p, pre + "ln1", x), p[pre + "qkv.weight"], p[pre + "qkv.bias"])
     a = PackedAttention.apply(qkv, groups, n_heads)
     x = x + linear(a, p[pre + "proj.weight"], p[pre + "proj.bias"])
@@ -287,14 +264,10 @@ def packed_layer(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, group
 
 def packed_layer_at(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, groups: list[tuple[int, int]],
                     last: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """The layer's output at each packed sequence's last token (rows ``last`` ``[B]``)
-    -> ``[B, D]`` (sequences in packed order).
+    """The layer's output at each packed sequence's last token (rows ``last`` ``[B]``) -> ``[B, D]``.
 
-    With one query per sequence, keys and values need not be projected at every token:
-    head j's score of token t is q_j . (W_kj h_t + b_kj) = (W_kj^T q_j) . h_t + a term
-    equal for all tokens (which the softmax ignores), and its output is
-    W_vj (sum_t p_jt h_t) + b_vj (the weights sum to 1). So the layer reads the LayerNorm
-    output h of every token but projects only B queries and B mixtures of h."""
+    With one query per sequence, only B queries and B mixtures of h are projected: head j's score
+    is (W_kj^T q_j) . h_t plus a constant the softmax ignores, and its output W_vj (sum_t p_jt h_t) + b_vj."""
     b, d = len(last), x.shape[1]
     hd = d // n_heads
     h = _layer_norm(p, pre + "ln1", x)
@@ -321,9 +294,8 @@ def packed_layer_at(p: Mapping[str, torch.Tensor], pre: str, x: torch.Tensor, gr
 
 def packed_encode(p: Mapping[str, torch.Tensor], pre: str, cfg: EncoderConfig, positions: torch.Tensor,
                   tokens: torch.Tensor) -> torch.Tensor:
-    """What :meth:`Encoder.forward` computes, packed: tokens ``[B, L]`` (right-padded with
-    PAD, no sequence all PAD) through the encoder whose parameters are
-    ``p[pre + "embed.weight"]``, ``p[pre + "blocks.0.qkv.weight"]``, ... -> ``[B, d_out]``."""
+    """:meth:`Encoder.forward`, packed: tokens ``[B, L]`` (right-padded, none all PAD) -> ``[B, d_out]``
+    through the encoder with parameters ``p[pre + "embed.weight"]``, ..."""
     keep = tokens != cfg.pad_id
     if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
         raise ValueError("a sequence has a PAD token before a real one (sequences must be right-padded)")
@@ -338,8 +310,7 @@ def packed_encode(p: Mapping[str, torch.Tensor], pre: str, cfg: EncoderConfig, p
     ids = tokens[order, :width][keep_sorted]
     at = torch.arange(width, device=tokens.device).expand_as(keep_sorted)[keep_sorted]
     last = torch.cumsum(sorted_lengths, 0) - 1
-    # padding rows (a PAD token at position 0, never attended to nor read): few distinct
-    # shapes for oneDNN (the fp32 linear layers here, bf16 autocast's matrix products)
+    # padding rows (PAD at position 0, never attended to nor read): few distinct shapes for oneDNN
     extra, extra_b = padded_rows(len(ids)) - len(ids), padded_rows(len(last)) - len(last)
     ids, at, last = F.pad(ids, (0, extra), value=cfg.pad_id), F.pad(at, (0, extra)), F.pad(last, (0, extra_b))
     x = F.embedding(ids, p[pre + "embed.weight"]) + positions[at]
@@ -380,9 +351,8 @@ class Encoder(nn.Module):
 
     def _forward_padded(self, tokens: torch.Tensor, keep: torch.Tensor, lengths: torch.Tensor,
                         width: int) -> torch.Tensor:
-        """The padded batch (on a GPU, where F.scaled_dot_product_attention's fused kernels
-        serve): trailing PAD columns dropped, the feed-forward block on non-PAD tokens
-        only, the last layer at EOS only."""
+        """The padded path (GPU): trailing PAD columns dropped, feed-forward on non-PAD tokens only,
+        last layer at EOS only."""
         tokens, keep = tokens[:, :width], keep[:, :width]
         x = self.embed(tokens) + self.positions[:width]
         attend = keep[:, None, None, :]

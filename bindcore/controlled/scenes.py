@@ -1,19 +1,4 @@
-"""Scene space, object-coverage split and tokenization (paper §3, appendix B.1).
-
-A scene space has ``C`` concepts with ``V`` values each. An object is a C-tuple of
-values and also an integer id in ``[0, V**C)`` written in base ``V`` with concept 0
-as the least-significant digit. A scene is an ordered list of 1..O_max objects; in
-tensors a batch of scenes is a ``LongTensor[B, O_max]`` of object ids padded with
-``-1`` after the last object.
-
-Tokens: the value token of concept ``c`` (0-based) with value ``v`` is ``c*V + v``;
-after the ``C*V`` value tokens come SOO, EOO, EOS and PAD. A scene is the
-concatenation of its object blocks ``[SOO, t(0,v_0), ..., t(C-1,v_{C-1}), EOO]``,
-then one EOS, then PAD up to ``L_max = (C+2)*O_max + 1``.
-
-Everything here is vectorised torch: sampling, tokenizing and labelling a batch
-never loops over scenes in Python.
-"""
+"""Scene space, object-coverage split and tokenization (paper §3, appendix B.1), vectorised in torch."""
 
 from __future__ import annotations
 
@@ -28,7 +13,12 @@ EMPTY = -1  # object-id padding inside a scene tensor
 
 @dataclass(frozen=True)
 class SceneSpace:
-    """C concepts x V values, scenes of 1..max_objects objects."""
+    """C concepts x V values, scenes of 1..max_objects objects.
+
+    An object id in ``[0, V**C)`` is its values in base V, concept 0 least significant. A batch of
+    scenes is ``LongTensor[B, O_max]`` of ids, ``-1`` padded. Token t(c, v) = c*V + v, then SOO, EOO,
+    EOS, PAD; a scene is blocks ``[SOO, t(0,v_0), ..., EOO]``, one EOS, PAD to L_max = (C+2)*O_max + 1.
+    """
 
     n_concepts: int
     n_values: int
@@ -181,10 +171,8 @@ def n_objects_in(scenes: torch.Tensor) -> torch.Tensor:
 # -- coverage split ----------------------------------------------------------------
 @dataclass(frozen=True)
 class ObjectSplit:
-    """Training objects and held-out objects of a scene space; the held-out objects are
-    divided into validation objects (``val``: for any choice a search makes, a recipe,
-    a number of steps, an early reading of a curve) and test objects (``test``: read
-    once, for the record)."""
+    """Training and held-out objects; held-out ones are ``val`` (for any choice a search makes) and
+    ``test`` (read once, for the record)."""
 
     train: torch.Tensor
     val: torch.Tensor
@@ -201,13 +189,9 @@ class ObjectSplit:
 
 
 def coverage_split(space: SceneSpace, coverage: float, seed: int = 0) -> ObjectSplit:
-    """Seeded permutation of all V**C objects; the first floor(coverage*|O|) train. A
-    second permutation from the same generator divides the held-out objects: the first
-    half (rounded down) validates, the rest test. The training objects are those of the
-    permutation alone, so they do not depend on the division.
-
-    Raises ``ValueError`` if coverage is outside (0, 1) or leaves an empty side.
-    """
+    """Seeded split: the first floor(coverage*|O|) of a permutation train; a second permutation gives
+    half the rest (rounded down) to ``val``, the others to ``test``. ``ValueError`` if coverage is
+    outside (0, 1) or leaves a side empty."""
     if not 0.0 < coverage < 1.0:
         raise ValueError(f"coverage must lie in (0, 1), got {coverage}")
     n = space.n_objects
@@ -233,11 +217,8 @@ def sample_scenes(
     generator: torch.Generator,
     n_objects: int | None = None,
 ) -> torch.Tensor:
-    """Scenes ``[n, max_objects]`` of objects drawn i.i.d. (with replacement) from ``allowed``.
-
-    The object count is uniform on 1..max_objects unless ``n_objects`` fixes it.
-    Tensors are created on the generator's device.
-    """
+    """Scenes ``[n, max_objects]`` of objects drawn i.i.d. from ``allowed``, on the generator's device;
+    the object count is uniform on 1..max_objects unless ``n_objects`` fixes it."""
     device = generator.device
     allowed = allowed.to(device)
     if n_objects is None:
@@ -255,11 +236,8 @@ def sample_scenes(
 def attribute_swaps(
     space: SceneSpace, scenes: torch.Tensor, generator: torch.Generator, per_scene: int = 1
 ) -> torch.Tensor:
-    """Attribute-swap hard negatives (B.3): for every scene with >= 2 objects, copy one
-    object and overwrite one random concept with another object's value.
-
-    Returns the swapped object ids (one per scene with >= 2 objects, per repetition).
-    """
+    """Attribute-swap hard negatives (B.3): ids of one object per scene with >= 2 objects (per
+    repetition), one random concept overwritten with another object's value."""
     device = scenes.device
     counts = n_objects_in(scenes)
     multi = counts >= 2

@@ -1,12 +1,6 @@
-"""Many training runs in one process: seeds, splits and coverages of one model size
-trained together, each equal to a lone run of its config up to float rounding.
-
-Parameters carry a leading run dimension and take one fused AdamW step (elementwise, so
-each run's update is its lone one). On a GPU both towers run as batched products over
-the runs, candidates padded and masked out of the softmax; on a CPU each run goes
-through the lone packed path (:func:`per_run_losses`). Each run draws its own data from
-its own step generator, is evaluated and checkpointed by the lone code and stored as
-its own record. Runs may differ only in :data:`PER_RUN_FIELDS`; token scenes only."""
+"""Many token-scene training runs of one model size in one process, each equal to its lone run up to
+float rounding: parameters carry a leading run dimension, one fused AdamW step updates them all, and
+each run is stored as its own record. Runs may differ only in :data:`PER_RUN_FIELDS`."""
 
 from __future__ import annotations
 
@@ -52,9 +46,7 @@ from .training import (
 
 log = logging.getLogger(__name__)
 
-# fields that may differ between the runs of one stack: they change which data a run sees
-# (its seed, object split, candidates, schedule of the concept loss, evaluation) but not
-# a parameter's shape nor the optimiser's per-step hyper-parameters
+# fields that may differ within a stack: they change a run's data, not a parameter's shape or the optimiser's
 PER_RUN_FIELDS = frozenset({
     "seed", "split_seed", "coverage",
     "concept_queries", "object_queries", "concept_loss_weight", "concept_loss_start", "concept_loss_trigger",
@@ -66,9 +58,8 @@ PER_RUN_FIELDS = frozenset({
 
 
 def stackable(cfgs: list[TrainConfig]) -> None:
-    """A ``ValueError`` naming the field unless ``cfgs`` can be trained as one stack:
-    token-scene configs (:class:`TrainConfig` itself, not a subclass) that agree on
-    every field but :data:`PER_RUN_FIELDS`."""
+    """A ``ValueError`` naming the field unless ``cfgs`` are plain :class:`TrainConfig` (not a subclass)
+    agreeing on every field but :data:`PER_RUN_FIELDS`."""
     if not cfgs:
         raise ValueError("a stack needs at least one config")
     for cfg in cfgs:
@@ -90,8 +81,7 @@ def stack_key(cfg: TrainConfig) -> tuple:
 
 
 def stacks(cfgs: list[TrainConfig], size: int) -> list[list[TrainConfig]]:
-    """``cfgs`` grouped into stacks of at most ``size`` stackable configs (order kept
-    within a group; groups in the order of their first config)."""
+    """``cfgs`` grouped into stacks of at most ``size`` stackable configs, in first-seen order."""
     if size < 1:
         raise ValueError(f"stack size must be >= 1, got {size}")
     groups: dict[tuple, list[TrainConfig]] = {}
@@ -104,8 +94,7 @@ def stacks(cfgs: list[TrainConfig], size: int) -> list[list[TrainConfig]]:
 # stacked parameters and the batched forward pass
 # ---------------------------------------------------------------------------------
 def stack_parameters(models: list[DualEncoder]) -> dict[str, torch.Tensor]:
-    """Every parameter of the R models as one leaf tensor ``[R, ...]`` (names as in
-    ``named_parameters``, in that order)."""
+    """Every parameter of the R models as one leaf tensor ``[R, ...]``, by ``named_parameters`` name."""
     named = [dict(m.named_parameters()) for m in models]
     return {name: torch.stack([n[name].detach() for n in named]).requires_grad_(True) for name in named[0]}
 
@@ -143,9 +132,8 @@ def _ffn(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor) -> torch.Tensor:
 
 
 def token_index(keep: torch.Tensor) -> torch.Tensor | None:
-    """Per run, the flat positions of its non-PAD tokens (``keep`` ``[R, N, L]``) first,
-    padded to the largest count with PAD positions (distinct ones) -> ``[R, M]``; None when
-    no run has a PAD token."""
+    """Per run, flat positions of its non-PAD tokens (``keep`` ``[R, N, L]``) first, padded with distinct
+    PAD positions to the largest count -> ``[R, M]``; None when no run has PAD."""
     flat = keep.reshape(keep.shape[0], -1)
     if bool(flat.all()):
         return None
@@ -155,10 +143,8 @@ def token_index(keep: torch.Tensor) -> torch.Tensor | None:
 
 def _block(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.Tensor, n_heads: int,
            tokens_idx: torch.Tensor | None) -> torch.Tensor:
-    """One pre-LN layer (:meth:`Block.forward`): attention at every position, the
-    feed-forward block at the non-PAD positions of ``tokens_idx`` (:func:`token_index`;
-    the PAD positions it lists too, and any PAD position may carry garbage: it is never
-    a key and never pooled)."""
+    """One pre-LN layer (:meth:`Block.forward`), the feed-forward at ``tokens_idx`` only; PAD positions
+    may carry garbage, as they are never keys nor pooled."""
     r, b, length, d = x.shape
     q, k, v = _linear(_layer_norm(x, p[pre + "ln1.weight"], p[pre + "ln1.bias"]), p[pre + "qkv.weight"],
                       p[pre + "qkv.bias"]).split(d, dim=-1)
@@ -173,8 +159,7 @@ def _block(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.
 
 def _block_at(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: torch.Tensor, at: torch.Tensor,
               n_heads: int) -> torch.Tensor:
-    """The layer's output at one position per sequence (:meth:`Block.forward_at`):
-    x ``[R, B, L, D]``, at ``[R, B]`` -> ``[R, B, D]``."""
+    """:meth:`Block.forward_at` per run: x ``[R, B, L, D]``, at ``[R, B]`` -> ``[R, B, D]``."""
     r, b, length, d = x.shape
     h = _layer_norm(x, p[pre + "ln1.weight"], p[pre + "ln1.bias"])
     w_q, w_kv = p[pre + "qkv.weight"].split([d, 2 * d], dim=1)
@@ -189,9 +174,8 @@ def _block_at(p: dict[str, torch.Tensor], pre: str, x: torch.Tensor, attend: tor
 
 def encode(p: dict[str, torch.Tensor], tower: str, tokens: torch.Tensor, cfg: TrainConfig,
            positions: torch.Tensor) -> torch.Tensor:
-    """What :meth:`Encoder.forward` computes, for every run at once: tokens
-    ``[R, N, L]`` (right-padded with PAD) through run r's ``tower`` ("scene" or
-    "query") -> ``[R, N, d_out]``."""
+    """:meth:`Encoder.forward` for every run: tokens ``[R, N, L]`` (right-padded) through run r's
+    ``tower`` ("scene" or "query") -> ``[R, N, d_out]``."""
     pad = cfg.space.pad
     keep = tokens != pad
     lengths = keep.sum(2)
@@ -216,10 +200,8 @@ def pad_rows(t: torch.Tensor, count: int, filler: torch.Tensor) -> torch.Tensor:
 
 
 def masked_soft_target_loss(logits: torch.Tensor, labels: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """:func:`~bindcore.controlled.objective.soft_target_loss` of every run at once:
-    logits and labels ``[R, B, K]``, ``valid`` ``[R, K]`` (False: a padded candidate,
-    out of the softmax) -> ``[R]``. A run without any valid candidate gets 0 (and no
-    gradient)."""
+    """:func:`~bindcore.controlled.objective.soft_target_loss` per run: logits and labels ``[R, B, K]``,
+    ``valid`` ``[R, K]`` (False: padding, out of the softmax) -> ``[R]``; 0 for a run without candidates."""
     # a run with no candidate keeps its first (dummy) column in the softmax: finite, unlabelled
     none = ~valid.any(1)
     valid = valid.clone()
@@ -252,8 +234,7 @@ class Run:
 
 def draw_queries(cfg: TrainConfig, scenes: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator,
                  w_c: float) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """A run's candidate queries of one minibatch, drawn from ``gen`` in the order of
-    :func:`~bindcore.controlled.objective.train_loss`: name -> (tokens, labels)."""
+    """A run's candidate queries, drawn in ``train_loss``'s order: name -> (tokens, labels)."""
     space = cfg.space
     out = {}
     if w_c > 0:
@@ -267,9 +248,7 @@ def draw_queries(cfg: TrainConfig, scenes: torch.Tensor, allowed: torch.Tensor, 
 
 def stacked_scene_embeddings(p: dict[str, torch.Tensor], cfg: TrainConfig, scenes: list[torch.Tensor],
                              positions: torch.Tensor) -> torch.Tensor:
-    """Each run's minibatch through its scene tower -> ``[R, B, d_out]``, each distinct
-    scene of a run computed once (as :func:`~bindcore.controlled.training.encode_scenes`;
-    runs with fewer distinct scenes are padded with their first)."""
+    """Each run's minibatch through its scene tower -> ``[R, B, d_out]``, each distinct scene once."""
     uniq, inverse = zip(*(torch.unique(s, dim=0, return_inverse=True) for s in scenes))
     u_max = max(len(u) for u in uniq)
     tokens = torch.stack([cfg.space.tokenize_scenes(pad_rows(u, u_max, u[:1])) for u in uniq])
@@ -279,9 +258,8 @@ def stacked_scene_embeddings(p: dict[str, torch.Tensor], cfg: TrainConfig, scene
 
 @dataclass
 class Candidates:
-    """Every run's candidate queries of the stack's tasks, padded to the largest count
-    per task: ``tokens`` ``[R, K, W]`` (tasks one after the other, ``counts[name]`` rows
-    each), per task ``valid`` ``[R, k]`` (False: padding) and ``labels`` ``[R, B, k]``."""
+    """Every run's candidate queries padded per task: ``tokens`` ``[R, K, W]`` (tasks in turn,
+    ``counts[name]`` rows each), per task ``valid`` ``[R, k]`` (False: padding), ``labels`` ``[R, B, k]``."""
 
     tokens: torch.Tensor
     counts: dict[str, int]
@@ -291,8 +269,7 @@ class Candidates:
 
 def stack_candidates(drawn: list[dict[str, tuple[torch.Tensor, torch.Tensor]]], names: list[str],
                      space: SceneSpace, batch: int, dev: torch.device) -> Candidates:
-    """The runs' drawn queries (:func:`draw_queries`) as one padded query batch; a
-    padding row is the query ``[EOS]`` (one token: never all PAD), masked out."""
+    """The runs' drawn queries as one padded batch; padding rows are the query ``[EOS]``, masked out."""
     width = max(t.shape[1] for d in drawn for t, _ in d.values())
     dummy = torch.full((1, width), space.pad, dtype=torch.long, device=dev)
     dummy[0, 0] = space.eos
@@ -314,10 +291,8 @@ def stack_candidates(drawn: list[dict[str, tuple[torch.Tensor, torch.Tensor]]], 
 def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch.Tensor],
                  gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
                  ) -> tuple[torch.Tensor, list[dict[str, float]]]:
-    """The sum over runs of each run's :func:`~bindcore.controlled.objective.train_loss`
-    on its own minibatch (``weights``: each run's concept-loss weight), and each run's
-    loss parts. On the CPU each run's loss is its lone one, computed as a lone run does
-    (:func:`per_run_losses`)."""
+    """(sum over runs of each one's ``train_loss`` on its minibatch, each run's loss parts); ``weights``:
+    concept-loss weights. On the CPU: :func:`per_run_losses`."""
     if positions.device.type == "cpu":
         return per_run_losses(p, runs, scenes, gens, weights, positions)
     cfg0 = runs[0].cfg
@@ -347,13 +322,8 @@ def stacked_loss(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch
 def per_run_losses(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[torch.Tensor],
                    gens: list[torch.Generator], weights: list[float], positions: torch.Tensor
                    ) -> tuple[torch.Tensor, list[dict[str, float]]]:
-    """:func:`stacked_loss` on the CPU: run after run, the lone
-    :func:`~bindcore.controlled.objective.train_loss` on views of the run's slice of the
-    stacked parameters, through the lone encoder's packed path
-    (:func:`~bindcore.controlled.models.packed_encode`: oneDNN products and short-sequence
-    attention, faster on a CPU than the batched products over runs with padded
-    sequences), so that each run's loss and gradient are its lone run's, operation for
-    operation."""
+    """:func:`stacked_loss` on the CPU: each run's lone loss on views of its parameter slices, through
+    the packed path (faster there than batched products), so loss and gradient match its lone run."""
     names = list(p)
     views = [dict(zip(names, slices)) for slices in zip(*(p[name].unbind(0) for name in names))]
     enc = runs[0].cfg.encoder_config()
@@ -381,10 +351,8 @@ def per_run_losses(p: dict[str, torch.Tensor], runs: list[Run], scenes: list[tor
 
 def stacked_step(runs: list[Run], params: dict[str, torch.Tensor], opt: torch.optim.Optimizer, step: int,
                  amp: torch.dtype | None, positions: torch.Tensor) -> list[dict[str, float]]:
-    """:func:`~bindcore.controlled.objective.optimizer_step` of every run at once: each
-    run's minibatch from its own step generator, then ``grad_steps_per_batch`` optimiser
-    steps on it (candidates drawn again each time, as a lone run does); each run's last
-    loss parts."""
+    """``optimizer_step`` of every run at once (each minibatch from its own step generator, then
+    ``grad_steps_per_batch`` steps, candidates redrawn each); each run's last loss parts."""
     dev = positions.device
     weights = [concept_weight(run.cfg, step, run.concept_from) for run in runs]
     gens = [step_generator(run.cfg, step, dev) for run in runs]
@@ -401,8 +369,8 @@ def stacked_step(runs: list[Run], params: dict[str, torch.Tensor], opt: torch.op
 
 def new_run(cfg: TrainConfig, model: DualEncoder, dev: torch.device, history: list | None = None,
             before: dict | None = None, share: int = 1) -> Run:
-    """A run of a stack, as a lone run of ``cfg`` starts it (``history`` and ``before``:
-    those of a checkpoint; ``share``: the runs of the stack)."""
+    """A run of a stack as its lone run starts (``history``, ``before``: a checkpoint's; ``share``: stack
+    size)."""
     split_train = cfg.split.train.to(dev)
     allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else split_train
     history = list(history or [])
@@ -411,8 +379,7 @@ def new_run(cfg: TrainConfig, model: DualEncoder, dev: torch.device, history: li
 
 
 def make_stacked_optimizer(cfg: TrainConfig, params: dict[str, torch.Tensor]) -> torch.optim.AdamW:
-    """:func:`~bindcore.controlled.training.make_optimizer` over the stacked tensors (a
-    lone parameter's dimension is the stacked one's minus the run dimension)."""
+    """``make_optimizer`` over the stacked tensors (a lone parameter has one dimension fewer)."""
     tensors = list(params.values())
     if cfg.decay_scope == "all":
         groups: Any = tensors
@@ -425,8 +392,7 @@ def make_stacked_optimizer(cfg: TrainConfig, params: dict[str, torch.Tensor]) ->
 
 def _lone_optimizer(run: Run, params: dict[str, torch.Tensor], opt: torch.optim.Optimizer,
                     r: int) -> torch.optim.Optimizer:
-    """Run ``r``'s slice of the stacked optimizer as a lone optimizer of ``run.model``
-    (after :func:`copy_run`): the state a lone run would hold."""
+    """Run ``r``'s slice of the stacked optimizer as a lone optimizer of ``run.model``."""
     lone = make_optimizer(run.cfg, run.model)
     for g, sg in zip(lone.param_groups, opt.param_groups):
         g["lr"], g["initial_lr"] = sg["lr"], sg["initial_lr"]
@@ -464,8 +430,8 @@ class ShareClock(Clock):
 
 def _start_runs(cfgs: list[TrainConfig], dev: torch.device, checkpoints: list[Path | None]
                 ) -> tuple[list[DualEncoder], list[torch.optim.Optimizer], int, list[list], list[dict | None]]:
-    """Lone (model, optimizer, history, clock) of every run and the step to start from:
-    those of the runs' checkpoints when every run has one at the same step, else fresh."""
+    """Every run's lone (model, optimizer, history, clock) and the start step: from checkpoints when all
+    are at one step, else fresh."""
     started = [start_state(cfg, dev, ckpt) for cfg, ckpt in zip(cfgs, checkpoints)]
     steps = {s[2] for s in started}
     if len(steps) == 1:
@@ -485,12 +451,9 @@ def run_stacked(
     progress: bool = True,
     stop_after: int | None = None,
 ) -> list[TrainOutput]:
-    """Train the runs of ``cfgs`` (:func:`stackable`) as one stack; per run what
-    :func:`~bindcore.controlled.training.run_training` of its config returns (its
-    ``seconds`` and ``cpu_seconds``: its share of the stack's, the stack's divided by the
-    number of runs). With ``checkpoints`` (one path per run), resume when every run has
-    a checkpoint at the same step, and save every ``checkpoint_every`` steps (lone
-    format). ``stop_after``: end after that many steps of this call (tests resume)."""
+    """Train ``cfgs`` as one stack; per run what ``run_training`` returns (time: the stack's divided by
+    its runs). ``checkpoints`` (one per run, lone format): resume when all are at one step, save every
+    ``checkpoint_every`` steps. ``stop_after``: stop after that many steps of this call."""
     stackable(cfgs)
     cfg0 = cfgs[0]
     dev = resolve_device(str(device) if device is not None else None)
@@ -555,9 +518,7 @@ def run_stacked(
 # stored runs
 # ---------------------------------------------------------------------------------
 def stacked_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device, stack: list[TrainConfig]) -> dict[str, Any]:
-    """The record :func:`~bindcore.controlled.runs.train` writes for a run
-    (:func:`~bindcore.controlled.runs.train_record`), and ``stacked_with``: the config
-    hashes of its stack (its own included)."""
+    """A run's lone record plus ``stacked_with``: the config hashes of its stack (its own included)."""
     return {**train_record(cfg, out, dev), "stacked_with": [config_hash(c.to_dict()) for c in stack]}
 
 
@@ -568,12 +529,9 @@ def train_stacked(
     progress: bool = True,
     keep_weights: bool = True,
 ) -> list[dict[str, Any]]:
-    """:func:`~bindcore.controlled.training.train` for a stack of configs: the record of
-    each (in the order given), training those the store does not hold as one stack.
-    Each run is stored as its own record under its own config (``seconds`` and
-    ``cpu_seconds``: its share of the stack's time; ``stacked_with``: its stack), so a
-    later ``train(cfg)`` returns it. While the stack trains it holds every run's claim
-    (taken in hash order); checkpoints lie in each run's entry, in the lone format."""
+    """``train`` for a stack: each config's record (order kept), those not stored trained as one stack,
+    each stored under its own config so ``train(cfg)`` finds it. Holds every run's claim (taken in hash
+    order) while training; checkpoints lie in each run's entry."""
     stackable(cfgs)
     store = store or ResultStore()
     kind = STORE_KIND

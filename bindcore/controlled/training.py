@@ -1,12 +1,6 @@
-"""Training the controlled dual encoder (appendix B.3, B.4) as a pure function of a
-config, with periodic evaluation on held-out objects (§5.2), checkpoints and resume.
-
-The scene tower reads token scenes here. A :class:`TrainConfig` subclass may give it
-another input (appendix E: rendered images, :mod:`bindcore.controlled.pixels`) by
-overriding four methods (``make_model``, ``embed_training_scenes``,
-``embed_eval_scenes``, ``short_name``) and ``store_kind``; the sampler, the coverage
-split, the objective, the metrics, checkpoints and the store are this module's.
-"""
+"""Training the controlled dual encoder (appendix B.3, B.4) as a pure function of its config, with
+periodic evaluation (§5.2), checkpoints and resume. A :class:`TrainConfig` subclass may give the scene
+tower another input by overriding its scene methods and ``store_kind``."""
 
 from __future__ import annotations
 
@@ -55,22 +49,17 @@ from .scenes import (
 log = logging.getLogger(__name__)
 
 CANDIDATE_MODES = ("batch", "train_vocab")
-# Training runs in the result store (bindcore.store), those of the stacked trainer
-# (bindcore.controlled.stacked) too: bump the version when their results change (the
-# golden tests of tests/test_golden.py fail until then)
+# training runs in the result store (stacked ones too): bump the version when their results change
 STORE_KIND = Kind("train-2", required=("hash", "config", "metrics"), weights=("model.pt",))
 PRECISIONS = ("auto", "fp32", "bf16")
 DECAY_SCOPES = ("all", "matrices")
 SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
-# Scene inputs besides tokens: a config dict with ``scene_input = <name>`` is read by the
-# TrainConfig subclass named here. It is imported by name when such a dict is read, so
-# that token runs never import the pixel code; the subclass names its own store kind.
+# scene inputs besides tokens: the TrainConfig subclass that reads a dict with ``scene_input = <name>``,
+# imported by name only then (token runs never import the pixel code)
 SCENE_INPUTS = {"pixels": ("bindcore.controlled.pixels", "PixelTrainConfig")}
 
-# The range of each field, checked by validate (the settings schema of bindcore.settings, as
-# the chapters' parameters and the command line use it). Upper bounds of sizes lie far above any
-# recipe's (the paper's: d_ff 2048, batch 512, 2048 evaluation scenes) and below what would fail
-# only after the entry is made, in an allocation.
+# each field's range, checked by validate; size bounds lie far above any recipe's and below what
+# would fail only later, in an allocation
 _UNIT = Rule(float, low=0, high=1, open_high=True)  # [0, 1)
 _COUNT = Rule(int, low=0, high=2**10)
 _SEED = Rule(int, low=-SEED_LIMIT + 1, high=SEED_LIMIT - 1)
@@ -156,8 +145,7 @@ class TrainConfig:
     store_kind: ClassVar[Kind] = STORE_KIND
 
     def __post_init__(self) -> None:
-        # every value as its field's declared type (bindcore.settings: "False" is False,
-        # "1e1" is 10 for an int, "4.5" is refused); values already of that type are kept
+        # every value as its field's declared type (bindcore.settings.coerce)
         for name, tp in field_types(type(self)).items():
             value = getattr(self, name)
             typed = coerce(value, tp, f"{type(self).__name__}.{name}")
@@ -196,13 +184,12 @@ class TrainConfig:
 
     def embed_training_scenes(self, model: torch.nn.Module, scenes: torch.Tensor,
                               gen: torch.Generator) -> torch.Tensor:
-        """Scene embeddings of a training minibatch (with gradients); ``gen`` is the step's
-        generator (unused by token scenes)."""
+        """Scene embeddings of a training minibatch (with gradients); ``gen``: the step's generator."""
         return encode_scenes(model, self.space, scenes)
 
     def embed_eval_scenes(self, model: torch.nn.Module, scenes: torch.Tensor, seed: int = 0) -> torch.Tensor:
-        """Scene embeddings for evaluation (no gradients). A token scene has one input, so
-        ``seed`` (which rendering of a scene, for inputs that have several) must be 0."""
+        """Scene embeddings for evaluation (no gradients). ``seed`` picks a rendering for inputs that
+        have several; a token scene has one, so it must be 0."""
         if seed != 0:
             raise ValueError(f"seed = {seed}: a token scene has a single input sequence (seed must be 0)")
         return embed_in_chunks(model.scene, self.space.tokenize_scenes(scenes))
@@ -213,10 +200,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """A config from a dict of field values (each parsed as its field's type: text
-        from a command line or JSON values); an unknown field is a ``ValueError``. Read
-        as ``TrainConfig``, a dict with ``scene_input`` gives the config class of that
-        input (:data:`SCENE_INPUTS`; ``"tokens"``: this class)."""
+        """A config from field values (coerced to each field's type; an unknown field is a
+        ``ValueError``). On ``TrainConfig``, ``scene_input`` picks the subclass (:data:`SCENE_INPUTS`)."""
         if cls is TrainConfig and "scene_input" in d:
             name = coerce(d["scene_input"], str, "TrainConfig.scene_input")
             if name != "tokens":
@@ -242,16 +227,14 @@ def scene_input_class(name: str) -> type[TrainConfig]:
 
 @cache
 def field_types(cls: type[TrainConfig] | None = None) -> dict[str, type]:
-    """Every field of ``cls`` (default :class:`TrainConfig`) and its declared type (bool,
-    int, float or str)."""
+    """Every field of ``cls`` (default :class:`TrainConfig`) and its declared type."""
     cls = cls or TrainConfig
     hints = get_type_hints(cls)
     return {f.name: hints[f.name] for f in fields(cls)}
 
 
 def check_fields(names: Any, cls: type[TrainConfig] | None = None) -> None:
-    """A ``ValueError`` naming the first of ``names`` that is not a field of ``cls``
-    (default :class:`TrainConfig`)."""
+    """A ``ValueError`` naming the first of ``names`` not a field of ``cls`` (default TrainConfig)."""
     known = field_types(cls)
     for name in names:
         if name not in known:
@@ -309,10 +292,8 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
 
 
 def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
-    """AdamW over both encoders and tau. ``decay_scope="all"`` decays every parameter, tau
-    included, as the released code does; ``"matrices"`` decays only weight matrices and
-    embedding tables (not tau, biases or LayerNorm parameters)."""
-    # the fused kernel (one pass over all parameters) is ~15 % of a small model's step faster
+    """Fused AdamW over both encoders and tau. ``decay_scope="all"`` decays every parameter (as the
+    release); ``"matrices"`` only 2-D ones (not tau, biases or LayerNorm)."""
     if cfg.decay_scope == "all":
         groups = model.parameters()
     else:
@@ -324,20 +305,15 @@ def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
 
 
 def concept_weight(cfg: TrainConfig, step: int, concept_from: int | None) -> float:
-    """Weight of the concept loss at ``step``; ``concept_from`` is the step at which the
-    concept loss joins (None: not yet)."""
+    """Weight of the concept loss at ``step``; ``concept_from``: the step it joins (None: not yet)."""
     if not cfg.concept_queries or concept_from is None:
         return 0.0
     return cfg.concept_loss_weight if step >= concept_from else 0.0
 
 
 def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int | None:
-    """The step at which the concept loss joins, given the evaluations so far.
-
-    Without a trigger it is the fixed ``concept_loss_start`` fraction of the steps. With
-    one, it is the first evaluation at or after that point at which the training task
-    is solved well enough: training scenes of ``max_objects`` objects recognised among
-    the training objects at the trigger's rate (None until then)."""
+    """The step the concept loss joins: ``concept_loss_start`` of the steps, or with a trigger the first
+    evaluation at or after it whose ``task_object_{max_objects}`` reaches the trigger (None until then)."""
     start = int(cfg.concept_loss_start * cfg.steps)
     if cfg.concept_loss_trigger <= 0:
         return start
@@ -349,8 +325,7 @@ def concept_loss_onset(cfg: TrainConfig, history: list[dict[str, float]]) -> int
 
 
 def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
-    """bf16 autocast where asked for, and under "auto" on a CUDA GPU with native bf16
-    (Ampere and later; a T4 has none and trains in fp32); else None (fp32)."""
+    """bf16 where asked, or under "auto" on a CUDA GPU with native bf16 (Ampere+); else None (fp32)."""
     if cfg.precision == "bf16":
         return torch.bfloat16
     if cfg.precision == "auto" and device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
@@ -359,8 +334,7 @@ def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None
 
 
 def encode_scenes(model: DualEncoder, space: SceneSpace, scenes: torch.Tensor) -> torch.Tensor:
-    """Scene embeddings, computing each distinct scene of the batch once (small object
-    spaces repeat many scenes, one-object scenes especially); identical result."""
+    """Scene embeddings, each distinct scene of the batch computed once (same result)."""
     uniq, inverse = torch.unique(scenes, dim=0, return_inverse=True)
     return model.scene(space.tokenize_scenes(uniq))[inverse]
 
@@ -375,9 +349,7 @@ def build_model(cfg: TrainConfig, device: torch.device) -> DualEncoder:
 
 def start_state(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
                 ) -> tuple[DualEncoder, torch.optim.Optimizer, int, list, dict | None]:
-    """(model, optimizer, step, history, clock) to train ``cfg`` from: a fresh model and
-    optimizer, or those of its latest good checkpoint
-    (:func:`bindcore.controlled.checkpoints.resume`)."""
+    """(model, optimizer, step, history, clock) to train from: fresh, or the latest good checkpoint's."""
 
     def fresh() -> tuple[DualEncoder, torch.optim.Optimizer]:
         model = build_model(cfg, device)
@@ -418,11 +390,9 @@ def run_training(
     stop_after: int | None = None,
     on_eval: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainOutput:
-    """Train one dual encoder: ``cfg.steps`` optimiser steps, an evaluation every
-    ``eval_every`` steps and at the end (``on_eval(step, metrics)`` sees each). With
-    ``checkpoint`` set, resume from it if it exists and save to it every
-    ``checkpoint_every`` steps. ``stop_after`` ends the loop early after that many
-    optimiser steps of this call (used to test resume)."""
+    """Train one dual encoder for ``cfg.steps`` steps, evaluating every ``eval_every`` steps and at the
+    end (each seen by ``on_eval(step, metrics)``). ``checkpoint``: resume from it if present and save
+    every ``checkpoint_every`` steps. ``stop_after``: stop after that many steps of this call."""
     dev = resolve_device(str(device) if device is not None else None)
     train_objects = cfg.split.train.to(dev)
     negatives = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
@@ -471,8 +441,7 @@ def run_training(
 
 def _evaluation(cfg: TrainConfig, model: DualEncoder, es: EvalSet, step: int, history: list,
                 parts: dict[str, float], on_eval: Callable[[int, dict[str, float]], None] | None) -> dict[str, float]:
-    """Evaluate at ``step``, append it (with the loss's ``parts``) to ``history``, show it
-    to ``on_eval``; the metrics."""
+    """Evaluate at ``step``, append to ``history`` (with loss ``parts``), call ``on_eval``; the metrics."""
     metrics = evaluate(cfg, model, es)
     history.append({"step": step, **metrics, **parts})
     if on_eval:
@@ -482,8 +451,7 @@ def _evaluation(cfg: TrainConfig, model: DualEncoder, es: EvalSet, step: int, hi
 
 @torch.no_grad()
 def object_query_additivity(cfg: TrainConfig, model: DualEncoder) -> float:
-    """R² of an additive (bag-of-concepts) fit to the query encoder's normalised
-    embeddings of all V**C objects (see :func:`bindcore.analysis.metrics.additive_r2`)."""
+    """R² of an additive (bag-of-concepts) fit to the normalised query embeddings of all V**C objects."""
     from bindcore.analysis.metrics import additive_r2
 
     space = cfg.space
