@@ -54,15 +54,14 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
 SCALE_MODELS = {"scale": "all", "scale-chosen": "chosen"}
 
 
-def binding_scale_runs(store: Any = None, level: float | None = None, per_size: str = "all") -> list[dict[str, Any]]:
-    """The scale sweep's models that bind, chosen on validation objects: every point (first
-    object split) whose runs' median validation swap pairs reach ``level`` (``per_size=
-    "chosen"``: of those, per size, the point with the largest median, ties the smaller
-    coverage: :func:`bindcore.sweep.chosen_coverage`'s rule), each of its runs whose weights are stored (a record published without them is never trained again by a
-    page). A point whose budget the fit rule has raised since serves with its runs at the
-    earlier budget (:func:`scale_records`): the claims of §5.3 and §5.4 ask for a model that
-    binds, which those are, not for one trained to the plan's latest budget. Test objects
-    choose nothing."""
+def binding_scale_runs(store: Any = None, level: float | None = None,
+                       per_size: str = "all") -> list[dict[str, Any]]:
+    """The scale sweep's models that bind, chosen on validation objects: the points (first
+    object split) whose runs' median validation swap pairs reach ``level`` and have stored
+    weights (``per_size="chosen"``: per size only the one with the largest median, ties the
+    smaller coverage), each run with weights. A point whose budget the fit rule has raised
+    serves with its runs at the earlier budget (:func:`scale_records`): §5.3 and §5.4 ask
+    for a model that binds, not for the plan's latest budget. Test objects choose nothing."""
     import statistics
 
     from bindcore.controlled.search import BINDS_AT, search_view
@@ -93,8 +92,8 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_para
                       executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
     ``"scale"`` or ``"scale-chosen"`` (:data:`SCALE_MODELS`), the scale sweep's models that
-    bind (:func:`binding_scale_runs`; none
-    stored with weights: the chapter's own, said so); else those of
+    bind (:func:`binding_scale_runs`; none stored with weights: the chapter's own, said so);
+    else those of
     :func:`generalizing_configs` (stored runs are reused; their code version is printed;
     ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.sweep import run_sweep
