@@ -6,8 +6,9 @@ rate, the concept loss joining once the object task is learned). ``scale``: the 
 recipe at the paper's object spaces, with the recipe search's changes (batch 512, 256
 object candidates, near-miss negatives, the concept loss from the first step), a
 per-point budget (:data:`SCALE_BUDGETS`) and a per-size depth (:data:`SCALE_LAYERS`).
-``colab``: ``scale`` with the paper's 2,048 evaluation scenes. ``smoke``: every code path in seconds. Pixel recipes (appendix E):
-each profile's token recipe plus the pixel tower's fields."""
+``colab``: ``scale`` with the paper's 2,048 evaluation scenes. ``smoke``: every code path
+in seconds. Pixel recipes (appendix E): each profile's token recipe plus the pixel tower's
+fields."""
 
 from __future__ import annotations
 
