@@ -304,12 +304,17 @@ def transition_coverage(coverages: Any, swap_pairs: Any, threshold: float = TRAN
     return out
 
 
+def best_coverage(points: Iterable[tuple[float, float]]) -> float:
+    """The coverage of the ``(coverage, median val_swap_pair)`` pair with the largest value
+    (ties: the smaller coverage); NaN values never win."""
+    return min((p for p in points if not math.isnan(p[1])), key=lambda p: (-p[1], p[0]))[0]
+
+
 def chosen_coverage(sub) -> tuple[float, str]:
-    """(coverage at which a size's binding is read, what chose it): the best ``val_swap_pair`` (ties:
-    smaller coverage), else the largest coverage. Never chosen on test objects. ``sub``: a row per
-    coverage."""
+    """(coverage at which a size's binding is read, what chose it): :func:`best_coverage`, else the
+    largest coverage. Never chosen on test objects. ``sub``: a row per coverage."""
     if "val_swap_pair" in sub and sub["val_swap_pair"].notna().any():
-        return float(sub.loc[sub["val_swap_pair"].idxmax(), "coverage"]), "validation swap pairs"
+        return best_coverage(zip(sub["coverage"], sub["val_swap_pair"])), "validation swap pairs"
     return float(sub["coverage"].max()), "largest coverage (no validation objects in these records)"
 
 

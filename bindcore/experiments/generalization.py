@@ -66,6 +66,7 @@ def binding_scale_runs(store: Any = None, level: float | None = None,
 
     from bindcore.controlled.search import BINDS_AT, search_view
     from bindcore.store import has_weights
+    from bindcore.sweep import best_coverage
 
     level = BINDS_AT if level is None else level
     records, _ = scale_records(store)
@@ -78,12 +79,12 @@ def binding_scale_runs(store: Any = None, level: float | None = None,
     for size, cov in sorted(points):
         val = statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in points[(size, cov)])
         if val >= level and any(has_weights(r) for r in points[(size, cov)]):
-            binding.setdefault(size, []).append((val, cov))
+            binding.setdefault(size, []).append((cov, val))
     if per_size == "chosen":
-        binding = {size: [max(vals, key=lambda vc: (vc[0], -vc[1]))] for size, vals in binding.items()}
+        binding = {size: [(best_coverage(vals), 0.0)] for size, vals in binding.items()}
     elif per_size != "all":
         raise ValueError(f"per_size = {per_size!r}: must be 'all' or 'chosen'")
-    return [r for size in sorted(binding) for _, cov in sorted(binding[size], key=lambda vc: vc[1])
+    return [r for size in sorted(binding) for cov, _ in sorted(binding[size])
             for r in sorted((r for r in points[(size, cov)] if has_weights(r)), key=lambda r: r["config"]["seed"])]
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bindcore.book.profiles import chapter_parameters
 from bindcore.controlled.recipes import SCALE_SEEDS, recipe_differences
+from bindcore.experiments.generalization import SCALE_MODELS
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
@@ -113,7 +114,7 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
                                      + ("at the point of each size chosen on validation objects, "
                                         if controlled.get("models") == "scale-chosen" else "")
                                      + "every seed published with its weights"
-                                     if controlled.get("models", "").startswith("scale") else
+                                     if controlled.get("models") in SCALE_MODELS else
                                      "the §5.2 chapter's own runs at their largest coverage")
          + f"; the ordered pairs of at most {controlled['max_objects']:,} of their objects",
          "a claim on a model that does not bind is not testable here"),
