@@ -98,6 +98,10 @@ def test_a_direction_never_contradicts_the_verdict():
     assert CL.direction_sentence(terms, "MiniLM", claim="c", status=CL.SHOWN).endswith("(the claim “c”: shown).")
     back = CL.direction_sentence(terms[::-1], "MiniLM", claim="c", status=CL.NOT_SHOWN)
     assert "does not show" in back and "(the claim “c”: not shown)" in back
+    # the order is stricter than a claim with a tolerance: the sentence names the verdict that stands
+    shown_back = CL.direction_sentence(terms[::-1], "MiniLM", claim="c", status=CL.SHOWN)
+    assert "does not show" in shown_back and "(the claim “c”: shown)" not in shown_back
+    assert shown_back.endswith("the order is stricter than the claim “c”, whose own rule reads “shown”.")
 
 
 def test_pretrained_sentences_say_the_direction_and_whether_the_null_is_separated():
@@ -129,8 +133,8 @@ def test_form_sentences_state_the_ordering_with_the_verdict():
     both = forms({ADD: (0.99, 0.12), GP: (0.99, 0.48), SGP: (0.99, 0.72), MLP: (0.99, 0.73)}, ceiling=0.55)
     (text,) = form_sentences(both, form_claims(both, "quick"))
     assert text == ("m: the paper's ordering (additive + global product > MLP > additive (per slot)) does not show: "
-                    "additive + global product 0.72, MLP 0.73, additive (per slot) 0.12 "
-                    "(the claim “the global product is best”: shown).")
+                    "additive + global product 0.72, MLP 0.73, additive (per slot) 0.12; the order is stricter "
+                    "than the claim “the global product is best”, whose own rule reads “shown”.")
     # the quick models' pattern: ordered, below the thresholds: a direction only
     low = forms({ADD: (0.99, 0.27), GP: (0.99, 0.58), MLP: (0.99, 0.43)})
     (text,) = form_sentences(low, form_claims(low, "quick"))

@@ -95,7 +95,8 @@ def direction_sentence(terms: Sequence[tuple[str, Any]], subject: str = "", pape
     :func:`ordered` (each at least ``by`` above the next). The values stand in the sentence,
     the ``paper``'s beside them. The order is a direction only, never a verdict: with the
     ``status`` of the threshold ``claim`` the sentence says that verdict stands (a direction
-    that shows does not make a claim "shown")."""
+    that shows does not make a claim "shown"; one that does not show leaves a shown claim
+    shown, and says so)."""
     labels = [t[0] for t in terms]
     values = [_num(t[1]) for t in terms]
     shown = [fmt_range(v) if math.isfinite(v) else "–" for v in values]
@@ -109,9 +110,11 @@ def direction_sentence(terms: Sequence[tuple[str, Any]], subject: str = "", pape
         text = f"{head} ({order}) does not show: " + ", ".join(f"{a} {b}" for a, b in zip(labels, shown))
     if paper:
         text += f" (paper: {paper})"
+    named = f" “{claim}”" if claim else ""
     if status and status != SHOWN and ordered(values, by):
-        named = f" “{claim}”" if claim else ""
         text += f"; a direction only, not the claim{named}, whose verdict stays “{status}”"
+    elif status == SHOWN and _ok(*values) and not ordered(values, by):
+        text += f"; the order is stricter than the claim{named}, whose own rule reads “{status}”"
     elif status:
         text += f" (the claim{f' “{claim}”' if claim else ''}: {status})"
     return text + "."
