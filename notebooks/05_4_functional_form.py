@@ -221,8 +221,9 @@ fig9[["objects", "coverage", "negatives", "model: held-out objects", "bag-of-con
 # Under the table, per model: whether the paper's ordering of the families on held-out
 # objects (global product above the MLP above the additive probe, at the largest data
 # fraction) shows in our numbers, whatever the thresholds say. An ordering is a direction,
-# not a verdict: where "the global product is best" is not shown or not testable here,
-# the sentence says that its verdict stands.
+# not a verdict: each sentence names the verdict of "the global product is best" beside
+# it, and says so where the two part (the claim allows the global product a small
+# tolerance below the best family; the ordering does not).
 
 # %% tags=["full-width"]
 form = form_claims(table, profile)
