@@ -66,6 +66,9 @@ SCALE_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {
 }
 # training seeds of every point (each on the object split of every split seed of the point)
 SCALE_SEEDS = (0, 1, 2)
+# the §5.3 / §5.4 parameter ``models``: which binding scale models a chapter analyses (every
+# binding point, or per size the one chosen on validation objects)
+SCALE_MODELS = {"scale": "all", "scale-chosen": "chosen"}
 # a point whose split holds fewer test objects than this gets more split seeds (scale_split_seeds)
 MIN_TEST_OBJECTS = 20
 

@@ -50,8 +50,6 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
     return generalization_configs(base, largest)
 
 
-# the §5.3 / §5.4 parameter ``models``: which binding scale models a chapter analyses
-SCALE_MODELS = {"scale": "all", "scale-chosen": "chosen"}
 
 
 def binding_scale_runs(store: Any = None, level: float | None = None,
@@ -92,11 +90,12 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_para
                       workers: int | None = None, device: str | None = None,
                       executor: Any = None) -> list[dict[str, Any]]:
     """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
-    ``"scale"`` or ``"scale-chosen"`` (:data:`SCALE_MODELS`), the scale sweep's models that
+    ``"scale"`` or ``"scale-chosen"`` (:data:`~bindcore.controlled.recipes.SCALE_MODELS`), the scale sweep's models that
     bind (:func:`binding_scale_runs`; none stored with weights: the chapter's own, said so);
     else those of
     :func:`generalizing_configs` (stored runs are reused; their code version is printed;
     ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
+    from bindcore.controlled.recipes import SCALE_MODELS
     from bindcore.sweep import run_sweep
 
     models = (params or {}).get("models")

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.book.profiles import chapter_parameters
-from bindcore.controlled.recipes import SCALE_SEEDS, recipe_differences
-from bindcore.experiments.generalization import SCALE_MODELS
+from bindcore.controlled.recipes import SCALE_MODELS, SCALE_SEEDS, recipe_differences
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
