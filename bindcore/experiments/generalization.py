@@ -50,8 +50,6 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
     return generalization_configs(base, largest)
 
 
-
-
 def binding_scale_runs(store: Any = None, level: float | None = None,
                        per_size: str = "all") -> list[dict[str, Any]]:
     """The scale sweep's models that bind, chosen on validation objects: the points (first
@@ -73,28 +71,27 @@ def binding_scale_runs(store: Any = None, level: float | None = None,
         c = r["config"]
         if c.get("split_seed", 0) == 0:
             points.setdefault((c["n_values"] ** c["n_concepts"], c["coverage"]), []).append(r)
-    binding: dict[int, list[tuple[float, float]]] = {}
+    if per_size not in ("all", "chosen"):
+        raise ValueError(f"per_size = {per_size!r}: must be 'all' or 'chosen'")
+    binding: dict[int, list[tuple[float, float]]] = {}  # size: (coverage, median validation swap pairs)
     for size, cov in sorted(points):
         val = statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in points[(size, cov)])
         if val >= level and any(has_weights(r) for r in points[(size, cov)]):
             binding.setdefault(size, []).append((cov, val))
-    if per_size == "chosen":
-        binding = {size: [(best_coverage(vals), 0.0)] for size, vals in binding.items()}
-    elif per_size != "all":
-        raise ValueError(f"per_size = {per_size!r}: must be 'all' or 'chosen'")
-    return [r for size in sorted(binding) for cov, _ in sorted(binding[size])
+    coverages = {size: [best_coverage(vals)] if per_size == "chosen" else [c for c, _ in vals]
+                 for size, vals in binding.items()}
+    return [r for size in sorted(coverages) for cov in coverages[size]
             for r in sorted((r for r in points[(size, cov)] if has_weights(r)), key=lambda r: r["config"]["seed"])]
 
 
 def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_params: Mapping[str, Any],
                       workers: int | None = None, device: str | None = None,
                       executor: Any = None) -> list[dict[str, Any]]:
-    """The controlled dual encoders a chapter analyses: with ``params["models"]`` =
-    ``"scale"`` or ``"scale-chosen"`` (:data:`~bindcore.controlled.recipes.SCALE_MODELS`), the scale sweep's models that
-    bind (:func:`binding_scale_runs`; none stored with weights: the chapter's own, said so);
-    else those of
-    :func:`generalizing_configs` (stored runs are reused; their code version is printed;
-    ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
+    """The controlled dual encoders a chapter analyses: with ``params["models"]`` = ``"scale"``
+    or ``"scale-chosen"`` (:data:`~bindcore.controlled.recipes.SCALE_MODELS`), the scale
+    sweep's models that bind (:func:`binding_scale_runs`; none stored with weights: the
+    chapter's own, said so); else those of :func:`generalizing_configs` (stored runs are
+    reused; their code version is printed; ``executor``: :func:`bindcore.sweep.run_sweep`'s)."""
     from bindcore.controlled.recipes import SCALE_MODELS
     from bindcore.sweep import run_sweep
 

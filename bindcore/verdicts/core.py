@@ -116,7 +116,7 @@ def direction_sentence(terms: Sequence[tuple[str, Any]], subject: str = "", pape
     elif status == SHOWN and _ok(*values) and not ordered(values, by):
         text += f"; the order is stricter than the claim{named}, whose own rule reads “{status}”"
     elif status:
-        text += f" (the claim{f' “{claim}”' if claim else ''}: {status})"
+        text += f" (the claim{named}: {status})"
     return text + "."
 
 
