@@ -90,6 +90,18 @@ def test_a_direction_shows_on_ordered_numbers_and_not_on_their_null():
     assert CL.ordered([0.3, 0.2, 0.1]) and not CL.ordered([0.3, 0.3]) and not CL.ordered([0.3, np.nan])
 
 
+def test_a_margin_never_reads_as_meeting_the_rule_it_fails():
+    """A margin just short of what the rule asks is printed with the decimals that show it
+    short (two decimals would round 0.0996 onto the threshold), and one that meets it reads so."""
+    assert CL.margin_text(0.0996, 0.1) == "+0.0996 (needs >= 0.1)"
+    assert CL.margin_text(0.1004, 0.1) == "+0.10 (needs >= 0.1)"
+    assert CL.margin_text(-0.001, 0) == "-0.001 (needs >= 0)"
+    assert CL.margin_text(0.34, 0.1) == "+0.34 (needs >= 0.1)" and CL.margin_text(-0.06, 0.1) == "-0.06 (needs >= 0.1)"
+    for diff in np.linspace(0.09, 0.11, 201):
+        shown = float(CL.margin_text(float(diff), 0.1).split(" ")[0])
+        assert (shown >= 0.1) == (diff >= 0.1), diff
+
+
 def test_a_direction_never_contradicts_the_verdict():
     terms = [("held-out concepts", 0.97), ("held-out objects", 0.29)]
     for status in (CL.NOT_SHOWN, CL.NOT_TESTABLE, CL.UNTESTABLE):

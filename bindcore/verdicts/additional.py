@@ -8,7 +8,19 @@ import pandas as pd
 
 from bindcore.paper import PAPER_CLAIMS_APPENDIX_D
 
-from .core import CONTROL, NATIVE, SUBSTITUTE, UNTESTABLE, _frame, _num, _ok, _row, gaussian_null_why, verdict
+from .core import (
+    CONTROL,
+    NATIVE,
+    SUBSTITUTE,
+    UNTESTABLE,
+    _frame,
+    _num,
+    _ok,
+    _row,
+    gaussian_null_why,
+    margin_text,
+    verdict,
+)
 
 
 def _who(r: pd.Series) -> str:
@@ -64,7 +76,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                          f"shown when occluded object probing keeps {keep:g} of it, reaches {high:g}"
                          + (f" and clears its Gaussian null by {null_margin:g}" if _ok(null_probe) else ""), profile,
                          evidence=ev, null=f"{null_probe:.2f}" if _ok(null_probe) else "–",
-                         margin=f"{b['probing objects'] - floor:+.2f} (needs >= 0)"))
+                         margin=margin_text(b['probing objects'] - floor, 0)))
         o, c = "R² held-out objects (avg)", "R² held-out concepts (avg)"
         ref = max(null_gap, 0.0) if _ok(null_gap) else 0.0
         gap = min(a[o] - a[c], b[o] - b[c]) - ref
@@ -74,7 +86,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                          f"shown when objects beat concepts by >= {r2_margin:g} in both (held-out scenes)"
                          + (" beyond the Gaussian null's gap" if _ok(null_gap) else ""), profile,
                          evidence=ev, null=f"gap {null_gap:+.2f}" if _ok(null_gap) else "concepts' R²",
-                         margin=f"{gap:+.2f} (needs >= {r2_margin:g})"))
+                         margin=margin_text(gap, r2_margin)))
         rt = "retrieval objects (all scenes)"
         drop = a[rt] - b[rt]
         n_a, n_b = (int(a["scenes"]), int(b["scenes"])) if "scenes" in a and _ok(a["scenes"], b["scenes"]) else (0, 0)
@@ -84,7 +96,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
                          f"shown when retrieval is lower with occlusion by >= {retrieval_margin:g}"
                          + (f" and by more than {z:g} standard errors ({n_a} and {n_b} scenes)" if n_a else ""),
                          profile, evidence=ev, null=f"no occlusion: {a[rt]:.2f}",
-                         margin=f"{drop:+.2f} (needs >= {retrieval_margin:g})"))
+                         margin=margin_text(drop, retrieval_margin)))
     pre = grid[grid["weights"] == "pretrained"]
     text = pre[pre["dataset"].str.startswith("captions")]
     image = pre[~pre["dataset"].str.startswith("captions")]
@@ -103,7 +115,7 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
         rows.append(_row(c_mds, "pretrained sets", p_mds, ours, verdict(bool(lead >= grid_margin)),
                          f"shown when every caption set beats chance and every image set by >= {grid_margin:g}",
                          profile, evidence=ev, null=f"chance, image sets up to {image[col].max():.2f}",
-                         margin=f"{lead:+.2f} (needs >= {grid_margin:g})"))
+                         margin=margin_text(lead, grid_margin)))
     return _frame(rows)
 
 

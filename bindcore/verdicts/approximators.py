@@ -37,6 +37,7 @@ from .core import (
     _row,
     binds,
     direction_sentence,
+    margin_text,
     no_binding_why,
     verdict,
 )
@@ -119,7 +120,7 @@ def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRE
                              verdict(concepts_ok and best["heldout_object"] <= conc - gap),
                              f"shown when concepts generalize (above) and every family's objects stay {gap:g} "
                              "below the concepts", profile, evidence=ev,
-                             margin=f"{conc - best['heldout_object']:+.2f} (needs >= {gap:g})"))
+                             margin=margin_text(conc - best['heldout_object'], gap)))
     return _frame(rows)
 
 
@@ -270,7 +271,7 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
                 verdict(add["heldout_concept"] >= concept_level
                         and add["heldout_object"] <= add["heldout_concept"] - gap),
                 f"shown when concepts >= {concept_level:g} and objects at least {gap:g} below",
-                mg=f"{add['heldout_concept'] - add['heldout_object']:+.2f} (needs >= {gap:g})")
+                mg=margin_text(add['heldout_concept'] - add['heldout_object'], gap))
         if add is None or not len(prod) or not prod["heldout_object"].notna().any():
             row("products recover binding", "–", UNTESTABLE, "needs the additive probe and a product family")
         else:

@@ -73,8 +73,15 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def margin_text(diff: float, need: float) -> str:
+    """A rule's margin beside what it asks, as "+0.12 (needs >= 0.1)": two decimals, more
+    where two would round it onto the other side of ``need`` (0.0996 reads +0.0996, not +0.10)."""
+    digits = next((d for d in range(2, 7) if (round(diff, d) >= need) == (diff >= need)), 6)
+    return f"{diff:+.{digits}f} (needs >= {need:g})"
+
+
 def _margin(ours: float, null: float, need: float) -> str:
-    return f"{ours - null:+.2f} (needs >= {need:g})"
+    return margin_text(ours - null, need)
 
 
 # a direction holds when each value exceeds the next by at least this: the precision the

@@ -30,6 +30,7 @@ from .core import (
     _ok,
     _row,
     gaussian_null_why,
+    margin_text,
     set_evidence,
     verdict,
 )
@@ -193,7 +194,7 @@ def attribution_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], prof
                        "objects control")
                 add(ours, verdict(bool(holds)), why,
                     f"permuted objects: concepts {po['concept']:.2f}, objects {po['object']:.2f}",
-                    f"{gap:+.2f} (needs >= {margin:g})")
+                    margin_text(gap, margin))
             else:
                 pc, po = v["permuted concepts"], v["permuted objects"]
                 dc, do = o["concept"] - pc["concept"], o["object"] - po["object"]
@@ -204,5 +205,5 @@ def attribution_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], prof
                 why = (f"shown when each control loses at most {control_drop:g} and the real removal "
                        f">= {margin:g} more")
                 add(ours, verdict(bool(holds)), why, f"real removal: concepts lose {rc:+.2f}, objects {ro:+.2f}",
-                    f"{gap:+.2f} (needs >= {margin:g})")
+                    margin_text(gap, margin))
     return _frame(rows)
