@@ -19,6 +19,7 @@ from bindcore.analysis.embedding_sets import frame_row
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
+from bindcore.paper import fmt_objects
 from bindcore.sweep import transition_coverage
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
@@ -467,7 +468,7 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
     drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
     for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
         r = corr.loc[objects, "Pearson r"] if objects in corr.index else np.nan
-        label = f"|O| = {objects:,} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
+        label = f"{fmt_objects(objects)} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
         ax.scatter(sub["model: held-out objects"], sub["global product: held-out objects"], s=36,
                    color=PALETTE[i % len(PALETTE)], edgecolors="black", linewidths=0.4, label=label)
     ax.plot([0, 1], [0, 1], ":", color=REFERENCE_COLOUR, lw=1)
@@ -490,7 +491,7 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5
         sub = sub.sort_values("coverage")
         runs = table[table["objects"] == objects]
         colour = PALETTE[i % len(PALETTE)]
-        label = f"|O| = {objects:,} (C = {c}, V = {v})"
+        label = f"{fmt_objects(objects)} (C = {c}, V = {v})"
         axes[0].plot(sub["coverage"], sub["test_object_2"], "o-", color=colour, label=label)
         axes[0].plot(runs["coverage"], runs["test_object_2"], ".", color=colour, alpha=0.45)
         axes[0].plot(sub["coverage"], sub["boc_ceiling_test_object_2"], ":", color=colour, lw=1.2)
@@ -582,7 +583,7 @@ def plot_binding_curves(records: Sequence[dict[str, Any]], metric: str = "test_s
                 median = _median_at_shared_steps(mine)
                 ax.plot(median.index, median.values, "-", lw=2.2, color=colour[cov],
                         label=f"coverage {cov:g} ({len(mine)} run{'s' if len(mine) > 1 else ''})")
-        ax.set_title(f"|O| = {objects:,}", fontsize=9)
+        ax.set_title(fmt_objects(objects), fontsize=9)
         ax.set_xlabel("training step")
         _steps_axis(ax)
         ax.set_ylim(-0.03, 1.03)

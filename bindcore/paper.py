@@ -86,6 +86,11 @@ PAPER_THREE_OBJECTS = {
 }
 
 
+def fmt_objects(n: Any) -> str:
+    """An object-space size as the book writes it ("|O| = 2,500")."""
+    return f"|O| = {int(n):,}"
+
+
 def fmt_range(value: Any) -> str:
     """A paper number or range as the paper writes it ("0.91–0.93"); "–" for None."""
     if value is None:

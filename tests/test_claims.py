@@ -262,6 +262,7 @@ def test_figure9_claims():
     assert statuses(figure9_claims(good, "quick")) == [CL.SHOWN]
     assert statuses(figure9_claims(bad, "quick")) == [CL.NOT_SHOWN]
     assert statuses(figure9_claims(good.head(2), "smoke")) == [CL.UNTESTABLE]
+    assert list(figure9_claims(good.assign(objects=2500), "quick")["subject"]) == ["|O| = 2,500"]  # as §5.2 writes it
     swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
     assert statuses(figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
     # none of the models binds: the claim about generalizing models is not testable here

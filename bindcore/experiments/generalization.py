@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bindcore.paper import fmt_objects
 from bindcore.store import Kind, code_version, shown_path
 
 
@@ -212,5 +213,5 @@ def missing_runs_text(missing: list[Any]) -> str:
             seeds, splits = sorted({c.seed for c in runs}), {c.split_seed for c in runs}
             points.append(f"{cov:g} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
                           + (f" on {len(splits)} splits" if len(splits) > 1 else "") + ")")
-        parts.append(f"|O| = {size:,}: coverage " + ", ".join(points))
+        parts.append(f"{fmt_objects(size)}: coverage " + ", ".join(points))
     return "; ".join(parts)

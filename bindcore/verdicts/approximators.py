@@ -20,6 +20,7 @@ from bindcore.paper import (
     PAPER_PRETRAINED_OBJECTS,
     PAPER_WIDTH,
     SUMMARY,
+    fmt_objects,
     fmt_range,
 )
 
@@ -223,7 +224,7 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
         rows.append(_row(claim, "all models", PAPER_WIDTH, "–", UNTESTABLE,
                          "needs models of two or more object-space sizes", profile))
     else:
-        ours = ", ".join(f"|O|={int(o)}: {g:+.2f}" for o, g, _ in sized)
+        ours = ", ".join(f"{fmt_objects(o)}: {g:+.2f}" for o, g, _ in sized)
         rows.append(_row(claim, "all models", PAPER_WIDTH, f"gap (best - smallest width): {ours}",
                          verdict(sized[-1][1] - sized[0][1] >= gap_margin),
                          f"shown when the largest |O|'s gap exceeds the smallest |O|'s by >= {gap_margin:g}", profile,
@@ -359,7 +360,7 @@ def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_r
     for claim, col in axes:
         for objects, sub in table.groupby("objects", sort=True):
             sub = sub.dropna(subset=[col, "global product: held-out objects"])
-            subject = f"|O| = {objects}"
+            subject = fmt_objects(objects)
             if len(sub) and SWAPS in sub and not sub[SWAPS].map(binds).any():
                 rows.append(_row(claim, subject, PAPER_FIGURE9, f"{len(sub)} models", NOT_TESTABLE,
                                  f"the claim is about models that generalize, and none of these {len(sub)} binds "

@@ -19,6 +19,7 @@ from bindcore.paper import (
     PAPER_PRETRAINED_CONCEPTS,
     RELEASE,
     PaperItem,
+    fmt_objects,
     paper_items,
 )
 
@@ -356,9 +357,9 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
                     summary[summary["objects"] == need]
                 if len(picked):
                     ours = "; ".join(
-                        f"|O| = {int(r['objects']):,}: swap pairs >= 0.5 from coverage {r['transition coverage']:g}"
+                        f"{fmt_objects(r['objects'])}: swap pairs >= 0.5 from coverage {r['transition coverage']:g}"
                         if np.isfinite(r["transition coverage"]) else
-                        f"|O| = {int(r['objects']):,}: no transition up to coverage {r['largest coverage']:g}"
+                        f"{fmt_objects(r['objects'])}: no transition up to coverage {r['largest coverage']:g}"
                         for _, r in picked.iterrows())
                     return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
             have = [s for s in sizes if s >= need] if ">=" in item.data else [s for s in sizes if s == need]
@@ -366,12 +367,12 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
                 paper = chapter_parameters("binding_generalization", "paper")
                 c, v = next(((c, v) for v in sorted({v for _, v in paper["sizes"]}, reverse=True)
                              for c in range(1, 8) if v ** c == need), max(paper["sizes"], key=lambda cv: cv[1] ** cv[0]))
-                return _row(item, NOT_RUN, note=f"no object space of |O| = {need:,} in this build (sizes {sizes})",
+                return _row(item, NOT_RUN, note=f"no object space of {fmt_objects(need)} in this build (sizes {sizes})",
                             command=f"`bindcore sweep --profile paper --concepts {c} --values {v} --coverages "
                                     + " ".join(f"{x:g}" for x in paper["coverages"]) + "` (GPU hours)")
-            return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| = {have}", recipe)
+            return _row(item, SUBSTITUTE, "in the §5.2 section below", ", ".join(fmt_objects(s) for s in have), recipe)
         if summary is not None and "high coverage" in item.metric:
-            ours = "; ".join(f"|O| = {int(r['objects']):,}: strict {r['objects at chosen coverage']:.2f} (bag ceiling "
+            ours = "; ".join(f"{fmt_objects(r['objects'])}: strict {r['objects at chosen coverage']:.2f} (bag ceiling "
                              f"{r['bag ceiling at chosen coverage']:.2f}), swap pairs "
                              f"{r['swap pairs at chosen coverage']:.2f} at coverage {r['chosen coverage']:g}"
                              for _, r in summary.iterrows())

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from bindcore.paper import PAPER_CLAIMS_5_2
+from bindcore.paper import PAPER_CLAIMS_5_2, fmt_objects
 
 from .core import NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
 
@@ -32,7 +32,7 @@ def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin
 
 
 def _size(r: dict[str, Any]) -> str:
-    return f"|O| = {int(r['objects']):,} (C = {int(r['C'])}, V = {int(r['V'])})"
+    return f"{fmt_objects(r['objects'])} (C = {int(r['C'])}, V = {int(r['V'])})"
 
 
 def _unfitted(r: dict[str, Any]) -> bool:
@@ -108,7 +108,7 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              f"concepts from coverage {c:g}, binding from {t:g}" if _ok(c)
                              else f"concepts never reach {concept_threshold:g}; binding from {t:g}",
                              verdict(_ok(c) and c < t), "concepts reach the threshold at a smaller coverage", profile))
-    ours = ", ".join(f"|O| = {int(r['objects']):,}: " + (
+    ours = ", ".join(f"{fmt_objects(r['objects'])}: " + (
         f"{r['transition coverage']:g}" if _ok(r["transition coverage"])
         else f"> {r['largest coverage']:g}" + (f" (fitted {r['fitted at largest coverage']}: not compared)"
                                               if _unfitted(r) else "")) for r in recs)
@@ -143,6 +143,6 @@ def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_rele
         fit = r.get("fitted at transition") if _ok(t) else r.get("fitted at largest coverage")
         where = (f"transition at coverage {t:g}" if _ok(t) else f"no transition up to coverage {r['largest coverage']:g}")
         release = r.get("release two objects at chosen coverage")
-        parts.append(f"|O| = {int(r['objects']):,}: {where}" + (f" (fitted {fit})" if fit else "")
+        parts.append(f"{fmt_objects(r['objects'])}: {where}" + (f" (fitted {fit})" if fit else "")
                      + (f", release protocol {release:.2f} at {r['chosen coverage']:g}" if _ok(release) else ""))
     return "; ".join(parts) + (f" (paper, release protocol: {paper_release})" if paper_release and parts else "")
