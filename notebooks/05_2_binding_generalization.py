@@ -648,7 +648,9 @@ else:
 # its runs at the largest earlier budget stand in (their `steps` say so) and the point
 # is listed as not computed above. A size whose runs mostly end unfitted at its largest
 # coverage and never reach the transition is not compared across sizes: where its
-# transition lies is not known.
+# transition lies is not known. A size whose runs reach the transition without mostly
+# fitting has a transition of at most that coverage (more training may lower it), so it
+# counts only where the order across sizes holds whatever it falls to.
 #
 # **A third layer where two do not fit.** At |O| = {glue:text}`paper_space` the recipe's
 # two transformer layers per encoder left most runs of the middle coverages unfitted, and
