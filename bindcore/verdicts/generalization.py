@@ -45,6 +45,16 @@ def _unfitted(r: dict[str, Any], where: str = "fitted at largest coverage") -> b
 AT_TRANSITION = "fitted at transition"
 
 
+def _transition_text(r: dict[str, Any]) -> str:
+    """A size's transition coverage as the cross-size claim reads it: an upper bound where its
+    runs there mostly did not fit, a lower one where it has none."""
+    if _ok(r["transition coverage"]):
+        bound = f" (fitted {r[AT_TRANSITION]}: at most)" if _unfitted(r, AT_TRANSITION) else ""
+        return f"{r['transition coverage']:g}{bound}"
+    bound = f" (fitted {r['fitted at largest coverage']}: not compared)" if _unfitted(r) else ""
+    return f"> {r['largest coverage']:g}{bound}"
+
+
 def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | None:
     """``"rises"``, ``"falls"`` or ``"same"``: the transition coverage from a smaller space to a
     larger; None if not comparable (a missing transition lies above the largest coverage,
@@ -115,11 +125,7 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
                              f"concepts from coverage {c:g}, binding from {t:g}" if _ok(c)
                              else f"concepts never reach {concept_threshold:g}; binding from {t:g}",
                              verdict(_ok(c) and c < t), "concepts reach the threshold at a smaller coverage", profile))
-    ours = ", ".join(f"{fmt_objects(r['objects'])}: " + (
-        f"{r['transition coverage']:g}" + (f" (fitted {r[AT_TRANSITION]}: at most)" if _unfitted(r, AT_TRANSITION)
-                                            else "") if _ok(r["transition coverage"])
-        else f"> {r['largest coverage']:g}" + (f" (fitted {r['fitted at largest coverage']}: not compared)"
-                                              if _unfitted(r) else "")) for r in recs)
+    ours = ", ".join(f"{fmt_objects(r['objects'])}: {_transition_text(r)}" for r in recs)
     if len(recs) < 2:
         rows.append(_row(fraction, "across sizes", c_fraction, ours or "–", UNTESTABLE, "one object-space size only",
                          profile))
@@ -149,7 +155,7 @@ def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_rele
     parts = []
     for r in sorted(recs, key=lambda r: r["objects"]):
         t = r["transition coverage"]
-        fit = r.get("fitted at transition") if _ok(t) else r.get("fitted at largest coverage")
+        fit = r.get(AT_TRANSITION) if _ok(t) else r.get("fitted at largest coverage")
         where = (f"transition at coverage {t:g}" if _ok(t) else f"no transition up to coverage {r['largest coverage']:g}")
         release = r.get("release two objects at chosen coverage")
         parts.append(f"{fmt_objects(r['objects'])}: {where}" + (f" (fitted {fit})" if fit else "")
