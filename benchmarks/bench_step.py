@@ -14,6 +14,12 @@ after the packed CPU path of the fast encoder, printed side by side (not asserte
 3. The paper recipe's step (C=2, V=10, O_max=2, batch 256, d_model 128, 4 layers, FFN
    2048; ``bench_training.py``'s sizes) against the release-style step
    (``release_style.py``) in fp32 and bf16 autocast.
+4. Where the working tree's fp32 steps spend their time (``torch.profiler``, self CPU
+   time): the matrix products (linear layers, ``mm``, ``bmm``) against everything else
+   (layer norms, GELU, softmax, copies, the optimiser, Python), with the products' own
+   GFLOP/s. Two bounds follow: the share of the matrix-product rate a step would reach
+   if everything else took no time, and the most the paper step could gain on the
+   release-style step while it does the same products.
 
 "Before" is the encoder of another commit (``--before``, default: the last commit
 before the packed path), read with ``git show`` into a temporary module; "after" is
@@ -174,7 +180,7 @@ def bench_scale(before_module, steps: int, rounds: int, matmul: dict, rev: str) 
               f"({times['before'][1] / times['after'][1]:.2f}x wall)")
 
 
-def bench_paper(before_module, steps: int, rounds: int) -> None:
+def bench_paper(before_module, steps: int, rounds: int) -> float:
     cfg = recipe("paper", **PAPER_SIZES)
     train = cfg.split.train
     dev = torch.device("cpu")
@@ -204,6 +210,58 @@ def bench_paper(before_module, steps: int, rounds: int) -> None:
         prec = key.rsplit(" ", 1)[1]
         base = times[f"release-style {prec}"][0]
         print(f"  {key:22s}{cpu * 1e3:9.1f}{wall * 1e3:9.1f}{base / cpu:28.2f}x")
+    return times["release-style fp32"][0] * 1e3
+
+
+PRODUCT_OPS = ("mkldnn::_linear_pointwise", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def time_split(step: Callable[[int], object], first: int, steps: int) -> tuple[float, float]:
+    """(seconds in matrix products, seconds in all) per step: self CPU time under torch.profiler
+    (its own overhead inflates both, the rest more than the products)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(first, first + steps):
+            step(i)
+    events = prof.key_averages()
+    products = sum(e.self_cpu_time_total for e in events if e.key in PRODUCT_OPS)
+    total = sum(e.self_cpu_time_total for e in events)
+    return products / steps / 1e6, total / steps / 1e6
+
+
+def bench_split(paper_release_ms: float | None, ffn_rate: float) -> None:
+    """Section 4: where the fp32 steps of the working tree spend their time."""
+    dev = torch.device("cpu")
+    print("\nwhere the working tree's fp32 step spends its time (torch.profiler, self CPU time, 3 steps)")
+    print(f"  {'step':10s}{'products ms':>13s}{'rest ms':>9s}{'products':>10s}{'GFLOP/s':>9s}"
+          f"{'share if rest = 0':>19s}")
+    rows = [("scale", recipe("scale", n_values=50, coverage=0.5)), ("paper", recipe("paper", **PAPER_SIZES))]
+    for name, cfg in rows:
+        model = build_model(cfg, dev)
+        opt = make_optimizer(cfg, model)
+        train = cfg.split.train
+
+        def step(i, cfg=cfg, model=model, opt=opt, train=train):
+            optimizer_step(cfg, model, opt, train, train, i, dev, None, cfg.concept_loss_weight)
+
+        for i in range(10):
+            step(i)
+        saved = models.use_onednn  # FlopCounterMode counts F.linear, the same products
+        models.use_onednn = lambda x: False
+        try:
+            with FlopCounterMode(display=False) as counter:
+                step(10)
+        finally:
+            models.use_onednn = saved
+        gflop = counter.get_total_flops() / 1e9
+        products, total = time_split(step, 11, 3)
+        rate = gflop / products
+        print(f"  {name:10s}{products * 1e3:13.1f}{(total - products) * 1e3:9.1f}{products / total:10.0%}"
+              f"{rate:9.1f}{rate / ffn_rate:19.0%}")
+        if name == "paper" and paper_release_ms:
+            print(f"  paper step: the release-style fp32 step ({paper_release_ms:.0f} ms) over this step's matrix "
+                  f"products alone: at most {paper_release_ms / (products * 1e3):.2f}x with the same products")
 
 
 def main() -> None:
@@ -228,8 +286,8 @@ def main() -> None:
         label = f"{m} x {k} x {n}" + (" (FFN)" if (m, k, n) == FFN_SHAPE else "")
         print(f"  {label:22s}" + "".join(f"{rates[c]:12.1f}" for c in names))
     bench_scale(before, args.steps, args.rounds, matmul, args.before)
-    if not args.skip_paper:
-        bench_paper(before, args.paper_steps, args.paper_rounds)
+    release_ms = None if args.skip_paper else bench_paper(before, args.paper_steps, args.paper_rounds)
+    bench_split(release_ms, matmul[FFN_SHAPE]["torch.mm"])
 
 
 if __name__ == "__main__":
