@@ -122,15 +122,96 @@ glue("attribution_folds", ATTRIBUTION_FOLDS)
 # can be checked to remove as much as the real subtraction; "controls: spread": the
 # range and standard deviation of a control over its derangements.
 #
-# The removal and the re-probing (`bindcore.analysis.geometry`):
-#
-# ```{literalinclude} /bindcore/analysis/geometry.py
-# :pyobject: subtract_components
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/geometry.py
-# :pyobject: component_attribution
-# ```
+# The removal and the re-probing, defined here (`bindcore sync` exports the cell to
+# `bindcore/analysis/attribution.py`, which the analyses below call). Each removal is
+# cross-fitted: the components a scene loses are estimated on the scenes of the other
+# folds, so a scene's own embedding never shapes what is taken from it (with
+# `folds=None` every scene's components are fitted on it, and decoding collapses by
+# construction). A permuted control relabels the scenes by a derangement of the keys,
+# then removes the components of those wrong labels.
+
+# %% tags=["export"]
+# export: bindcore/analysis/attribution.py
+# Component attribution of §4.2 and D.1: re-probe embeddings after subtracting cross-fitted components, with permuted-label controls.
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindcore.analysis.components import estimate_components
+from bindcore.analysis.geometry import fit_probes, permute_labels, probe_accuracy
+from bindcore.analysis.inputs import check_inputs
+from bindcore.analysis.probes import PROBE_TRAIN_FRACTION, scene_split
+
+
+def norm_ratio(a: np.ndarray, ref_centred_ss: float, centre: bool) -> float:
+    """Root-mean-square size of the finite rows of ``a`` against the centred embeddings'."""
+    a = a[np.isfinite(a).all(1)]
+    if centre:
+        a = a - a.mean(0)
+    return float(np.sqrt((a**2).sum() / ref_centred_ss))
+
+
+def component_attribution(Z: np.ndarray, objects: np.ndarray, values_per_concept: Sequence[int], *,
+                          estimator: str = "pos-lstsq", ridge: float = 0.0, controls: bool = True,
+                          train_fraction: float = PROBE_TRAIN_FRACTION, seed: int = 0, permutations: int = 5,
+                          probe_kw: dict[str, Any] | None = None, folds: int | None = 2) -> pd.DataFrame:
+    """Probe accuracies after subtracting concept or object components, and of the permuted
+    controls (mean over ``permutations``): a row per ``variant``, with the norm ratios."""
+    z, obj, vpc = check_inputs(Z, objects, values_per_concept)
+    if permutations < 1:
+        raise ValueError(f"permutations must be >= 1, got {permutations}")
+    if folds is not None and folds < 2:
+        raise ValueError(f"folds must be None (fit on all scenes) or >= 2, got {folds}")
+    train, test = scene_split(len(z), train_fraction, seed)
+    ref = float(((z - z.mean(0)) ** 2).sum())
+    present = obj[..., 0] >= 0
+    variants: list[tuple[str, str | None, list[np.ndarray]]] = [("original", None, [obj])]
+    for kind in ("concepts", "objects"):
+        variants.append((f"minus {kind}", kind, [obj]))
+    if controls:
+        for kind in ("concepts", "objects"):
+            variants.append((f"permuted {kind} (control)", kind,
+                             [permute_labels(obj, vpc, kind, seed + i) for i in range(permutations)]))
+    fold_of = (np.random.default_rng(seed).permutation(len(z)) % folds) if folds is not None else None
+
+    def removed_part(kind: str, labels: np.ndarray) -> np.ndarray:
+        if fold_of is None:
+            return estimate_components(z, labels, vpc, kind, estimator, ridge).contribution(obj)
+        out = np.full_like(z, np.nan, dtype=np.float64)
+        for f in range(folds):
+            held, fit = fold_of == f, fold_of != f
+            out[held] = estimate_components(z[fit], labels[fit], vpc, kind, estimator, ridge).contribution(obj[held])
+        return out
+
+    def reprobe(kind: str | None, labels: np.ndarray, permuted: bool) -> dict[str, float]:
+        removed = np.zeros_like(z) if kind is None else removed_part(kind, labels)
+        x = z - removed
+        ok = np.isfinite(x).all(1)
+        tr, te = train[ok[train]], test[ok[test]]
+        acc = probe_accuracy(fit_probes(x[tr], obj[tr], vpc, **(probe_kw or {})), x[te], obj[te])
+        return {"concept": acc["concept"], "concepts_joint": acc["concepts_joint"], "object": acc["object"],
+                "removed_norm_ratio": norm_ratio(removed, ref, centre=False),
+                "residual_norm_ratio": norm_ratio(x, ref, centre=True),
+                "fixed_fraction": float((labels == obj).all(-1)[present].mean()) if permuted else 0.0,
+                "fixed_value_fraction": float((labels == obj)[present].mean()) if permuted else 0.0,
+                "n_excluded": int((~ok).sum())}
+
+    rows = []
+    for name, kind, labellings in variants:
+        permuted = name.startswith("permuted")
+        runs = pd.DataFrame([reprobe(kind, labels, permuted) for labels in labellings])
+        row: dict[str, Any] = {"variant": name, "removed": kind or "none", "permuted": permuted,
+                               **runs.mean().to_dict()}
+        row["n_excluded"] = int(runs["n_excluded"].max())
+        if permuted:
+            row["permutations"] = len(runs)
+            for m in ("concept", "object"):
+                row[f"{m}_sd"] = float(runs[m].std(ddof=0))
+                row[f"{m}_min"], row[f"{m}_max"] = float(runs[m].min()), float(runs[m].max())
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 # %%
 frames = [attribution(s, P) for s in sets]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from bindcore.analysis import attribution as A
 from bindcore.analysis import geometry as G
 
 torch.set_num_threads(2)
@@ -183,7 +184,7 @@ def test_subtracting_object_components_removes_what_probes_read():
     rng = np.random.default_rng(0)
     objects, ids = all_pairs(vpc)
     Z = sum_of_objects(rng.normal(size=(20, 32)), ids) + 0.1 * rng.normal(size=(400, 32))
-    df = G.component_attribution(Z, objects, vpc, estimator="pos-lstsq", probe_kw={"epochs": 300}).set_index("variant")
+    df = A.component_attribution(Z, objects, vpc, estimator="pos-lstsq", probe_kw={"epochs": 300}).set_index("variant")
     assert df.loc["original", "object"] > 0.9 and df.loc["original", "concept"] > 0.9
     # what is left is noise: chance is 1 / C(20, 2) ~ 0.005 for objects and ~0.25 for a concept
     assert df.loc["minus objects", "object"] < 0.1 and df.loc["minus objects", "concept"] < 0.45
@@ -369,13 +370,13 @@ def test_attribution_controls_report_their_spread():
     rng = np.random.default_rng(1)
     objects, ids = all_pairs(vpc)
     Z = sum_of_objects(rng.normal(size=(12, 16)), ids) + 0.1 * rng.normal(size=(len(ids), 16))
-    df = G.component_attribution(Z, objects, vpc, permutations=3, probe_kw={"epochs": 100}).set_index("variant")
+    df = A.component_attribution(Z, objects, vpc, permutations=3, probe_kw={"epochs": 100}).set_index("variant")
     ctrl = df.loc["permuted objects (control)"]
     assert ctrl["permutations"] == 3 and ctrl["fixed_fraction"] == 0 and ctrl["fixed_value_fraction"] == 0
     assert ctrl["object_min"] <= ctrl["object"] <= ctrl["object_max"] and ctrl["object_sd"] >= 0
     assert np.isnan(df.loc["original"].get("permutations", np.nan))
     with pytest.raises(ValueError, match="permutations"):
-        G.component_attribution(Z, objects, vpc, permutations=0)
+        A.component_attribution(Z, objects, vpc, permutations=0)
 
 
 def test_release_edit_cases():
@@ -407,11 +408,11 @@ def test_attribution_components_are_cross_fitted():
     objects, ids = all_pairs(vpc)
     Z = sum_of_objects(rng.normal(size=(20, 32)), ids) + 0.1 * rng.normal(size=(400, 32))
     kw = dict(estimator="pos-lstsq", controls=False, probe_kw={"epochs": 100})
-    cross = G.component_attribution(Z, objects, vpc, **kw).set_index("variant")
-    alone = G.component_attribution(Z, objects, vpc, folds=None, **kw).set_index("variant")
+    cross = A.component_attribution(Z, objects, vpc, **kw).set_index("variant")
+    alone = A.component_attribution(Z, objects, vpc, folds=None, **kw).set_index("variant")
     # additive embeddings: removal is a finding and still collapses object decoding
     assert cross.loc["minus objects", "object"] < 0.1
     # the in-sample residual is smaller than the cross-fitted one (the fit sees the noise)
     assert alone.loc["minus objects", "residual_norm_ratio"] < cross.loc["minus objects", "residual_norm_ratio"]
     with pytest.raises(ValueError, match="folds"):
-        G.component_attribution(Z, objects, vpc, folds=1)
+        A.component_attribution(Z, objects, vpc, folds=1)

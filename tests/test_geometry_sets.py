@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from bindcore.analysis import attribution as A
 from bindcore.analysis import embedding_sets as ES
 from bindcore.analysis import geometry as G
 from bindcore.analysis import geometry_sets as GS
@@ -178,7 +179,7 @@ def test_a_controlled_sub_grid_ranges_over_its_present_values():
     controls relabelled values to absent ones and no scene was left (a ValueError)."""
     sub = ES.controlled_set(_grid_binding_data(V=50, n=4))
     assert sub.values_per_concept == [4, 4] and sub.value_names[0] == ["0", "1", "2", "3"]
-    frame = G.component_attribution(sub.Z, sub.objects, sub.values_per_concept, permutations=2,
+    frame = A.component_attribution(sub.Z, sub.objects, sub.values_per_concept, permutations=2,
                                      probe_kw=dict(epochs=20))
     assert frame["n_excluded"].max() == 0 and len(frame) == 5
     full = _grid_binding_data(V=4, n=4)  # a full grid is unchanged

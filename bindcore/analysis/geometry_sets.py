@@ -13,10 +13,10 @@ import pandas as pd
 from bindcore.io import arrays_hash, digest
 from bindcore.store import Kind, ResultStore
 
+from .attribution import component_attribution
 from .geometry import (
     additive_decomposition,
     average_components,
-    component_attribution,
     editing_sweep,
     grid_likeness,
     mds_frame,

@@ -121,7 +121,7 @@ def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFram
 
 
 def attribution_variant(row: pd.Series) -> str:
-    """The paper's name of a :func:`~bindcore.analysis.geometry.component_attribution` row."""
+    """The paper's name of a :func:`~bindcore.analysis.attribution.component_attribution` row."""
     return str(row["variant"]).replace(" (control)", "")
 
 
