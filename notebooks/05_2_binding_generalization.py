@@ -487,23 +487,91 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
 # ```
 # ::::
 #
-# The release's protocol (`bindcore.controlled.evaluation`): one test batch as the
-# released code draws it, its rates per batch, and the bag's ceiling under the same
-# candidates:
-#
-# ::::{dropdown} The release's protocol (source)
-# ```{literalinclude} /bindcore/controlled/evaluation.py
-# :pyobject: release_batch
-# ```
-#
-# ```{literalinclude} /bindcore/controlled/evaluation.py
-# :pyobject: release_rates
-# ```
-#
-# ```{literalinclude} /bindcore/controlled/evaluation.py
-# :pyobject: release_ceiling
-# ```
-# ::::
+# The release's protocol, defined here (`bindcore sync` exports the cell to
+# `bindcore/controlled/release_protocol.py`, which every evaluation of the book calls):
+# one test batch as the released code draws it, its rates averaged per batch, and the
+# bag's ceiling under the same candidates.
+
+# %% tags=["export"]
+# export: bindcore/controlled/release_protocol.py
+# The release's test protocol of §5.2: its batches, their per-batch strict-recognition rates and the bag's ceiling under them.
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from bindcore.analysis.binding import bag_ceiling, strict_correct
+from bindcore.controlled.scenes import SceneSpace, attribute_swaps, object_labels, sample_scenes
+
+RELEASE_BATCH = 512  # scenes per test batch
+RELEASE_MAX_POSITIVES = 64  # at most this many of a batch's objects are candidates
+RELEASE_BATCHES = 10  # batches at eval_scenes >= 1024 (fewer below, see release_batches)
+
+
+def release_batches(eval_scenes: int) -> int:
+    """Batches for ``eval_scenes`` scenes per object count: 10 from 1,024 on, fewer in
+    proportion below (at least 1)."""
+    return max(1, min(RELEASE_BATCHES, round(RELEASE_BATCHES * eval_scenes / 1024)))
+
+
+@dataclass
+class ReleaseBatch:
+    """One test batch: its scenes and object candidates."""
+
+    scenes: torch.Tensor  # [B, O_max] object ids, -1 padded
+    candidates: torch.Tensor  # [K] distinct object ids
+
+
+def release_batch(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator) -> ReleaseBatch:
+    """512 scenes of ``objects``; the candidates are at most 64 of their distinct objects
+    plus one attribute-swap negative (any object) per two-object scene."""
+    scenes = sample_scenes(objects, RELEASE_BATCH, space.max_objects, gen)
+    present = scenes[scenes >= 0].unique()
+    if len(present) > RELEASE_MAX_POSITIVES:
+        present = present[torch.randperm(len(present), generator=gen, device=gen.device)[:RELEASE_MAX_POSITIVES]]
+    swaps = attribute_swaps(space, scenes, gen, 1)
+    return ReleaseBatch(scenes, torch.cat([present, swaps]).unique())
+
+
+def batch_means(batches: list[ReleaseBatch], per_scene: Callable) -> dict[str, float]:
+    """Mean over batches of each batch's mean of ``per_scene(batch, labels) -> [B]`` over the
+    scenes with a positive candidate, ``pooled`` and per ``object_n`` (a batch without
+    such scenes is left out)."""
+    per: dict[str, list[float]] = {}
+    for b in batches:
+        labels = object_labels(b.scenes, b.candidates)
+        active = labels.any(1)
+        counts = (b.scenes >= 0).sum(1)
+        values = per_scene(b, labels)
+        groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
+        for name, mask in groups.items():
+            if bool(mask.any()):
+                per.setdefault(name, []).append(values[mask].mean().item())
+    return {k: sum(v) / len(v) for k, v in per.items()}
+
+
+def release_rates(batches: list[ReleaseBatch], score: Callable) -> dict[str, float]:
+    """Strict-recognition rates of ``score(scenes, candidates) -> [B, K]``, averaged as
+    :func:`batch_means`."""
+    return batch_means(batches, lambda b, labels: strict_correct(score(b.scenes, b.candidates), labels).float())
+
+
+def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str, float]:
+    """The bag's ceiling under the protocol: per scene 1/k (k bindings of its bag) when the
+    candidates hold another binding of the same bag, else 1; averaged as :func:`batch_means`."""
+
+    def ceiling(b: ReleaseBatch, labels: torch.Tensor) -> torch.Tensor:
+        out = torch.ones(len(b.scenes), device=b.scenes.device)
+        two = ((b.scenes >= 0).sum(1) == 2).nonzero().squeeze(1)
+        if len(two):
+            v = space.object_values(b.scenes[two, :2])  # [T, 2, C]
+            cv = space.object_values(b.candidates)  # [K, C]
+            in_bag = ((cv[None] == v[:, 0, None]) | (cv[None] == v[:, 1, None])).all(-1)  # [T, K]
+            other_binding = (in_bag & ~labels[two]).any(1)
+            out[two] = torch.where(other_binding, bag_ceiling(space, b.scenes[two, :2]), 1.0)
+        return out
+
+    return batch_means(batches, ceiling)
 
 # %% [markdown]
 # ## One run, in full

@@ -12,7 +12,7 @@ import torch
 
 from bindcore.analysis.metrics import bag_of_concepts_scores
 from bindcore.controlled import training
-from bindcore.controlled.evaluation import (
+from bindcore.controlled.release_protocol import (
     RELEASE_MAX_POSITIVES,
     ReleaseBatch,
     release_batch,

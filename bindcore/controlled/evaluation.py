@@ -17,15 +17,12 @@ from bindcore.analysis.metrics import (
 )
 
 from .models import DualEncoder, cosine_logits
-from .scenes import SceneSpace, attribute_swaps, isin, object_labels, sample_scenes
+from .release_protocol import ReleaseBatch, release_batch, release_batches, release_ceiling, release_rates
+from .scenes import SceneSpace, isin, object_labels, sample_scenes
 
 if TYPE_CHECKING:
     from .training import TrainConfig
 
-# the release's test stream: batches of 512 scenes, at most 64 positives as candidates
-RELEASE_BATCH = 512
-RELEASE_MAX_POSITIVES = 64
-RELEASE_BATCHES = 10  # at eval_scenes >= 1024 (fewer for smaller evaluations, see release_batches)
 HELDOUT_SETS = ("val", "test")
 # the most memory the evaluation of one object space may need (see evaluation_memory)
 MAX_EVALUATION_BYTES = 32 * 2**30
@@ -46,20 +43,6 @@ def memory_text(n: float) -> str:
     return f"{n:.3g} PiB"
 
 
-def release_batches(eval_scenes: int) -> int:
-    """Release-protocol batches for ``eval_scenes`` scenes per object count: 10 from 1,024 on, fewer in
-    proportion below (at least 1)."""
-    return max(1, min(RELEASE_BATCHES, round(RELEASE_BATCHES * eval_scenes / 1024)))
-
-
-@dataclass
-class ReleaseBatch:
-    """One test batch of the release protocol: its scenes and object candidates."""
-
-    scenes: torch.Tensor  # [B, O_max] object ids, -1 padded
-    candidates: torch.Tensor  # [K] distinct object ids
-
-
 @dataclass
 class EvalSet:
     """Fixed evaluation scenes: per object set and object count n, ``eval_scenes`` scenes of exactly n
@@ -73,17 +56,6 @@ class EvalSet:
     def heldout(self) -> dict[str, dict[int, torch.Tensor]]:
         """The held-out sets that have scenes: ``{"val": ..., "test": ...}``."""
         return {k: v for k, v in (("val", self.val), ("test", self.test)) if v}
-
-
-def release_batch(space: SceneSpace, objects: torch.Tensor, gen: torch.Generator) -> ReleaseBatch:
-    """A release test batch: 512 scenes of ``objects``; candidates are at most 64 of their distinct
-    objects plus one attribute-swap negative (any object) per two-object scene."""
-    scenes = sample_scenes(objects, RELEASE_BATCH, space.max_objects, gen)
-    present = scenes[scenes >= 0].unique()
-    if len(present) > RELEASE_MAX_POSITIVES:
-        present = present[torch.randperm(len(present), generator=gen, device=gen.device)[:RELEASE_MAX_POSITIVES]]
-    swaps = attribute_swaps(space, scenes, gen, 1)
-    return ReleaseBatch(scenes, torch.cat([present, swaps]).unique())
 
 
 def make_eval_set(cfg: TrainConfig, split, device: torch.device) -> EvalSet:
@@ -137,47 +109,6 @@ def recognition_flags(
         if task_candidates is not None:
             ok["task"].append(strict_correct(obj_scores[:, task_candidates], object_labels(sc, task_candidates)))
     return {k: torch.cat(v) for k, v in ok.items() if v}
-
-
-def release_rates(batches: list[ReleaseBatch], score) -> dict[str, float]:
-    """The release protocol's strict-recognition rates of ``score(scenes, candidates) -> [B, K]``: the
-    mean over batches of each batch's mean over scenes with a positive candidate, ``pooled`` and
-    per ``object_n``."""
-    return _batch_means(batches, lambda b, labels: strict_correct(score(b.scenes, b.candidates), labels).float())
-
-
-def release_ceiling(space: SceneSpace, batches: list[ReleaseBatch]) -> dict[str, float]:
-    """The bag ceiling under the release protocol: per scene 1/k (k bindings of its bag) when the
-    candidates hold another binding of the same bag, else 1; averaged as :func:`release_rates`."""
-
-    def ceiling(b: ReleaseBatch, labels: torch.Tensor) -> torch.Tensor:
-        out = torch.ones(len(b.scenes), device=b.scenes.device)
-        two = ((b.scenes >= 0).sum(1) == 2).nonzero().squeeze(1)
-        if len(two):
-            v = space.object_values(b.scenes[two, :2])  # [T, 2, C]
-            cv = space.object_values(b.candidates)  # [K, C]
-            in_bag = ((cv[None] == v[:, 0, None]) | (cv[None] == v[:, 1, None])).all(-1)  # [T, K]
-            other_binding = (in_bag & ~labels[two]).any(1)
-            out[two] = torch.where(other_binding, bag_ceiling(space, b.scenes[two, :2]), 1.0)
-        return out
-
-    return _batch_means(batches, ceiling)
-
-
-def _batch_means(batches: list[ReleaseBatch], per_scene) -> dict[str, float]:
-    """Mean over batches of each batch's mean of ``per_scene(batch, labels) -> [B]`` over scenes with a
-    positive candidate, pooled and per object count (a batch without such scenes is left out)."""
-    per: dict[str, list[float]] = {}
-    for b in batches:
-        labels = object_labels(b.scenes, b.candidates)
-        active = labels.any(1)
-        counts = (b.scenes >= 0).sum(1)
-        values = per_scene(b, labels)
-        groups = {"pooled": active, **{f"object_{n}": active & (counts == n) for n in counts.unique().tolist()}}
-        for name, mask in groups.items():
-            if bool(mask.any()):
-                per.setdefault(name, []).append(values[mask].mean().item())
-    return {k: sum(v) / len(v) for k, v in per.items()}
 
 
 @torch.no_grad()
