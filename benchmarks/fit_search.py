@@ -75,10 +75,18 @@ def fit_run(cfg: Any, target: float, stop_at: int | None = None) -> dict[str, An
 
 
 def stored_record(cfg: Any, root: Path) -> dict[str, Any]:
-    """The finished record of ``cfg`` in the store at ``root`` (a sweep trained it)."""
+    """The finished record of ``cfg`` in the store at ``root`` (a sweep trained it), or in
+    ``published/`` when ``root`` is that folder (read-only: read through an empty local store)."""
+    import tempfile
+
     from bindcore.store import ResultStore
 
-    entry = ResultStore(root, published=None).find(cfg.store_kind, cfg.to_dict())
+    published = ROOT / "published"
+    if root.resolve() == published.resolve():
+        store = ResultStore(tempfile.mkdtemp(prefix="fit-search-"), published=published)
+    else:
+        store = ResultStore(root, published=None)
+    entry = store.find(cfg.store_kind, cfg.to_dict())
     if entry is None:
         raise SystemExit(f"no finished run of seed {cfg.seed} with these changes in {root}")
     return entry.record()
