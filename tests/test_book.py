@@ -392,6 +392,16 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         colab = colab_link(name, *repository(ROOT)).removeprefix("https://")
         assert colab in page, f"{name}: no Colab launch link in the HTML page"
 
+    for name in book.toc_notebooks():  # the definitions a chapter exports ran on its page, as Colab shows them
+        nb = nbformat.read(tmp_path / "executed" / "smoke" / f"{name}.ipynb", as_version=4)
+        exported = [c for c in nb.cells if c.cell_type == "code" and "export" in c.metadata.get("tags", [])]
+        source = (ROOT / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
+        assert len(exported) == source.count("\n# export: "), f"{name}: an export cell is missing from the page"
+        assert all(c.execution_count for c in exported), f"{name}: an export cell did not run"
+        if name == "05_2_binding_generalization":
+            text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+            assert "fast == reference" in text, "05_2: the fast encoder was not checked against the page's reference"
+
     assert _tracked_status() == before, "building the book modified tracked files of the repository"
     assert list((tmp_path / "results" / STORE_KIND).glob("*/result.json")), "the chapters stored no training run"
 
