@@ -84,7 +84,7 @@ from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_afte
 from bindcore.analysis.geometry import object_banks, object_values, sample_edits
 from bindcore.analysis.geometry_sets import HOLDOUT, decomposition, editing
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import decomposition_table, editing_table, sets_frame, show_claims
@@ -367,10 +367,9 @@ plt.show()
 # "different" rows and stand beside ours of that case. "shared" below also holds the
 # same-shape scenes, and "all" every edit. "exact" counts only the intended object
 # order, the release's rule.
-#
-# ```{literalinclude} /bindcore/analysis/geometry.py
-# :pyobject: edit_embeddings
-# ```
+
+# %% tags=["remove-input"]
+show_source("bindcore.analysis.geometry:edit_embeddings")
 
 # %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]

@@ -71,7 +71,7 @@ from bindcore.analysis import complexity as CX
 from bindcore.analysis.approximators import PCATreeRegressor
 from bindcore.analysis.embedding_sets import pretrained_binding
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import pretrained_sweeps
@@ -128,18 +128,18 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # concept value per slot, the slots of both objects) to a predicted embedding; the
 # families differ in what they do between the slot tables and the output (the §5.4
 # chapter defines them one model at a time; the sweeps train them stacked, tested equal):
-#
-# ```{literalinclude} /bindcore/analysis/approximators/reference.py
-# :pyobject: approximator_output
-# ```
-#
+
+# %% tags=["remove-input"]
+show_source("bindcore.analysis.approximators.reference:approximator_output")
+
+# %% [markdown]
 # The trees regress the embedding's leading principal components
 # (`bindcore.analysis.approximators.trees`):
-#
-# ```{literalinclude} /bindcore/analysis/approximators/trees.py
-# :pyobject: PCATreeRegressor.fit
-# ```
-#
+
+# %% tags=["remove-input"]
+show_source("bindcore.analysis.approximators.trees:PCATreeRegressor.fit")
+
+# %% [markdown]
 # Every run of the sweep is in the folded table below (open it with its toggle); the figure
 # under it draws the same numbers.
 

@@ -77,7 +77,7 @@ import torch
 from IPython.display import Markdown
 
 import bindcore
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims
 from bindcore.controlled.models import DualEncoder
@@ -467,26 +467,13 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
 # Evaluation scores every held-out scene against the full vocabulary with the strict
 # rule of §3, and reads binding from the swap pairs, with the bag-of-concepts ceiling
 # beside it (the §3 chapter defines all three; `bindcore sync` exports them to
-# `bindcore/analysis/binding.py`):
-#
-# ::::{dropdown} The strict rule, the swap pairs and the bag ceiling (source)
-# ```{literalinclude} /bindcore/analysis/binding.py
-# :pyobject: strict_correct
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/binding.py
-# :pyobject: swap_twins
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/binding.py
-# :pyobject: swap_pair_recognition
-# ```
-#
-# ```{literalinclude} /bindcore/analysis/binding.py
-# :pyobject: bag_ceiling
-# ```
-# ::::
-#
+# `bindcore/analysis/binding.py`; open the output below to read them):
+
+# %% tags=["remove-input", "hide-output"]
+show_source("bindcore.analysis.binding:strict_correct", "bindcore.analysis.binding:swap_twins",
+            "bindcore.analysis.binding:swap_pair_recognition", "bindcore.analysis.binding:bag_ceiling")
+
+# %% [markdown]
 # The release's protocol, defined here (`bindcore sync` exports the cell to
 # `bindcore/controlled/release_protocol.py`, which every evaluation of the book calls):
 # one test batch as the released code draws it, its rates averaged per batch, and the

@@ -78,7 +78,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
@@ -117,11 +117,11 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # An MLP here is the `mlp` family of the approximators: one hidden ReLU layer on the sum
 # of one table row per slot, then a linear head; the §5.4 chapter defines it with the
 # other families, one model at a time (the sweeps train them stacked, tested equal):
-#
-# ```{literalinclude} /bindcore/analysis/approximators/reference.py
-# :pyobject: approximator_output
-# ```
-#
+
+# %% tags=["remove-input"]
+show_source("bindcore.analysis.approximators.reference:approximator_output")
+
+# %% [markdown]
 # Every run of the sweep is in the folded table below (open it with its toggle); the figure
 # under it draws the same numbers.
 

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.tables import fit_search_table, recipe_search_table
 from bindcore.controlled.search import read_attempts
 from bindcore.figures import plot_fit_search
@@ -68,10 +68,9 @@ start_chapter(None, globals())
 #
 # The rule that keeps a key from every choice (test objects, and `train_object_*`, whose
 # candidates include the held-out objects):
-#
-# ```{literalinclude} /bindcore/controlled/search.py
-# :pyobject: hidden_from_choices
-# ```
+
+# %% tags=["remove-input"]
+show_source("bindcore.controlled.search:hidden_from_choices")
 
 # %% tags=["hide-input", "hide-output", "full-width"]
 fits = fit_search_table()

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.metrics import caption_retrieval
-from bindcore.book.chapter import start_chapter
+from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.prose import glue
 from bindcore.data import read_labels_csv
 from bindcore.data.clevr2d import make_clevr2d, make_clevr2d_singles
@@ -91,10 +91,9 @@ for name, value in {"paper_clevr_colours": clevr["colours"], "paper_clevr_shapes
 # the right. Captions follow the paper's template.
 #
 # One scene drawn (`bindcore.data.clevr2d`):
-#
-# ```{literalinclude} /bindcore/data/clevr2d.py
-# :pyobject: render_scene
-# ```
+
+# %% tags=["remove-input"]
+show_source("bindcore.data.clevr2d:render_scene")
 
 # %%
 t0 = time.perf_counter()

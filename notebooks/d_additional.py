@@ -91,7 +91,7 @@ from bindcore.analysis.embedding_sets import (
 )
 from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import ran_with, start_chapter
+from bindcore.book.chapter import ran_with, show_source, start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import mds_table, show_claims
@@ -257,10 +257,9 @@ show_claims(natural_claims(natural, profile), "d_additional")
 # with the same noun together) put every neighbour in that concept.
 #
 # Grid-likeness as computed (`bindcore.analysis.geometry`):
-#
-# ```{literalinclude} /bindcore/analysis/geometry.py
-# :pyobject: grid_likeness
-# ```
+
+# %% tags=["remove-input"]
+show_source("bindcore.analysis.geometry:grid_likeness")
 
 # %% tags=["full-width"]
 t0 = time.perf_counter()

@@ -398,6 +398,11 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         source = (ROOT / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
         assert len(exported) == source.count("\n# export: "), f"{name}: an export cell is missing from the page"
         assert all(c.execution_count for c in exported), f"{name}: an export cell did not run"
+        shown = "".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells if c.cell_type == "code"
+                        and "show_source(" in c.source for o in c.get("outputs", []))
+        for dotted in re.findall(r'"(bindcore\.[\w.]+:[\w.]+)"', "".join(c.source for c in nb.cells
+                                                                     if "show_source(" in c.source)):
+            assert f"def {dotted.split(':')[1].split('.')[-1]}(" in shown, f"{name}: {dotted} not shown"
         if name == "05_2_binding_generalization":
             text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
             assert "fast == reference" in text, "05_2: the fast encoder was not checked against the page's reference"

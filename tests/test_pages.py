@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 
 import jupytext
-import nbformat
 import pytest
 
 from bindcore.book import render
@@ -28,9 +27,16 @@ def _notebook(name: str):
     return jupytext.read(ROOT / "notebooks" / f"{name}.py", fmt="py:percent")
 
 
-def _includes(name: str) -> list[tuple[str, dict[str, str]]]:
-    return [inc for cell in _notebook(name).cells if cell.cell_type == "markdown"
-            for inc in render.source_includes(cell.source)]
+def shown_sources(name: str) -> list[str]:
+    """The ``"module:qualname"`` names a chapter's cells pass to ``show_source``."""
+    out = []
+    for cell in _notebook(name).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "show_source":
+                out += [arg.value for arg in node.args]
+    return out
 
 
 def _defined(path: Path, dotted: str) -> bool:
@@ -45,41 +51,34 @@ def _defined(path: Path, dotted: str) -> bool:
     return True
 
 
-def test_the_include_parser_reads_fences_and_options():
-    text = ("Some prose.\n\n```{literalinclude} /bindcore/analysis/metrics.py\n:pyobject: swap_twins\n"
-            ":caption: the twins\n```\n\n:::{literalinclude} ../bindcore/io.py\n:::\n")
-    assert render.source_includes(text) == [
-        ("/bindcore/analysis/metrics.py", {"pyobject": "swap_twins", "caption": "the twins"}),
-        ("../bindcore/io.py", {}),
-    ]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text),
-                                         nbformat.v4.new_code_cell("# ```{literalinclude} /x.py")])
-    assert render.included_files(nb) == ["bindcore/analysis/metrics.py", "bindcore/io.py"]
+def test_show_source_shows_a_function_or_method_under_its_file_and_refuses_a_bare_name():
+    from bindcore.book.chapter import show_source
+
+    text = show_source("bindcore.analysis.geometry:edit_embeddings", "bindcore.store:ResultStore.find").data
+    assert "`bindcore/analysis/geometry.py`: `edit_embeddings`" in text and "def edit_embeddings(" in text
+    assert "`bindcore/store.py`: `ResultStore.find`" in text and "\ndef find(" in text  # dedented
+    assert text.count("```python") == 2
+    with pytest.raises(ValueError, match="module:qualname"):
+        show_source("bindcore.analysis.geometry.edit_embeddings")
+    with pytest.raises(AttributeError):
+        show_source("bindcore.analysis.geometry:no_such_function")
 
 
 @pytest.mark.parametrize("name", sorted(set(CHAPTERS) - NO_CLAIM_OF_ITS_OWN))
 def test_every_chapter_shows_library_code_that_exists(name):
     """A chapter shows the code its claims rest on: it defines it in cells tagged export
     (which `bindcore sync` writes into the library), or includes library code that exists."""
-    includes = [(path, opts) for path, opts in _includes(name) if "pyobject" in opts]
+    shown = shown_sources(name)
     exports = [c for c in _notebook(name).cells if c.cell_type == "code" and "export" in c.metadata.get("tags", [])]
-    assert includes or exports, (f"notebooks/{name}.py shows no library code: define it in a cell tagged export "
-                                 "or add a markdown cell with ```{literalinclude} /bindcore/<module>.py and "
-                                 ":pyobject: <function>")
+    assert shown or exports, (f"notebooks/{name}.py shows no library code: define it in a cell tagged export "
+                              'or show it with show_source("bindcore.<module>:<function>")')
     for cell in exports:
         assert (ROOT / cell.source.split("\n", 1)[0].removeprefix("# export: ").strip()).is_file(), name
-    for path, opts in includes:
-        assert path.startswith("/bindcore/"), f"{name}: include {path} is not a path from the book's root"
-        target = ROOT / path.lstrip("/")
-        assert target.is_file(), f"{name}: includes {path}, which does not exist"
-        assert _defined(target, opts["pyobject"]), f"{name}: {path} defines no {opts['pyobject']}"
-
-
-def test_the_staged_book_holds_the_included_files(tmp_path):
-    files = render.staging_files(ROOT, "smoke", tmp_path / "no-executed-notebooks")
-    for name in CHAPTERS:
-        for path, _ in _includes(name):
-            assert files.get(path.lstrip("/")) == ROOT / path.lstrip("/"), f"{name}: {path} is not staged"
+    for dotted in shown:
+        module, _, qualname = dotted.partition(":")
+        target = ROOT / (module.replace(".", "/") + ".py")
+        assert module.startswith("bindcore.") and target.is_file(), f"{name}: shows {dotted}, no such module"
+        assert _defined(target, qualname), f"{name}: {target.relative_to(ROOT)} defines no {qualname}"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
@@ -136,9 +135,9 @@ def test_the_stored_records_note_names_a_folder_relative_to_the_project(monkeypa
 
 
 @pytest.mark.slow
-def test_a_rendered_chapter_shows_its_included_source(tmp_path, monkeypatch):
+def test_a_rendered_chapter_shows_the_code_it_defines(tmp_path, monkeypatch):
     """§3 executed on smoke and rendered alone (a copy of the book with that chapter
-    only): the page holds the source of every function it includes, and no glue call."""
+    only): the page holds the source of the functions it defines, and no glue call."""
     from bindcore.book import build
 
     name = "03_formalisation"
@@ -160,8 +159,8 @@ def test_a_rendered_chapter_shows_its_included_source(tmp_path, monkeypatch):
     import re
 
     text = re.sub(r"<[^>]+>", "", page).replace("&quot;", '"').replace("&#39;", "'").replace("&gt;", ">")
-    for _, opts in _includes(name):
-        assert f"def {opts['pyobject']}(" in text, f"{name}: the page does not show {opts['pyobject']}"
+    for function in ("strict_correct", "swap_twins", "bag_ceiling"):  # its export cells
+        assert f"def {function}(" in text, f"{name}: the page does not show {function}"
     assert "glue(" not in text, f"{name}: a glue call is on the page"
 
 

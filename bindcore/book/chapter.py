@@ -162,3 +162,26 @@ def table_html(df: Any) -> str:
                       show_dimensions=False)
     html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
     return f'<div class="bindcore-table-scroll">{html}</div>'
+
+
+def show_source(*names: str) -> Any:
+    """Library code shown on the page, in Colab as in the HTML: each ``"module:qualname"``
+    (``"bindcore.analysis.geometry:edit_embeddings"``, ``Class.method`` too) as a Python block
+    under its file's path."""
+    import importlib
+    import inspect
+    import textwrap
+
+    from IPython.display import Markdown
+
+    blocks = []
+    for name in names:
+        module, sep, qualname = name.partition(":")
+        if not sep or not qualname:
+            raise ValueError(f"show_source takes 'module:qualname', got {name!r}")
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        code = textwrap.dedent(inspect.getsource(obj)).rstrip()
+        blocks.append(f"`{module.replace('.', '/')}.py`: `{qualname}`\n\n```python\n{code}\n```")
+    return Markdown("\n\n".join(blocks))

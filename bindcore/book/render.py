@@ -1,6 +1,5 @@
 """Render the book: stage the config, the table of contents, ``book/``, the executed
-notebooks (as pages for readers, :func:`reader_page`) and the library files their
-``literalinclude`` directives show into ``<build_dir>/src/<profile>/``, then run
+notebooks (as pages for readers, :func:`reader_page`) into ``<build_dir>/src/<profile>/``, then run
 Jupyter Book 1.x there; the repository itself is never written to."""
 
 from __future__ import annotations
@@ -24,33 +23,6 @@ from .toc import toc_notebooks
 # Files next to the notebooks that a rendered page may reference (figures).
 NOTEBOOK_ASSET_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
 PARAMETERS_PROMPT = "Parameters of this run"
-
-
-_INCLUDE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{literalinclude\}[ \t]+(\S+)[ \t]*\n((?:[ \t]*:[\w-]+:.*\n?)*)", re.M)
-_OPTION = re.compile(r"^[ \t]*:([\w-]+):[ \t]*(.*?)[ \t]*$", re.M)
-
-
-def source_includes(markdown: str) -> list[tuple[str, dict[str, str]]]:
-    """The ``literalinclude`` directives of a markdown text (a markdown cell): (the path
-    as written, e.g. ``/bindcore/controlled/models.py``, {option: value}) in order."""
-    return [(m.group(2), dict(_OPTION.findall(m.group(3)))) for m in _INCLUDE.finditer(markdown)]
-
-
-def included_files(nb: Any) -> list[str]:
-    """The files a notebook's markdown cells include, relative to the book's root (a
-    leading ``/`` is the root, as Sphinx reads it; other paths are relative to
-    ``notebooks/``)."""
-    import posixpath
-
-    out = []
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        for path, _ in source_includes(cell.source):
-            rel = path[1:] if path.startswith("/") else posixpath.normpath(posixpath.join("notebooks", path))
-            if rel not in out:
-                out.append(rel)
-    return out
 
 
 class BookBuildError(RuntimeError):
@@ -89,8 +61,7 @@ def reader_page(nb: Any) -> bytes:
 
 def staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Path | bytes]:
     """Relative path in the staged tree -> source file (or content). ``book/_static/``
-    (the book's CSS) becomes the staged ``_static/``; the library files the pages include
-    (:func:`included_files`) keep their paths."""
+    (the book's CSS) becomes the staged ``_static/``."""
     import nbformat
 
     files: dict[str, Path | bytes] = {
@@ -126,10 +97,6 @@ def staging_files(root: Path, profile: str, executed_dir: Path) -> dict[str, Pat
                   "its page is rendered without outputs", flush=True)
             nb = read_py_notebook(root / "notebooks" / f"{name}.py")
         files[f"notebooks/{name}.ipynb"] = reader_page(nb)
-        for rel in included_files(nb):
-            if not (root / rel).is_file():
-                raise FileNotFoundError(f"notebooks/{name}: its page includes {rel}, which does not exist")
-            files[rel] = root / rel
     return files
 
 
