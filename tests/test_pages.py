@@ -1,6 +1,6 @@
-"""The chapters as pages for readers (bindcore.book.render): each chapter shows the
-library source its claims rest on (Sphinx ``literalinclude`` with ``:pyobject:``, whose
-file and object must exist), glue calls and other bookkeeping stay off the page, no cell
+"""The chapters as pages for readers (bindcore.book.render): each chapter defines or shows
+the library source its claims rest on (export cells, ``show_source`` of objects that
+exist), glue calls and other bookkeeping stay off the page, no cell
 ends in a stray return value, and notes name paths relative to the project."""
 
 from __future__ import annotations
