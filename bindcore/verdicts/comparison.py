@@ -39,8 +39,9 @@ NOTEBOOK = {"§4.1": "04_1_geometry", "D.2": "04_1_geometry", "§4.2": "04_2_com
 
 @dataclass
 class Build:
-    """What a book build ran: each chapter's parameters (``geometry``, ``p51``, ``pd``, ``sweep_params``),
-    tables and frames, the ``claims`` frames by chapter and the book's ``chapters``."""
+    """What a book build ran: each chapter's parameters (``geometry``, ``pretrained_params``,
+    ``additional_params``, ``sweep_params``), tables and frames, the ``claims`` frames by
+    chapter and the book's ``chapters``."""
 
     profile: str
     geometry: dict[str, Any]
@@ -49,11 +50,11 @@ class Build:
     attribution: list[pd.DataFrame]
     editing: list[pd.DataFrame]
     pretrained: pd.DataFrame
-    p51: dict[str, Any]
+    pretrained_params: dict[str, Any]  # §5.1's
     three: pd.DataFrame
     natural: pd.DataFrame
     grid: pd.DataFrame
-    pd: dict[str, Any]
+    additional_params: dict[str, Any]  # appendix D's
     sweep_params: dict[str, Any]
     claims: dict[str, pd.DataFrame] = field(default_factory=dict)
     chapters: list[str] = field(default_factory=list)
@@ -205,7 +206,7 @@ def _datasets(b: Build, item: PaperItem) -> dict[str, Any]:
         ours = {"two-object scenes": two, "single-object scenes": len(ds) - two, "adjectives": a, "nouns": n}[item.metric]
         return _row(item, SUBSTITUTE, ours, f"make_text_space({a}, {n})", "our adjective and noun lists")
     # D.4: the patterned-object substitute
-    t, p = int(b.pd["natural_types"]), int(b.pd["natural_patterns"])
+    t, p = int(b.additional_params["natural_types"]), int(b.additional_params["natural_patterns"])
     ours = {"images": (t * p) ** 2, "object types": t, "patterns": p}[item.metric]
     return _row(item, SUBSTITUTE, ours, "patterned objects ray-cast here (bindcore.data.patterned)",
                 "a substitute of the generated natural images")
@@ -304,7 +305,7 @@ def _appendix_d(b: Build, item: PaperItem) -> dict[str, Any]:
 
 
 def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
-    t, p = b.pretrained, b.p51
+    t, p = b.pretrained, b.pretrained_params
     if item.kind == "setting" and item.section.startswith("§5.1"):
         ours = {"steps": p["steps"], "batch size": p["batch_size"], "learning rates": (min(p["lrs"]), max(p["lrs"])),
                 "MLP widths": (min(p["widths"]), max(p["widths"]))}[item.metric]
