@@ -714,6 +714,10 @@ else:
 # objects; the third layer is the lever whose row reads yes in its column `every seed
 # fitted`, so the plan trains that size with three layers per encoder
 # (`SCALE_LAYERS`, printed above) and compares its runs with those of the other sizes.
+# At |O| = {glue:text}`paper_large_space` no lever has fitted a point yet: the doubled
+# budgets left every run unfitted, and the third layer fitted worse than two at the same
+# budget (fit-search rows `X0` and `X1`, two of its seeds near zero), so that size keeps
+# two layers and the table counts its runs as unfitted.
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
