@@ -86,6 +86,7 @@ from bindcore.controlled.recipes import (
     FIT_TARGET,
     MIN_TEST_OBJECTS,
     SCALE_BUDGETS,
+    SCALE_CAPS,
     SCALE_LAYERS,
     SCALE_SEEDS,
     SCALE_STEPS,
@@ -136,6 +137,7 @@ glue("transition", TRANSITION_SWAP, "g")
 glue("paper_onset", PAPER_COVERAGE_ONSET[2_500], "g")
 glue("paper_space", f"{PAPER_OBJECT_SPACES[0]:,}")
 glue("paper_large_space", f"{PAPER_OBJECT_SPACES[1]:,}")
+glue("largest_scale_space", f"{max(v ** c for c, v in SCALE_CAPS):,}")  # the scale plan's largest |O|
 glue("concept_weight", base.concept_loss_weight, "g")
 
 # %% [markdown]
@@ -714,7 +716,7 @@ else:
 # objects; the third layer is the lever whose row reads yes in its column `every seed
 # fitted`, so the plan trains that size with three layers per encoder
 # (`SCALE_LAYERS`, printed above) and compares its runs with those of the other sizes.
-# At |O| = {glue:text}`paper_large_space` no lever has fitted a point yet: the doubled
+# At |O| = {glue:text}`largest_scale_space` no lever has fitted a point yet: the doubled
 # budgets left every run unfitted, and the third layer fitted worse than two at the same
 # budget (fit-search rows `X0` and `X1`, two of its seeds near zero), so that size keeps
 # two layers and the table counts its runs as unfitted.
