@@ -127,15 +127,19 @@ def test_a_parameters_cell_must_hold_literals():
 
 
 def _outputs(nb) -> list:
-    """Each code cell's source and its outputs without execution counts or timing."""
+    """Each code cell's source and its outputs without execution counts or timing (consecutive
+    chunks of one stream joined)."""
     out = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         kept = []
         for o in cell.get("outputs", []):
-            if o.output_type == "stream":
-                kept.append((o.name, o.text))
+            if o.output_type == "stream":  # one stream's chunks joined: a busy kernel may flush a print in parts
+                if kept and isinstance(kept[-1], tuple) and kept[-1][0] == o.name:
+                    kept[-1] = (o.name, kept[-1][1] + o.text)
+                else:
+                    kept.append((o.name, o.text))
             elif o.output_type in ("execute_result", "display_data"):
                 data = o.get("data", {})
                 kept.append({k: (v if not k.startswith("image/") else "<image>") for k, v in data.items()})
