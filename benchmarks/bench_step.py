@@ -247,14 +247,7 @@ def bench_split(paper_release_ms: float | None, ffn_rate: float) -> None:
 
         for i in range(10):
             step(i)
-        saved = models.use_onednn  # FlopCounterMode counts F.linear, the same products
-        models.use_onednn = lambda x: False
-        try:
-            with FlopCounterMode(display=False) as counter:
-                step(10)
-        finally:
-            models.use_onednn = saved
-        gflop = counter.get_total_flops() / 1e9
+        gflop = step_flops(cfg, model, opt, 10, use_f_linear=True)
         products, total = time_split(step, 11, 3)
         rate = gflop / products
         print(f"  {name:10s}{products * 1e3:13.1f}{(total - products) * 1e3:9.1f}{products / total:10.0%}"
