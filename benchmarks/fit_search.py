@@ -82,14 +82,15 @@ def stored_record(cfg: Any, root: Path) -> dict[str, Any]:
     from bindcore.store import ResultStore
 
     published = ROOT / "published"
-    if root.resolve() == published.resolve():
-        store = ResultStore(tempfile.mkdtemp(prefix="fit-search-"), published=published)
-    else:
-        store = ResultStore(root, published=None)
-    entry = store.find(cfg.store_kind, cfg.to_dict())
-    if entry is None:
-        raise SystemExit(f"no finished run of seed {cfg.seed} with these changes in {root}")
-    return entry.record()
+    with tempfile.TemporaryDirectory(prefix="fit-search-") as empty:
+        if root.resolve() == published.resolve():
+            store = ResultStore(empty, published=published)
+        else:
+            store = ResultStore(root, published=None)
+        entry = store.find(cfg.store_kind, cfg.to_dict())
+        if entry is None:
+            raise SystemExit(f"no finished run of seed {cfg.seed} with these changes in {root}")
+        return entry.record()
 
 
 def stored_run(record: dict[str, Any], target: float) -> dict[str, Any]:
