@@ -23,7 +23,9 @@
 # **What this chapter does.** The claim is about models that generalize. With
 # `models = "scale"` it reads the scale sweep's models of §5.2 that bind: every object
 # space and coverage whose runs recognise at least half of the validation swap pairs
-# (their median), every seed whose weights are published (`colab` does); `"scale-chosen"`
+# and have fitted their training task (both judged on the median of the seeds; a run
+# still fitting its training objects is not yet the trained model this chapter studies),
+# every seed whose weights are published (`colab` does); `"scale-chosen"`
 # (the `quick` default) keeps, per object space, the one binding point with the largest
 # median validation swap pairs, as §5.2 reads each size, to bound the approximators'
 # cost. Either way, at

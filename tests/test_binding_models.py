@@ -12,8 +12,9 @@ from bindcore.experiments.generalization import binding_scale_runs
 from bindcore.store import ResultStore
 
 
-def _store(tmp_path, points):
-    """A store with runs of the scale plan: {(V, coverage): (validation swap pairs, test swap pairs, weights)}."""
+def _store(tmp_path, points, task=1.0):
+    """A store with runs of the scale plan: {(V, coverage): (validation swap pairs, test swap pairs, weights)},
+    every run at training-task recognition ``task`` ({(V, coverage): task} per point)."""
     store = ResultStore(tmp_path / "results", published=None)
     for cfg in scale_plan():
         if (cfg.n_values, cfg.coverage) not in points or cfg.split_seed:
@@ -24,7 +25,8 @@ def _store(tmp_path, points):
             torch.save({"w": torch.zeros(1)}, entry.path / "model.pt")
         store.finish(entry, {"hash": entry.path.name, "config": cfg.to_dict(),
                              "metrics": {"val_swap_pair": val + 0.01 * cfg.seed, "test_swap_pair": test,
-                                         "task_object_2": 1.0}})
+                                         "task_object_2": task.get((cfg.n_values, cfg.coverage), 1.0)
+                                         if isinstance(task, dict) else task}})
     return store
 
 
@@ -45,6 +47,16 @@ def test_the_models_that_bind_are_chosen_on_validation_objects_with_their_weight
         binding_scale_runs(store, per_size="best")
 
 
+def test_a_point_whose_runs_have_not_fitted_their_training_task_does_not_serve(tmp_path):
+    points = {(20, 0.8): (0.7, 0.2, True), (20, 0.9): (0.9, 0.2, True)}
+    # 0.9 binds best on validation objects but its runs' median training task is 0.90 < FIT_TARGET (0.95)
+    store = _store(tmp_path, points, task={(20, 0.8): 0.96, (20, 0.9): 0.9})
+    assert {r["config"]["coverage"] for r in binding_scale_runs(store)} == {0.8}
+    assert {r["config"]["coverage"] for r in binding_scale_runs(store, per_size="chosen")} == {0.8}
+    fitted = _store(tmp_path / "fitted", points, task=0.95)
+    assert {r["config"]["coverage"] for r in binding_scale_runs(fitted, per_size="chosen")} == {0.9}
+
+
 def test_a_point_whose_budget_was_raised_serves_with_its_binding_runs_at_the_earlier_budget(tmp_path):
     from bindcore.controlled.recipes import SCALE_STEPS
 
@@ -56,6 +68,6 @@ def test_a_point_whose_budget_was_raised_serves_with_its_binding_runs_at_the_ear
         entry = store.prepare(STORE_KIND, cfg.to_dict())
         torch.save({"w": torch.zeros(1)}, entry.path / "model.pt")
         store.finish(entry, {"hash": entry.path.name, "config": cfg.to_dict(),
-                             "metrics": {"val_swap_pair": 0.7, "test_swap_pair": 0.1, "task_object_2": 0.9}})
+                             "metrics": {"val_swap_pair": 0.7, "test_swap_pair": 0.1, "task_object_2": 0.97}})
     runs = binding_scale_runs(store)
     assert [(r["config"]["steps"], r["earlier_budget"]) for r in runs] == [(plan[0].steps // 2, True)] * 3

@@ -60,7 +60,8 @@ RULES: dict[str, Rule] = {
     "natural_width": Rule(int, low=16, note="pixels; the height is 3/4 of it"),
     "models": Rule(str, choices=("chapter", "scale", "scale-chosen"),
                    note="the §5.2 models analysed: 'chapter', the §5.2 chapter's own (largest coverage, first seed); "
-                   "'scale', the scale sweep's models that bind on validation objects, with published weights; "
+                   "'scale', the scale sweep's models that bind on validation objects and fitted their training task, "
+                   "with published weights; "
                    "'scale-chosen', of those, per size the point chosen on validation objects"),
     "controlled_steps": Rule(int, low=1, optional=True,
                              note="training steps of the §5.2 models the chapter uses; None: the profile's recipe"),

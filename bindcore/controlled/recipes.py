@@ -154,13 +154,16 @@ def steps_to_fit(history: list[dict[str, Any]], key: str = "task_object_2", targ
     return math.inf
 
 
-def fitted(record: dict[str, Any], target: float = FIT_TARGET) -> bool:
-    """Whether a run ended with its training task fitted (``task_object_<max objects>``
-    at ``target`` or more at its last evaluation)."""
+def task_score(record: dict[str, Any]) -> float:
+    """A run's training-task recognition at its last evaluation (``task_object_<max objects>``)."""
     from .search import search_view
 
-    key = f"task_object_{record['config'].get('max_objects', 2)}"
-    return search_view(record["metrics"]).get(key, 0.0) >= target
+    return search_view(record["metrics"]).get(f"task_object_{record['config'].get('max_objects', 2)}", 0.0)
+
+
+def fitted(record: dict[str, Any], target: float = FIT_TARGET) -> bool:
+    """Whether a run ended with its training task fitted (:func:`task_score` at ``target`` or more)."""
+    return task_score(record) >= target
 
 
 def fit_budgets(records: list[dict[str, Any]]) -> dict[tuple[int, int, float], int]:

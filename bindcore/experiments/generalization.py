@@ -54,13 +54,17 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
 def binding_scale_runs(store: Any = None, level: float | None = None,
                        per_size: str = "all") -> list[dict[str, Any]]:
     """The scale sweep's models that bind, chosen on validation objects: the points (first
-    object split) whose runs' median validation swap pairs reach ``level`` and have stored
-    weights (``per_size="chosen"``: per size only the one with the largest median, ties the
-    smaller coverage), each run with weights. A point whose budget the fit rule has raised
-    serves with its runs at the earlier budget (:func:`scale_records`): §5.3 and §5.4 ask
-    for a model that binds, not for the plan's latest budget. Test objects choose nothing."""
+    object split) whose runs' median validation swap pairs reach ``level``, whose median
+    training-task metric reaches :data:`~bindcore.controlled.recipes.FIT_TARGET` (a run
+    still fitting its training task is not yet the trained model §5.3 and §5.4 study) and
+    that have stored weights (``per_size="chosen"``: per size only the one with the largest
+    median, ties the smaller coverage), each run with weights. A point whose budget the fit
+    rule has raised serves with its runs at the earlier budget (:func:`scale_records`):
+    §5.3 and §5.4 ask for a model that binds, not for the plan's latest budget. Test
+    objects choose nothing."""
     import statistics
 
+    from bindcore.controlled.recipes import FIT_TARGET, task_score
     from bindcore.controlled.search import BINDS_AT, search_view
     from bindcore.store import has_weights
     from bindcore.sweep import best_coverage
@@ -76,8 +80,10 @@ def binding_scale_runs(store: Any = None, level: float | None = None,
         raise ValueError(f"per_size = {per_size!r}: must be 'all' or 'chosen'")
     binding: dict[int, list[tuple[float, float]]] = {}  # size: (coverage, median validation swap pairs)
     for size, cov in sorted(points):
-        val = statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in points[(size, cov)])
-        if val >= level and any(has_weights(r) for r in points[(size, cov)]):
+        runs = points[(size, cov)]
+        val = statistics.median(search_view(r["metrics"]).get("val_swap_pair", 0.0) for r in runs)
+        task = statistics.median(task_score(r) for r in runs)
+        if val >= level and task >= FIT_TARGET and any(has_weights(r) for r in runs):
             binding.setdefault(size, []).append((cov, val))
     coverages = {size: [best_coverage(vals)] if per_size == "chosen" else [c for c, _ in vals]
                  for size, vals in binding.items()}

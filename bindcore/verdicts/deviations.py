@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.book.profiles import chapter_parameters
-from bindcore.controlled.recipes import SCALE_MODELS, SCALE_SEEDS, recipe_differences
+from bindcore.controlled.recipes import FIT_TARGET, SCALE_MODELS, SCALE_SEEDS, recipe_differences
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
@@ -109,7 +109,8 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
          "a fixed, seeded set of held-out scenes per object count, and fixed, seeded release-protocol batches",
          "comparable numbers across steps and runs"),
         ("§5.3 / §5.4 models", "controlled models that generalize",
-         f"profile '{profile}': " + (f"the scale sweep's models that bind (median validation swap pairs >= {BINDS_AT:g}), "
+         f"profile '{profile}': " + (f"the scale sweep's models that bind (median validation swap pairs >= {BINDS_AT:g}) "
+                                     f"and fitted their training task (median >= {FIT_TARGET:g}), "
                                      + ("at the point of each size chosen on validation objects, "
                                         if controlled.get("models") == "scale-chosen" else "")
                                      + "every seed published with its weights"
