@@ -30,6 +30,31 @@ NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
 RESULTS_ENV = "BINDCORE_RESULTS"
 # "1": the store serves what it holds and starts no new entry (:class:`NotStored`)
 STORED_ONLY_ENV = "BINDCORE_STORED_ONLY"
+# a file: every record the store serves or writes is appended to it as a JSON line (a book build
+# counts per chapter what it reused and what it computed: :func:`tally_counts`)
+TALLY_ENV = "BINDCORE_STORE_TALLY"
+
+
+def _tally(event: str, e: Entry) -> None:
+    path = os.environ.get(TALLY_ENV)
+    if path:
+        line = json.dumps({"event": event, "kind": str(e.kind), "name": e.path.name, "source": e.source})
+        with open(path, "a", encoding="utf-8") as f:  # one short write: whole lines even from parallel workers
+            f.write(line + "\n")
+
+
+def tally_counts(path: str | Path) -> dict[str, int]:
+    """{"published": records read from published/, "local": read from the local store, "computed":
+    written} in a :data:`TALLY_ENV` file, each record once (a record computed and then read counts as
+    computed)."""
+    seen: dict[tuple[str, str], str] = {}
+    with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
+        for line in f:
+            t = json.loads(line)
+            key = (t["kind"], t["name"])
+            if t["event"] == "computed" or key not in seen:
+                seen[key] = "computed" if t["event"] == "computed" else t["source"]
+    return {k: sum(v == k for v in seen.values()) for k in ("published", "local", "computed")}
 
 
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -438,6 +463,7 @@ class ResultStore:
         for base, source in self._bases():
             e = Entry(base / kind / config_hash(config), source, kind)
             if self._readable(e) is not None and self._config_readable(e, config):
+                _tally("read", e)
                 return e
         return None
 
@@ -470,6 +496,7 @@ class ResultStore:
         if weights:
             record["weights"] = weights
         atomic_write_json(entry.path / "result.json", record)
+        _tally("computed", entry)
 
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The stored result of ``config``, or ``compute()`` (JSON-able) stored atomically and returned."""
@@ -492,6 +519,7 @@ class ResultStore:
                 result = self._readable(Entry(d, source, kind))
                 if result is not None and self._config_readable(Entry(d, source, kind), result.get("config")):
                     seen.add(d.name)
+                    _tally("read", Entry(d, source, kind))
                     yield Entry(d, source, kind)
 
     def publish(self, entry: Entry, weights: bool = False) -> Path:

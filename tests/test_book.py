@@ -628,3 +628,26 @@ def test_a_build_of_some_chapters_names_the_other_pages_that_are_out_of_date(fak
     book.execute_book("smoke", build, root=fake_repo)  # brought up to date: no note
     book.execute_book("smoke", build, only=["ch1"], root=fake_repo)
     assert "shows an earlier execution" not in capsys.readouterr().out
+
+
+def test_the_build_counts_per_chapter_the_records_it_reused_and_computed(fake_repo, monkeypatch, tmp_path, capsys):
+    from bindcore.store import Kind, ResultStore
+
+    kind, published, local = Kind("toy-1"), tmp_path / "published", tmp_path / "results"
+    ResultStore(published, published=None).cached(kind, {"a": 1}, lambda: {"x": 1})  # a published record
+
+    def chapter(*args):  # the kernel: reads the published record, computes one and reads it again
+        store = ResultStore(local, published=published)
+        store.cached(kind, {"a": 1}, lambda: pytest.fail("the published record is there"))
+        store.cached(kind, {"a": 2}, lambda: {"x": 2})
+        store.cached(kind, {"a": 2}, lambda: pytest.fail("computed above"))
+        FakePapermill()(*args)
+
+    monkeypatch.setattr(book, "_run_papermill", chapter)
+    build = tmp_path / "build"
+    book.execute_and_time("smoke", build, root=fake_repo, only=["ch1"])
+    meta = nbformat.read(build / "executed" / "smoke" / "ch1.ipynb", as_version=4).metadata["bindcore"]
+    assert meta["records"] == {"published": 1, "local": 0, "computed": 1}
+    assert "records of the 1 executed chapter(s): 1 reused (1 published, 0 local), 1 computed" in capsys.readouterr().out
+    book.execute_and_time("smoke", build, root=fake_repo, only=["ch1"])  # cached: nothing executed, no count
+    assert "records of the" not in capsys.readouterr().out

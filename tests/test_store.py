@@ -166,3 +166,23 @@ def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_n
     assert calls == [] and not store.local_dir(kind, {"a": 2}).exists()
     monkeypatch.setenv(STORED_ONLY_ENV, "0")
     assert store.cached(kind, {"a": 2}, lambda: {"x": 2})["x"] == 2
+
+
+def test_the_tally_lists_each_record_once_by_where_it_came_from(tmp_path, monkeypatch):
+    from bindcore.store import TALLY_ENV, tally_counts
+
+    kind, tally = Kind("toy-1"), tmp_path / "tally.jsonl"
+    ResultStore(tmp_path / "published", published=None).cached(kind, {"a": 1}, lambda: {"x": 1})
+    ResultStore(tmp_path / "results", published=None).cached(kind, {"a": 3}, lambda: {"x": 3})
+    monkeypatch.setenv(TALLY_ENV, str(tally))
+    store = ResultStore(tmp_path / "results", published=tmp_path / "published")
+    for _ in range(2):
+        store.cached(kind, {"a": 1}, lambda: {"x": 0})
+        store.cached(kind, {"a": 2}, lambda: {"x": 2})
+    assert tally_counts(tally) == {"published": 1, "local": 0, "computed": 1}
+    assert len(list(store.entries(kind))) == 3  # every record served: the local one is counted too
+    assert tally_counts(tally) == {"published": 1, "local": 1, "computed": 1}
+    monkeypatch.delenv(TALLY_ENV)
+    store.cached(kind, {"a": 4}, lambda: {"x": 4})  # no file named: nothing listed
+    assert tally_counts(tally) == {"published": 1, "local": 1, "computed": 1}
+    assert tally_counts(tmp_path / "none.jsonl") == {"published": 0, "local": 0, "computed": 0}

@@ -20,7 +20,7 @@ from typing import Any
 from bindcore.executors import CPUS_ENV
 from bindcore.io import atomic_write_bytes, digest
 from bindcore.runtime import check_profile, openmp_environment
-from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, shown_path
+from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, TALLY_ENV, shown_path, tally_counts
 
 from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
 from .pairs import sync_pairs
@@ -117,9 +117,10 @@ def _environment(**updates: str) -> Iterator[None]:
 
 
 def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
-                        executed_dir: Path | None = None, stored_only: bool = False) -> AbstractContextManager[None]:
+                        executed_dir: Path | None = None, stored_only: bool = False,
+                        tally: Path | None = None) -> AbstractContextManager[None]:
     """Environment inherited by the kernel papermill starts (restored afterwards); ``stored_only``: the
-    kernel's result store starts no new entry."""
+    kernel's result store starts no new entry; ``tally``: where it lists the records it reads and writes."""
     # a chapter executed beside others gets its share of the cores
     share = os.environ.get(CPUS_ENV, "")
     env = dict(openmp_environment(int(share) if share.isdigit() else None))
@@ -130,7 +131,8 @@ def _kernel_environment(profile: str, root: Path, parameters_file: Path | None =
     # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
     env["BINDCORE_BOOK_BUILD"] = "1"
     # where the chapter records the parameters it ran with, and the other chapters' records
-    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir)):
+    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir),
+                      (TALLY_ENV, tally)):
         if path is not None:
             env[var] = str(path)
     if stored_only:
@@ -278,7 +280,7 @@ def _execute(
     try:
         nbformat.write(source_nb, input_path)
         with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir,
-                                 stored_only=READS.get(name) == EVERY_CHAPTER):
+                                 stored_only=READS.get(name) == EVERY_CHAPTER, tally=work / "records.jsonl"):
             try:
                 _run_papermill(input_path, partial, params, root / "notebooks")
             except Exception as exc:
@@ -293,6 +295,7 @@ def _execute(
             "run_parameters": json.loads(recorded.read_text()) if recorded.is_file() else None,
             "source": f"notebooks/{name}.py",
             "seconds": round(seconds, 3),
+            "records": tally_counts(work / "records.jsonl"),  # reused (published, local) and computed
         }
         papermill_meta = nb.metadata.get("papermill")
         if papermill_meta is not None:  # record the real source, not the temporary input
@@ -511,7 +514,7 @@ def build_times(runs: list[NotebookRun], profile: str, html_seconds: float, tota
         meta = nbformat.read(str(run.path), as_version=4).metadata.get(METADATA_KEY, {})
         chapters.append({"chapter": run.name, "cached": run.cached,
                          "seconds": round(run.seconds if not run.cached else meta.get("seconds", 0.0), 1),
-                         "slowest_cells": slowest_cells(run.path)})
+                         "slowest_cells": slowest_cells(run.path), "records": meta.get("records")})
     return {"profile": profile, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
             "chapters": chapters, "html_seconds": round(html_seconds, 1), "total_seconds": round(total_seconds, 1)}
 
@@ -555,8 +558,15 @@ def write_build_times(times: dict[str, Any], folder: Path) -> Path:
     for chapter in times["chapters"]:
         status = (f"cached (executed in {chapter['seconds']:.1f} s)" if chapter["cached"]
                   else f"{chapter['seconds']:8.1f} s")
+        if (r := chapter.get("records")) and not chapter["cached"]:
+            status += f"  records: {r['published'] + r['local']} reused, {r['computed']} computed"
         slow = "; ".join(f"{c['seconds']:.1f} s: {c['source']}" for c in chapter["slowest_cells"])
         print(f"[book]   {chapter['chapter']:<40} {status}" + (f"   slowest cells: {slow}" if slow else ""), flush=True)
+    executed = [c["records"] for c in times["chapters"] if not c["cached"] and c.get("records")]
+    if executed:
+        n = {k: sum(r[k] for r in executed) for k in ("published", "local", "computed")}
+        print(f"[book]   records of the {len(executed)} executed chapter(s): {n['published'] + n['local']} reused "
+              f"({n['published']} published, {n['local']} local), {n['computed']} computed", flush=True)
     if times["html_seconds"]:
         print(f"[book]   {'HTML build':<40} {times['html_seconds']:8.1f} s", flush=True)
     print(f"[book]   {'total':<40} {times['total_seconds']:8.1f} s", flush=True)
