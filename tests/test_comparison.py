@@ -18,6 +18,12 @@ from bindcore.verdicts import comparison as CMP
 VPC = [4, 3]
 
 
+
+def _chapter_parameters(profile):
+    """The parameters (profile files) of every chapter a deviations table reads on ``profile``."""
+    return {c: chapter_parameters(c, profile) for c in ("geometry", "pretrained_complexity", "controlled_complexity",
+                                                        "binding_generalization", "additional")}
+
 def planted(dataset: str, encoder: str, source: str, pretrained: bool, seed: int = 0) -> G.EmbeddingSet:
     rng = np.random.default_rng(seed)
     objs = np.array(list(itertools.product(range(VPC[0]), range(VPC[1]))))
@@ -107,7 +113,7 @@ def test_a_bad_group_is_refused():
 def test_deviation_tables_read_the_profiles(profile):
     from bindcore.verdicts import deviations as DV
 
-    b = DV.build_parameters(profile)
+    b = _chapter_parameters(profile)
     paper = DV.paper_deviations(profile, b["geometry"], b["pretrained_complexity"], b["controlled_complexity"],
                                 b["binding_generalization"], b["additional"])
     release = DV.release_deviations(profile, b["geometry"], b["pretrained_complexity"])
@@ -127,7 +133,7 @@ def test_deviation_tables_read_the_profiles(profile):
 def test_release_deviations_read_measured_effects():
     from bindcore.verdicts import deviations as DV
 
-    b = DV.build_parameters("smoke")
+    b = _chapter_parameters("smoke")
     trees = pd.DataFrame({"kind": ["xgboost", "xgboost"], "components": [8, "all"], "heldout_object": [0.01, 0.3]})
     ablation = pd.DataFrame({"variant": ["main recipe", "release negatives (held-out objects as negatives)"],
                              "test_object_2": [0.6, 0.02]})

@@ -126,38 +126,3 @@ def generalizing_pixel_runs(records: Sequence[dict[str, Any]]) -> list[dict[str,
         if cur is None or (c["coverage"], -c["seed"]) > (cur["config"]["coverage"], -cur["config"]["seed"]):
             best[c["level"]] = r
     return [best[lv] for lv in LEVELS if lv in best]
-
-
-@torch.no_grad()
-def task_swap_pairs(cfg: TrainConfig, model: torch.nn.Module) -> float:
-    """Swap-pair recognition on the *training task*: the evaluation set's two-object
-    scenes of training objects and their attribute-swapped twins made of training
-    objects, each recognised strictly among the training objects only. It involves no
-    held-out object, so a recipe may be chosen on it (as on ``task_object_2``)."""
-    from bindcore.analysis.metrics import strict_correct, swap_pair_recognition, swap_twins
-
-    from .models import cosine_logits
-    from .scenes import isin, object_labels
-    from .training import embed_in_chunks, make_eval_set
-
-    device = next(model.parameters()).device
-    space, split = cfg.space, cfg.split
-    train_ids = split.train.to(device)
-    scenes = make_eval_set(cfg, split, device).train[2][:, :2]
-    source, twins = swap_twins(space, scenes)
-    keep = isin(twins, train_ids).all(1)
-    source, twins = source[keep], twins[keep]
-    if len(twins) == 0:
-        return float("nan")
-    was_training = model.training
-    model.eval()
-    obj = embed_in_chunks(model.query, space.object_query_tokens(train_ids))
-    pad = space.max_objects - 2
-
-    def correct(sc: torch.Tensor) -> torch.Tensor:
-        z = cfg.embed_eval_scenes(model, torch.nn.functional.pad(sc, (0, pad), value=-1))
-        return strict_correct(cosine_logits(z, obj, 1.0), object_labels(sc, train_ids))
-
-    out = swap_pair_recognition(correct(scenes), source, correct(twins))["swap_pair"]
-    model.train(was_training)
-    return out

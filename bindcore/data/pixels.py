@@ -222,25 +222,3 @@ def visible_masks(layout: Layout, image_size: int, border: int) -> tuple[torch.T
     for slot in range(inside.shape[1] - 2, -1, -1):
         covered[:, slot] = covered[:, slot + 1] | inside[:, slot + 1]
     return core & ~covered, inside & ~core & ~covered
-
-
-def read_objects(space: SceneSpace, images: torch.Tensor, layout: Layout, spec: PixelSpec) -> torch.Tensor:
-    """``[B, O, C]`` concept values read back from the pixels and the layout (nearest palette
-    colour to the visible medians); -1 for absent slots. For tests."""
-    fill_m, border_m = visible_masks(layout, spec.image_size, spec.border)
-    colours = palette(space.n_values, images.device)
-    b, o = layout.side.shape
-    out = torch.full((b, o, space.n_concepts), -1, dtype=torch.long, device=images.device)
-    for slot in range(o):
-        for c, mask in ((0, fill_m[:, slot]), (1, border_m[:, slot])):
-            for i in range(b):  # a test helper: per-image medians are clearer than speed here
-                if layout.side[i, slot] == 0 or not bool(mask[i].any()):
-                    continue
-                med = images[i][:, mask[i]].median(dim=1).values  # [3]
-                out[i, slot, c] = int((colours - med).norm(dim=1).argmin())
-        if space.n_concepts == 3:
-            sides = spec.sides(space, images.device)
-            present = layout.side[:, slot] > 0
-            nearest = (layout.side[:, slot, None] - sides[None]).abs().argmin(1)
-            out[:, slot, 2] = torch.where(present, nearest, out[:, slot, 2])
-    return out

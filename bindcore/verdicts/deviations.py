@@ -268,9 +268,3 @@ def release_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[
          f"explain {tree.variance:.0%} of the variance (at most {tree.max_components}), mapped back", trees_effect),
     ]
     return pd.DataFrame(rows, columns=COLUMNS_RELEASE)
-
-
-def build_parameters(profile: str) -> dict[str, dict[str, Any]]:
-    """The parameters (profile files) of every chapter a deviations table reads on ``profile`` (for tests)."""
-    return {c: chapter_parameters(c, profile) for c in ("geometry", "pretrained_complexity", "controlled_complexity",
-                                                        "binding_generalization", "additional")}
