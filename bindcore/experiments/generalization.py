@@ -106,9 +106,11 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_para
     if models in SCALE_MODELS:
         runs = binding_scale_runs(per_size=SCALE_MODELS[models])
         if runs:
-            note_stored(runs, what="controlled models (the scale sweep's models that bind)")
+            note_stored(runs, what="controlled models (the scale sweep's models that bind and fitted their "
+                                    "training task)")
             return runs
-        print("No model of the scale sweep that binds on validation objects is stored with its weights: "
+        print("No model of the scale sweep that binds on validation objects and fitted its training task is "
+              "stored with its weights: "
               "the chapter's own §5.2 models stand in.")
     runs = run_sweep(generalizing_configs(profile, params, sweep_params), workers=workers, device=device,
                      progress=False, executor=executor)
