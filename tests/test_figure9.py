@@ -85,3 +85,18 @@ def test_figure9_correlations_need_three_models():
     c = figure9_correlations(t).set_index("objects")
     assert c.loc[16, "models"] == 4 and c.loc[16, "Spearman rho"] == 1.0 and np.isnan(c.loc[64, "Pearson r"])
     assert figure9_claims(t, "quick")["status"].tolist() == [CL.SHOWN, CL.UNTESTABLE]
+
+
+def test_the_quick_figure_9_reads_every_fit_from_published_records(tmp_path, monkeypatch):
+    """A model published with its weights needs its own-split fit published too, or a fresh clone's
+    first quick build fits it (minutes per model): with the store computing nothing new, every
+    published run has its row's fit (or none where its sub-grid holds no training object)."""
+    from bindcore.analysis.complexity import protocol_for
+    from bindcore.book.profiles import chapter_parameters
+    from bindcore.store import PUBLISHED_ROOT, STORED_ONLY_ENV
+
+    monkeypatch.setenv(STORED_ONLY_ENV, "1")  # a missing record raises NotStored instead of being fitted
+    P = chapter_parameters("controlled_complexity", "quick")
+    table = figure9_table(protocol_for(P), P["max_objects"], store=ResultStore(tmp_path, published=PUBLISHED_ROOT))
+    assert len(table) and set(table["source"]) == {"published"}
+    assert table["global product: held-out objects"].notna().any()
