@@ -90,6 +90,7 @@ from bindcore.controlled.recipes import (
     SCALE_LAYERS,
     SCALE_SEEDS,
     SCALE_STEPS,
+    fitted,
     recipe,
     recipe_table,
 )
@@ -716,10 +717,9 @@ else:
 # objects; the third layer is the lever whose row reads yes in its column `every seed
 # fitted`, so the plan trains that size with three layers per encoder
 # (`SCALE_LAYERS`, printed above) and compares its runs with those of the other sizes.
-# At |O| = {glue:text}`largest_scale_space` no lever has fitted a point yet: the doubled
-# budgets left every run unfitted, and the third layer fitted worse than two at the same
-# budget (fit-search rows `X0` and `X1`, two of its seeds near zero), so that size keeps
-# two layers and the table counts its runs as unfitted.
+# At |O| = {glue:text}`largest_scale_space` {glue:text}`largest_space_fit` (column
+# `fitted`), and the third layer fitted worse than two at the same budget there
+# (fit-search rows `X0` and `X1`), so that size keeps two layers.
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
@@ -734,6 +734,11 @@ glue("scale_seeds", len(SCALE_SEEDS))
 glue("fit_target", FIT_TARGET, ".2f")
 glue("fit_margin", FIT_MARGIN, "g")
 glue("min_test_objects", MIN_TEST_OBJECTS)
+largest = [r for r in scale_recs if r["config"]["n_values"] ** r["config"]["n_concepts"]
+           == max(v ** c for c, v in SCALE_CAPS)]
+n_fitted = sum(fitted(r) for r in largest)
+glue("largest_space_fit", f"{n_fitted} of its {len(largest)} runs shown have fitted their training task" if n_fitted
+     else f"none of its {len(largest)} runs shown has fitted its training task yet")
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
