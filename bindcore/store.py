@@ -516,11 +516,12 @@ class ResultStore:
             for d in sorted((base / kind).iterdir()):
                 if d.name in seen or not d.is_dir():
                     continue
-                result = self._readable(Entry(d, source, kind))
-                if result is not None and self._config_readable(Entry(d, source, kind), result.get("config")):
+                e = Entry(d, source, kind)
+                result = self._readable(e)
+                if result is not None and self._config_readable(e, result.get("config")):
                     seen.add(d.name)
-                    _tally("read", Entry(d, source, kind))
-                    yield Entry(d, source, kind)
+                    _tally("read", e)
+                    yield e
 
     def publish(self, entry: Entry, weights: bool = False) -> Path:
         """Copy a finished local entry to the published root atomically; returns its path there.

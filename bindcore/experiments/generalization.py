@@ -110,8 +110,7 @@ def generalizing_runs(profile: str, params: Mapping[str, Any] | None, sweep_para
                                     "training task)")
             return runs
         print("No model of the scale sweep that binds on validation objects and fitted its training task is "
-              "stored with its weights: "
-              "the chapter's own §5.2 models stand in.")
+              "stored with its weights: the chapter's own §5.2 models stand in.")
     runs = run_sweep(generalizing_configs(profile, params, sweep_params), workers=workers, device=device,
                      progress=False, executor=executor)
     runs = with_weights(runs, workers=workers, device=device, executor=executor)
