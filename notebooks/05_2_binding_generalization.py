@@ -138,7 +138,8 @@ glue("transition", TRANSITION_SWAP, "g")
 glue("paper_onset", PAPER_COVERAGE_ONSET[2_500], "g")
 glue("paper_space", f"{PAPER_OBJECT_SPACES[0]:,}")
 glue("paper_large_space", f"{PAPER_OBJECT_SPACES[1]:,}")
-glue("largest_scale_space", f"{max(v ** c for c, v in SCALE_CAPS):,}")  # the scale plan's largest |O|
+largest_space = max(v ** c for c, v in SCALE_CAPS)  # the scale plan's largest |O|
+glue("largest_scale_space", f"{largest_space:,}")
 glue("concept_weight", base.concept_loss_weight, "g")
 
 # %% [markdown]
@@ -734,8 +735,7 @@ glue("scale_seeds", len(SCALE_SEEDS))
 glue("fit_target", FIT_TARGET, ".2f")
 glue("fit_margin", FIT_MARGIN, "g")
 glue("min_test_objects", MIN_TEST_OBJECTS)
-largest = [r for r in scale_recs if r["config"]["n_values"] ** r["config"]["n_concepts"]
-           == max(v ** c for c, v in SCALE_CAPS)]
+largest = [r for r in scale_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of its {len(largest)} runs shown have fitted their training task" if n_fitted
      else f"none of its {len(largest)} runs shown has fitted its training task yet")
