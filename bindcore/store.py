@@ -499,13 +499,18 @@ class ResultStore:
         _tally("computed", entry)
 
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The stored result of ``config``, or ``compute()`` (JSON-able) stored atomically and returned."""
+        """The stored result of ``config``, or ``compute()`` (JSON-able) stored atomically and returned; under
+        the config's claim, so that two processes asking at once compute it once."""
         found = self.find(kind, config)
         if found is not None:
             return found.result
         entry = self.prepare(kind, config)
-        self.finish(entry, compute())
-        return entry.result
+        with self.claim(kind, config):
+            found = self.find(kind, config)  # stored by the process this one waited for
+            if found is None:
+                self.finish(entry, compute())
+                found = entry
+        return found.result
 
     def entries(self, kind: Kind) -> Iterator[Entry]:
         """Every finished entry of ``kind`` (local before published), corrupt ones left out."""

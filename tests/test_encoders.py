@@ -400,3 +400,27 @@ def test_no_offline_switch_one_probe_then_the_fallbacks(monkeypatch):
 def test_makefile_sets_no_blanket_offline_mode():
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     assert not [line for line in makefile.splitlines() if "HF_HUB_OFFLINE" in line and not line.startswith("#")]
+
+
+def test_two_asking_at_once_for_one_embedding_compute_it_once(tmp_path, monkeypatch):
+    import threading
+
+    ds, cache, calls = scene_dataset(3), E.EmbeddingCache(tmp_path), []
+    embed = E.RandomInitClipEncoder.embed
+
+    def slow_embed(self, *args, **kw):
+        calls.append(1)
+        time.sleep(0.5)  # the second asker arrives while the first computes
+        return embed(self, *args, **kw)
+
+    monkeypatch.setattr(E.RandomInitClipEncoder, "embed", slow_embed)
+    got = []
+    askers = [threading.Thread(target=lambda: got.append(E.embed_dataset(tiny(0), ds, "image", cache=cache,
+                                                                          progress=False)))
+              for _ in range(2)]
+    for t in askers:
+        t.start()
+        time.sleep(0.05)
+    for t in askers:
+        t.join()
+    assert calls == [1] and len(got) == 2 and np.array_equal(got[0], got[1])

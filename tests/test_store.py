@@ -186,3 +186,25 @@ def test_the_tally_lists_each_record_once_by_where_it_came_from(tmp_path, monkey
     store.cached(kind, {"a": 4}, lambda: {"x": 4})  # no file named: nothing listed
     assert tally_counts(tally) == {"published": 1, "local": 1, "computed": 1}
     assert tally_counts(tmp_path / "none.jsonl") == {"published": 0, "local": 0, "computed": 0}
+
+
+def test_two_asking_at_once_for_one_record_compute_it_once(tmp_path):
+    import threading
+    import time
+
+    store, kind, calls = ResultStore(tmp_path, published=None), Kind("slow"), []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.5)  # the second asker arrives while the first computes
+        return {"x": len(calls)}
+
+    got = []
+    askers = [threading.Thread(target=lambda: got.append(store.cached(kind, {"a": 1}, compute)["x"]))
+              for _ in range(2)]
+    for t in askers:
+        t.start()
+        time.sleep(0.05)
+    for t in askers:
+        t.join()
+    assert calls == [1] and got == [1, 1]

@@ -71,6 +71,21 @@ class EmbeddingCache:
             return None
         return emb
 
+    def stored(self, config: dict[str, Any], n: int) -> np.ndarray | None:
+        """The stored ``[n, d]`` embeddings of ``config``, or None (a stored array of another shape is logged)."""
+        hit = self.load(config)
+        if hit is not None and hit.ndim == 2 and hit.shape[0] == n:
+            log.info("stored embeddings %s", config_hash(config))
+            return hit
+        if hit is not None:
+            log.warning("stored embeddings %s have shape %s, not [%d, d]; recomputing", config_hash(config),
+                        hit.shape, n)
+        return None
+
+    def claim(self, config: dict[str, Any]):
+        """The store's claim on ``config`` (:meth:`~bindcore.store.ResultStore.claim`)."""
+        return self._store.claim(self._kind, config)
+
     def save(self, config: dict[str, Any], array: np.ndarray, meta: dict[str, Any]) -> Path:
         entry = self._store.prepare(self._kind, config)
         npz = atomic_savez(entry.path / "embeddings.npz", embeddings=np.ascontiguousarray(array, dtype=np.float32))
@@ -91,25 +106,24 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
     items = dataset.images if modality == "image" else dataset.captions
     if cache is None or cache is True:
         cache = EmbeddingCache()
-    config = None
-    if cache:
-        dhash = dataset.content_hash()
-        config = embedding_config(encoder.identity, dhash, modality)
-        hit = cache.load(config)
-        if hit is not None and hit.ndim == 2 and hit.shape[0] == len(dataset):
-            log.info("stored embeddings %s (%s, %s, %s)", config_hash(config), encoder.name, dataset.name, modality)
-            return hit
+    if not cache:
+        return _embed(encoder, items, modality, progress, batch_size)
+    dhash = dataset.content_hash()
+    config = embedding_config(encoder.identity, dhash, modality)
+    hit = cache.stored(config, len(dataset))
+    if hit is not None:
+        return hit
+    with cache.claim(config):
+        hit = cache.stored(config, len(dataset))  # computed by the process this one waited for
         if hit is not None:
-            log.warning("stored embeddings %s have shape %s, not [%d, d]; recomputing", config_hash(config),
-                        hit.shape, len(dataset))
-    kw = {} if batch_size is None else {"batch_size": batch_size}
-    t0 = time.perf_counter()
-    emb = encoder.embed(list(items), modality, progress=progress, **kw)
-    seconds = time.perf_counter() - t0
-    if cache and not np.isfinite(emb).all():
-        log.warning("%s gave %d NaN or infinite entries for %s (%s): not stored", encoder.name,
-                    int((~np.isfinite(emb)).sum()), dataset.name, modality)
-    elif cache:
+            return hit
+        t0 = time.perf_counter()
+        emb = _embed(encoder, items, modality, progress, batch_size)
+        seconds = time.perf_counter() - t0
+        if not np.isfinite(emb).all():
+            log.warning("%s gave %d NaN or infinite entries for %s (%s): not stored", encoder.name,
+                        int((~np.isfinite(emb)).sum()), dataset.name, modality)
+            return emb
         import torch
 
         cache.save(config, emb, {
@@ -119,3 +133,8 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
             "gpu": torch.cuda.get_device_name(0) if encoder.device.type == "cuda" else None,
         })
     return emb
+
+
+def _embed(encoder: Encoder, items: list, modality: str, progress: bool, batch_size: int | None) -> np.ndarray:
+    kw = {} if batch_size is None else {"batch_size": batch_size}
+    return encoder.embed(list(items), modality, progress=progress, **kw)
