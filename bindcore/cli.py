@@ -542,14 +542,16 @@ def _run_data_make(args: argparse.Namespace) -> int:
 def publishable_kinds() -> dict:
     """The store kinds whose records a book build reuses from published/ (by folder
     name): training runs (token and pixel inputs), approximator sweeps, geometry
-    analyses and embeddings (their arrays: a few MB for the quick book's images)."""
+    analyses, §5.1's probes and embeddings (their arrays: a few MB for the quick book's images)."""
     from bindcore.analysis.complexity import APPROX_STORE_KIND
+    from bindcore.analysis.embedding_sets import PROBES_KIND
     from bindcore.analysis.geometry_sets import GEOMETRY_STORE_KIND
     from bindcore.controlled.pixels import PIXEL_STORE_KIND
     from bindcore.controlled.training import STORE_KIND
     from bindcore.encoders.cache import EMBEDDINGS
 
-    return {k.name: k for k in (STORE_KIND, PIXEL_STORE_KIND, APPROX_STORE_KIND, GEOMETRY_STORE_KIND, EMBEDDINGS)}
+    return {k.name: k for k in (STORE_KIND, PIXEL_STORE_KIND, APPROX_STORE_KIND, GEOMETRY_STORE_KIND, PROBES_KIND,
+                                EMBEDDINGS)}
 
 
 def register_publish(subparsers) -> None:
@@ -561,7 +563,7 @@ def register_publish(subparsers) -> None:
     p.add_argument("--results", type=path_option, default=None, help="result store root (default: results/)")
     p.add_argument("--kind", action="append", default=None, metavar="NAME",
                    help="only this kind of record (a folder of the store: train-2, train-pixels-1, approximators-1, "
-                   "geometry-1, embeddings); repeatable (default: all five)")
+                   "geometry-1, probes-1, embeddings); repeatable (default: all)")
     weights = p.add_mutually_exclusive_group()
     weights.add_argument("--weights", dest="weights", action="store_const", const="read", default=None,
                          help="also copy the weights that an analysis loaded from this store (e.g. the §5.2 models "

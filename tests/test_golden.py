@@ -548,6 +548,37 @@ def test_golden_embeddings(monkeypatch):
     assert_pinned(embeddings(), GOLDEN_EMBEDDINGS)
 
 
+def probes(_: Path | None = None) -> dict[str, Any]:
+    """§5.1's frozen probes on every two-object scene of a 3 x 3 space, embedded as the sum of two seeded
+    object vectors plus noise."""
+    from bindcore.analysis.probes import LinearProbes
+
+    rng = np.random.default_rng(0)
+    objects = np.array([[[a // 3, a % 3], [b // 3, b % 3]] for a in range(9) for b in range(9)])
+    ids = objects[..., 0] * 3 + objects[..., 1]
+    z = (rng.normal(size=(9, 16))[ids].sum(1) + 0.3 * rng.normal(size=(len(objects), 16))).astype(np.float32)
+    p = LinearProbes([3, 3], epochs=50, lr=0.1, seed=0).fit(z[:50], objects[:50])
+    return {"scores": p.scores(z[50:], objects[50:]), "object rows": p.object_weights_[:2, :3].tolist(),
+            "concept norms": [float(np.linalg.norm(w)) for w in p.concept_weights_]}
+
+
+GOLDEN_PROBES: dict[str, Any] = {
+    "scores": {"concept": 0.983870983, "object": 1.0},
+    "object rows": [[-0.111341767, -0.530348003, 0.425262839], [0.777386427, 0.224362299, -0.0207418613]],
+    "concept norms": [3.90279317, 3.96574044],
+}
+
+
+def test_golden_probes():
+    """Protects the ``probes-1`` kind (bindcore.analysis.embedding_sets.PROBES_KIND): the linear
+    probes fitted and frozen on a binding data set's embeddings. If this fails after a change that
+    alters results, bump its version (``probes-2``) and ``ORIGIN_CODE`` there."""
+    from bindcore.analysis.embedding_sets import PROBES_KIND
+
+    assert PROBES_KIND.name == "probes-1", "a new version: pin its numbers here"
+    assert_pinned(probes(), GOLDEN_PROBES)
+
+
 # ---------------------------------------------------------------------------------
 # printing the pins anew
 # ---------------------------------------------------------------------------------
@@ -577,9 +608,10 @@ if __name__ == "__main__":  # print every pinned dict as the code computes it no
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
-    names = sys.argv[1:] or ["SMOKE", "STACKED", "PIXELS", "APPROXIMATORS", "GEOMETRY", "EMBEDDINGS"]
+    names = sys.argv[1:] or ["SMOKE", "STACKED", "PIXELS", "APPROXIMATORS", "GEOMETRY", "EMBEDDINGS", "PROBES"]
     compute = {"SMOKE": smoke_run, "STACKED": stacked_runs, "PIXELS": pixel_run, "GEOMETRY": geometry_analyses,
-               "APPROXIMATORS": lambda _: approximator_sweep(), "EMBEDDINGS": lambda _: embeddings()}
+               "APPROXIMATORS": lambda _: approximator_sweep(), "EMBEDDINGS": lambda _: embeddings(),
+               "PROBES": probes}
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"GOLDEN_{name}: dict[str, Any] = {literal(compute[name](Path(tmp)))}\n")

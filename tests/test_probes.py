@@ -181,3 +181,23 @@ def test_controlled_binding_data_is_keyed_by_the_weights_not_the_floats(tmp_path
     other = controlled_binding_data(longer)
     assert other.origin["weights"] != one.origin["weights"]
     assert binding_data_hash(other) != binding_data_hash(one)
+
+
+def test_pretrained_probes_are_fitted_once_and_read_back_from_the_store(tmp_path, monkeypatch):
+    from bindcore import encoders as E
+    from bindcore.analysis import embedding_sets as S
+    from bindcore.store import RESULTS_ENV, ResultStore
+
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path / "results"))  # the embeddings' default store
+    store, fits = ResultStore(tmp_path / "results", published=None), []
+    params = {"text_space": [3, 3], "probe_epochs": 20, "probe_lr": 0.1}
+    enc = {"tiny": E.RandomInitClipEncoder("ViT-S-32-alt", seed=0, image_size=64, device="cpu")}
+    fit = S.LinearProbes.fit
+    monkeypatch.setattr(S.LinearProbes, "fit", lambda self, *a: fits.append(1) or fit(self, *a))
+    first, table = S.pretrained_binding(params, enc, store=store)
+    again, table_again = S.pretrained_binding(params, enc, store=store)
+    assert fits == [1] and table.equals(table_again)
+    a, b = first["tiny"], again["tiny"]
+    assert np.array_equal(a.object_probe, b.object_probe) and a.origin == b.origin
+    assert all(np.array_equal(x, y) for x, y in zip(a.concept_probes, b.concept_probes))
+    assert len(list(store.entries(S.PROBES_KIND))) == 1

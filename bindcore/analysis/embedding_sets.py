@@ -19,6 +19,8 @@ from bindcore.data import (
 from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
 from bindcore.encoders.cache import embedding_config
+from bindcore.io import atomic_savez
+from bindcore.store import Kind, ResultStore
 
 from .geometry_sets import EmbeddingSet
 from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, data_origin, scene_split
@@ -29,6 +31,7 @@ from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, data_origin
 # fingerprints), so that they keep their keys; set any other value when this code's
 # results change.
 ORIGIN_CODE = "54190935e827d569"
+PROBES_KIND = Kind("probes-1", data=("probes.npz",))  # §5.1's frozen probes, keyed by their binding data's origin
 
 
 def embedded(encoder: Any, ds: Any, modality: str) -> dict[str, Any]:
@@ -233,10 +236,11 @@ def visibility_frame(datasets: dict[bool, Any]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------
 # §5.1: binding data of pretrained text encoders
 # ---------------------------------------------------------------------------------
-def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], datasets: dict[str, Any] | None = None):
+def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], datasets: dict[str, Any] | None = None,
+                       store: Any = None):
     """§5.1: two-object captions (or the image ``datasets``) embedded by each encoder, probes
-    fitted on 40 % of the scenes and frozen. Returns ``({"<encoder>[ | <dataset>]":
-    BindingData}, probe accuracies on the other 60 %)``."""
+    fitted on 40 % of the scenes and frozen (stored: :func:`stored_probes`). Returns
+    ``({"<encoder>[ | <dataset>]": BindingData}, probe accuracies on the other 60 %)``."""
     if datasets is None:
         sources = [("", "text", make_text_space(*params["text_space"], singles=False))]
     else:
@@ -249,15 +253,40 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], dataset
                 continue
             key = f"{name} | {dname}" if dname else name
             emb = embed_dataset(enc, space, modality, progress=False)
-            probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"], lr=params["probe_lr"],
-                                  seed=0)
-            probes.fit(emb[tr], space.objects[tr])
-            s = probes.scores(emb[te], space.objects[te])
-            rows.append({"encoder": key, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
-                         "probe object recognition (test scenes)": s["object"]})
             origin = data_origin({"embeddings": embedded(enc, space, modality),
                                   "probes": {"epochs": params["probe_epochs"], "lr": params["probe_lr"], "seed": 0,
                                              "train_fraction": PROBE_TRAIN_FRACTION, "split_seed": 0}},
                                  ORIGIN_CODE)
+
+            def fit(emb=emb, space=space, tr=tr, te=te):
+                probes = LinearProbes(space.values_per_concept, epochs=params["probe_epochs"],
+                                      lr=params["probe_lr"], seed=0).fit(emb[tr], space.objects[tr])
+                return probes, probes.scores(emb[te], space.objects[te])
+
+            probes, s = stored_probes(origin, space.values_per_concept, fit, store)
+            rows.append({"encoder": key, "dim": emb.shape[1], "probe concept recognition (test scenes)": s["concept"],
+                         "probe object recognition (test scenes)": s["object"]})
             binding[key] = probes.binding_data(space.objects, emb, name=key, origin=origin)
     return binding, pd.DataFrame(rows)
+
+
+def stored_probes(origin: dict[str, Any], values_per_concept: Sequence[int], fit: Any, store: Any = None):
+    """``fit()``'s ``(LinearProbes, scores)``, stored under ``origin`` (weights in ``probes.npz``) and read
+    back from the store when there, so that a chapter and the report fit each set's probes once."""
+    store = store or ResultStore()
+    found = store.find(PROBES_KIND, origin)
+    if found is None:
+        entry = store.prepare(PROBES_KIND, origin)
+        with store.claim(PROBES_KIND, origin):
+            found = store.find(PROBES_KIND, origin)  # stored by the process this one waited for
+            if found is None:
+                probes, scores = fit()
+                weights = {f"concept_{i}": w for i, w in enumerate(probes.concept_weights_)}
+                atomic_savez(entry.path / "probes.npz", object=probes.object_weights_, **weights)
+                store.finish(entry, {"scores": {k: float(v) for k, v in scores.items()}})
+                return probes, scores
+    probes = LinearProbes(list(values_per_concept))
+    with np.load(found.path / "probes.npz", allow_pickle=False) as z:
+        probes.concept_weights_ = [z[f"concept_{i}"] for i in range(len(values_per_concept))]
+        probes.object_weights_ = z["object"]
+    return probes, found.result["scores"]
