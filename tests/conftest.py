@@ -16,3 +16,19 @@ def side_by_side_jobs() -> int:
     from bindcore.executors import cpu_budget
 
     return min(2, cpu_budget())
+
+
+def asked_at_once(ask, times: int = 2) -> list:
+    """``ask()``'s answers when ``times`` threads ask at once, each a little after the last (flock
+    claims exclude threads as they do processes: each thread opens the claim file on its own)."""
+    import threading
+    import time
+
+    got = []
+    askers = [threading.Thread(target=lambda: got.append(ask())) for _ in range(times)]
+    for t in askers:
+        t.start()
+        time.sleep(0.05)
+    for t in askers:
+        t.join()
+    return got

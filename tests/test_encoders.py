@@ -403,7 +403,7 @@ def test_makefile_sets_no_blanket_offline_mode():
 
 
 def test_two_asking_at_once_for_one_embedding_compute_it_once(tmp_path, monkeypatch):
-    import threading
+    from conftest import asked_at_once
 
     ds, cache, calls = scene_dataset(3), E.EmbeddingCache(tmp_path), []
     embed = E.RandomInitClipEncoder.embed
@@ -414,13 +414,5 @@ def test_two_asking_at_once_for_one_embedding_compute_it_once(tmp_path, monkeypa
         return embed(self, *args, **kw)
 
     monkeypatch.setattr(E.RandomInitClipEncoder, "embed", slow_embed)
-    got = []
-    askers = [threading.Thread(target=lambda: got.append(E.embed_dataset(tiny(0), ds, "image", cache=cache,
-                                                                          progress=False)))
-              for _ in range(2)]
-    for t in askers:
-        t.start()
-        time.sleep(0.05)
-    for t in askers:
-        t.join()
+    got = asked_at_once(lambda: E.embed_dataset(tiny(0), ds, "image", cache=cache, progress=False))
     assert calls == [1] and len(got) == 2 and np.array_equal(got[0], got[1])

@@ -189,8 +189,9 @@ def test_the_tally_lists_each_record_once_by_where_it_came_from(tmp_path, monkey
 
 
 def test_two_asking_at_once_for_one_record_compute_it_once(tmp_path):
-    import threading
     import time
+
+    from conftest import asked_at_once
 
     store, kind, calls = ResultStore(tmp_path, published=None), Kind("slow"), []
 
@@ -199,12 +200,5 @@ def test_two_asking_at_once_for_one_record_compute_it_once(tmp_path):
         time.sleep(0.5)  # the second asker arrives while the first computes
         return {"x": len(calls)}
 
-    got = []
-    askers = [threading.Thread(target=lambda: got.append(store.cached(kind, {"a": 1}, compute)["x"]))
-              for _ in range(2)]
-    for t in askers:
-        t.start()
-        time.sleep(0.05)
-    for t in askers:
-        t.join()
+    got = asked_at_once(lambda: store.cached(kind, {"a": 1}, compute)["x"])
     assert calls == [1] and got == [1, 1]
