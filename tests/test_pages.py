@@ -175,3 +175,7 @@ def test_tables_scroll_sideways_rather_than_being_cut():
     css = (ROOT / "book" / "_static" / "bindcore.css").read_text()
     rule = css[css.index("div.bindcore-table-scroll {"):]
     assert "overflow-x: auto" in rule[:rule.index("}")]
+    # full-width cells (136 % of the column, into the right margin) keep the column's width where the
+    # theme shows no right margin (below 1200 px), so that their text is not cut at the page's edge
+    narrow = css[css.index("@media (min-width: 992px) and (max-width: 1199.98px)"):]
+    assert "div.cell.tag_full-width" in narrow and "width: 100%" in narrow[:narrow.index("}")]
