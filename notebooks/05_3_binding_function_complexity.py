@@ -20,34 +20,37 @@
 # encoder still recognises their concepts and objects. The gap between small and large
 # approximators grows with the object space.
 #
-# **What this chapter does.** The claim is about models that generalize. With
-# `models = "scale"` it reads the scale sweep's models of §5.2 that bind: every object
-# space and coverage whose runs recognise at least half of the validation swap pairs
-# and have fitted their training task (both judged on the median of the seeds; a run
-# still fitting its training objects is not yet the trained model this chapter studies),
-# every seed whose weights are published (`colab` does); `"scale-chosen"`
-# (the `quick` default) keeps, per object space, the one binding point with the largest
-# median validation swap pairs, as §5.2 reads each size, to bound the approximators'
-# cost. Either way, at
-# the point's budget or, where the fit rule has since raised it and the longer runs are
-# not made yet, at the budget they were trained with (the claim asks for a model that
-# binds, not for one trained to the plan's latest budget); with
-# `"chapter"` (the `smoke` and `paper` default) the §5.2 chapter's own runs at their
-# largest coverage. The scale models' binding data holds every ordered pair of their
-# objects, so their approximator sweeps take a CPU close to an hour for this chapter
-# and as long again for §5.4; the `quick` build reads them from the published records
-# (`bindcore publish`), made by this chapter with these parameters. A claim on a model
-# that does not bind is "not testable here": its precondition failed, and nothing is
-# said of the claim. For each
-# model it builds the binding
-# data of reference-spec §7 — every ordered pair of objects encoded by the scene
-# encoder, with the query encoder's normalised concept and object embeddings as frozen
-# probes — and fits one-hidden-layer MLPs of growing width on the scenes of a fraction
-# of the objects. Predicted embeddings of scenes made only of held-out objects are then
-# read by the frozen probes ("functional binding"). As in the released code, the
-# approximators' held-out objects are drawn independently of the transformer's own
-# training split (most of them were training objects of the transformer); §5.4's
-# figure 9 fits on the transformer's own split instead.
+# **What this chapter does.** For each model it builds the binding data of
+# reference-spec §7: every ordered pair of objects encoded by the scene encoder, with the
+# query encoder's normalised concept and object embeddings as frozen probes. It fits
+# one-hidden-layer MLPs of growing width on the scenes of a fraction of the objects, and
+# the frozen probes read their predicted embeddings of scenes made only of held-out
+# objects ("functional binding"). As in the released code, the approximators' held-out
+# objects are drawn independently of the transformer's own training split (most of them
+# were training objects of the transformer); §5.4's figure 9 fits on the transformer's
+# own split instead.
+#
+# The claim is about models that generalize; the `models` parameter says which:
+#
+# - `"scale"`: the scale sweep's models of §5.2 that bind, that is every object space and
+#   coverage whose runs recognise at least half of the validation swap pairs and have
+#   fitted their training task (both judged on the median of the seeds: a run still
+#   fitting its training objects is not yet the trained model this chapter studies), every
+#   seed whose weights are published (`colab` does);
+# - `"scale-chosen"` (the `quick` default): of those, per object space, the one point with
+#   the largest median validation swap pairs, as §5.2 reads each size, to bound the
+#   approximators' cost;
+# - `"chapter"` (the `smoke` and `paper` default): the §5.2 chapter's own runs at their
+#   largest coverage.
+#
+# A scale point is read at its budget or, where the fit rule has since raised the budget
+# and the longer runs are not made yet, at the budget its runs were trained with: the
+# claim asks for a model that binds, not for one trained to the plan's latest budget. Its
+# binding data holds every ordered pair of its objects, so its approximator sweeps take a
+# CPU close to an hour for this chapter and as long again for §5.4; the `quick` build
+# reads them from the published records (`bindcore publish`), made by this chapter with
+# these parameters. A claim on a model that does not bind is "not testable here": its
+# precondition failed, and nothing is said of the claim.
 
 # %% tags=["hide-input"]
 import subprocess
