@@ -501,16 +501,20 @@ class ResultStore:
     def cached(self, kind: Kind, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The stored result of ``config``, or ``compute()`` (JSON-able) stored atomically and returned; under
         the config's claim, so that two processes asking at once compute it once."""
+        return self.cached_entry(kind, config, lambda _: compute()).result
+
+    def cached_entry(self, kind: Kind, config: dict[str, Any], compute: Callable[[Path], dict[str, Any]]) -> Entry:
+        """:meth:`cached`'s entry; ``compute`` gets the entry's folder, to write the kind's ``data`` files in."""
         found = self.find(kind, config)
         if found is not None:
-            return found.result
+            return found
         entry = self.prepare(kind, config)
         with self.claim(kind, config):
             found = self.find(kind, config)  # stored by the process this one waited for
             if found is None:
-                self.finish(entry, compute())
+                self.finish(entry, compute(entry.path))
                 found = entry
-        return found.result
+        return found
 
     def entries(self, kind: Kind) -> Iterator[Entry]:
         """Every finished entry of ``kind`` (local before published), corrupt ones left out."""

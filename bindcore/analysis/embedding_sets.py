@@ -4,6 +4,7 @@ book's datasets and the encoders a chapter passes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -273,20 +274,16 @@ def pretrained_binding(params: dict[str, Any], encoders: dict[str, Any], dataset
 def stored_probes(origin: dict[str, Any], values_per_concept: Sequence[int], fit: Any, store: Any = None):
     """``fit()``'s ``(LinearProbes, scores)``, stored under ``origin`` (weights in ``probes.npz``) and read
     back from the store when there, so that a chapter and the report fit each set's probes once."""
-    store = store or ResultStore()
-    found = store.find(PROBES_KIND, origin)
-    if found is None:
-        entry = store.prepare(PROBES_KIND, origin)
-        with store.claim(PROBES_KIND, origin):
-            found = store.find(PROBES_KIND, origin)  # stored by the process this one waited for
-            if found is None:
-                probes, scores = fit()
-                weights = {f"concept_{i}": w for i, w in enumerate(probes.concept_weights_)}
-                atomic_savez(entry.path / "probes.npz", object=probes.object_weights_, **weights)
-                store.finish(entry, {"scores": {k: float(v) for k, v in scores.items()}})
-                return probes, scores
+
+    def compute(folder: Path) -> dict[str, Any]:
+        probes, scores = fit()
+        weights = {f"concept_{i}": w for i, w in enumerate(probes.concept_weights_)}
+        atomic_savez(folder / "probes.npz", object=probes.object_weights_, **weights)
+        return {"scores": {k: float(v) for k, v in scores.items()}}
+
+    entry = (store or ResultStore()).cached_entry(PROBES_KIND, origin, compute)
     probes = LinearProbes(list(values_per_concept))
-    with np.load(found.path / "probes.npz", allow_pickle=False) as z:
+    with np.load(entry.path / "probes.npz", allow_pickle=False) as z:
         probes.concept_weights_ = [z[f"concept_{i}"] for i in range(len(values_per_concept))]
         probes.object_weights_ = z["object"]
-    return probes, found.result["scores"]
+    return probes, entry.result["scores"]
