@@ -108,19 +108,19 @@ def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
 
     check_same_version(APPROX_STORE_KIND, payload.get("kind"))
     store, key, data_path = worker_store(payload), payload["key"], Path(payload["data"])
-    with store.claim(APPROX_STORE_KIND, key):
-        found = store.find(APPROX_STORE_KIND, key)
-        if found is None:
-            data = load_binding_data(data_path)
-            if binding_data_hash(data) != key["data"]:
-                raise ValueError(f"{data_path} does not hold the binding data of this sweep (content hash differs)")
-            args = {k: v for k, v in key.items() if k not in ("data", "name")}
-            proto = args.pop("protocol")
-            protocol = Protocol(**{**proto, "lrs": tuple(proto["lrs"])})
-            found = store.prepare(APPROX_STORE_KIND, key)
-            store.finish(found, _computed(sweep_fractions(data, protocol=protocol, device=payload.get("device"),
-                                                          progress=False, estimate=True, **args)))
-        data_path.unlink(missing_ok=True)
+
+    def compute(_: Path) -> dict[str, Any]:
+        data = load_binding_data(data_path)
+        if binding_data_hash(data) != key["data"]:
+            raise ValueError(f"{data_path} does not hold the binding data of this sweep (content hash differs)")
+        args = {k: v for k, v in key.items() if k not in ("data", "name")}
+        proto = args.pop("protocol")
+        protocol = Protocol(**{**proto, "lrs": tuple(proto["lrs"])})
+        return _computed(sweep_fractions(data, protocol=protocol, device=payload.get("device"), progress=False,
+                                         estimate=True, **args))
+
+    found = store.cached_entry(APPROX_STORE_KIND, key, compute)
+    data_path.unlink(missing_ok=True)
     return {"path": str(found.path), "models": len(found.result["records"])}
 
 
