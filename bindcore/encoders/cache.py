@@ -71,11 +71,12 @@ class EmbeddingCache:
             return None
         return emb
 
-    def stored(self, config: dict[str, Any], n: int) -> np.ndarray | None:
-        """The stored ``[n, d]`` embeddings of ``config``, or None (a stored array of another shape is logged)."""
+    def stored(self, config: dict[str, Any], n: int, what: str = "") -> np.ndarray | None:
+        """The stored ``[n, d]`` embeddings of ``config`` (``what``: encoder, dataset and modality, for the log),
+        or None (a stored array of another shape is logged)."""
         hit = self.load(config)
         if hit is not None and hit.ndim == 2 and hit.shape[0] == n:
-            log.info("stored embeddings %s", config_hash(config))
+            log.info("stored embeddings %s (%s)", config_hash(config), what)
             return hit
         if hit is not None:
             log.warning("stored embeddings %s have shape %s, not [%d, d]; recomputing", config_hash(config),
@@ -110,11 +111,12 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
         return _embed(encoder, items, modality, progress, batch_size)
     dhash = dataset.content_hash()
     config = embedding_config(encoder.identity, dhash, modality)
-    hit = cache.stored(config, len(dataset))
+    what = f"{encoder.name}, {dataset.name}, {modality}"
+    hit = cache.stored(config, len(dataset), what)
     if hit is not None:
         return hit
     with cache.claim(config):
-        hit = cache.stored(config, len(dataset))  # computed by the process this one waited for
+        hit = cache.stored(config, len(dataset), what)  # computed by the process this one waited for
         if hit is not None:
             return hit
         t0 = time.perf_counter()
