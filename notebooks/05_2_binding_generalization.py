@@ -87,7 +87,6 @@ from bindcore.controlled.recipes import (
     MIN_TEST_OBJECTS,
     SCALE_BUDGETS,
     SCALE_CAPS,
-    SCALE_LAYERS,
     SCALE_SEEDS,
     SCALE_STEPS,
     fitted,
@@ -684,9 +683,8 @@ if P["show_scale"]:
     display(Markdown(describe_scale_records(scale_recs, scale_missing)))
     steps_text = ", ".join(f"|O| = {v ** c:,}: {s:,}" for (c, v), s in SCALE_STEPS.items())
     raised = ", ".join(f"|O| = {v ** c:,} at coverage {cov:g}: {s:,}" for (c, v, cov), s in SCALE_BUDGETS.items())
-    deeper = ", ".join(f"|O| = {v ** c:,}: {n}" for (c, v), n in SCALE_LAYERS.items())
     display(Markdown(f"Base steps per run by object space: {steps_text}. Raised by the fit rule: {raised}. "
-                     f"Layers per encoder: {recipe('scale').n_layers}, except {deeper}."))
+                     f"Layers per encoder: {recipe('scale').n_layers} at every size."))
 else:
     print("show_scale is off: the scale sweep's records are not shown")
 
@@ -717,7 +715,7 @@ else:
 # lists them). The fit search (appendix B) then tried one lever at a time on training
 # objects; the third layer is the lever whose row reads yes in its column `every seed
 # fitted`, so the plan trains that size with three layers per encoder
-# (`SCALE_LAYERS`, printed above) and compares its runs with those of the other sizes.
+# (printed above) and compares its runs with those of the other sizes.
 # At |O| = {glue:text}`largest_scale_space` {glue:text}`largest_space_fit` (column
 # `fitted`), and the third layer fitted worse than two at the same budget there
 # (fit-search rows `X0` and `X1`), so that size keeps two layers.

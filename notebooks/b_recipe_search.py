@@ -97,7 +97,7 @@ if fig is not None:
 # every seed fitted is the column `every seed fitted` above; the two-layer recipe's runs
 # at the same points are on the §5.2 page (its column `fitted`). The runs' held-out
 # numbers are in their published records; none of them chose anything here. The §5.2
-# plan took the third layer from these rows for the size of column `V` (`SCALE_LAYERS`),
+# plan took the third layer from these rows for the size of column `V` (`recipes.comparison_depth`),
 # and the two-layer runs there left the plan.
 
 # %% [markdown]

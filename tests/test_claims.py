@@ -529,18 +529,25 @@ def test_a_size_that_did_not_fit_its_training_task_is_not_compared():
     # the null of the same shape: the two comparable sizes in the other order
     swapped = {(2, 10): binds, (2, 20): binds_later, (2, 50): bag}
     assert statuses(claims_table(runs(swapped, {**fitted, (2, 50): 1}), "scale"))[-1] == CL.NOT_SHOWN
-    # a transition reached by unfitted runs is at most that coverage: a later one than the smaller
-    # size's is not compared, an earlier one still is
+    # a transition reached by runs that mostly did not fit is unknown, whatever its numbers: the
+    # size is left out, and the order reads the sizes that can be compared
     late = {cov: (0.95, 0.8, 1.0) if cov == 0.7 else (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
     early = {cov: (0.95, 0.8, 1.0) if cov >= 0.3 else (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
     three = {(2, 10): binds_later, (2, 20): binds}
     assert statuses(claims_table(runs({**three, (2, 50): late}, fitted), "scale"))[-1] == CL.NOT_SHOWN
-    upper = claims_table(runs({**three, (2, 50): late}, {**fitted, (2, 50): 0}), "scale")
-    assert statuses(upper)[-1] == CL.SHOWN and "0.7 (fitted 0 of 3: at most)" in upper["ours"].iloc[-1]
-    assert statuses(claims_table(runs({(2, 10): binds_later, (2, 20): binds, (2, 50): early},
-                                      {**fitted, (2, 50): 0}), "scale"))[-1] == CL.SHOWN
-    assert statuses(claims_table(runs({(2, 10): binds, (2, 20): binds_later, (2, 50): early},
-                                      {**fitted, (2, 50): 0}), "scale"))[-1] == CL.NOT_SHOWN  # its null
+    for planted in (late, early):
+        unknown = claims_table(runs({**three, (2, 50): planted}, {**fitted, (2, 50): 0}), "scale")
+        assert statuses(unknown)[-1] == CL.SHOWN  # 0.7 -> 0.5 over the two fitted sizes alone
+        assert "|O| = 2,500: unknown (" in unknown["ours"].iloc[-1] and "fitted 0 of 3" in unknown["ours"].iloc[-1]
+        # its null: the fitted sizes in the other order say not shown, whatever the unknown size reads
+        null = claims_table(runs({(2, 10): binds, (2, 20): binds_later, (2, 50): planted},
+                                 {**fitted, (2, 50): 0}), "scale")
+        assert statuses(null)[-1] == CL.NOT_SHOWN
+    # an unknown size that would otherwise decide the verdict decides nothing
+    alone_known = claims_table(runs({(2, 10): binds_later, (2, 50): early}, {(2, 10): 3, (2, 50): 1}), "scale")
+    assert statuses(alone_known)[-1] == CL.UNTESTABLE and "no two sizes" in alone_known["why"].iloc[-1]
+    assert statuses(claims_table(runs({(2, 10): binds_later, (2, 50): early}, {(2, 10): 3, (2, 50): 3}),
+                                 "scale"))[-1] == CL.SHOWN
     # no pair left to compare: not testable
     alone = claims_table(runs({(2, 10): binds, (2, 50): bag}, {(2, 10): 3, (2, 50): 0}), "scale")
     assert statuses(alone)[-1] == CL.UNTESTABLE and "no two sizes" in alone["why"].iloc[-1]

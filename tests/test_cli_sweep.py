@@ -139,13 +139,12 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
         SCALE_SEEDS,
         SCALE_STEPS,
         scale_budget,
-        scale_layers,
         scale_plan,
     )
 
     diff = recipe_differences("quick", "scale")
     assert set(diff) == {"batch_size", "max_object_queries", "near_miss_negatives_per_positive", "concept_loss_trigger",
-                         "steps"}
+                         "steps", "n_layers"}
     plan = scale_plan()
     assert len(SCALE_SEEDS) >= 3 and {(c.n_concepts, c.n_values) for c in plan} == set(SCALE_STEPS)
     # the paper's coverage grid at |O| = 100 and 400, at least 0.1 to 0.7 at 2,500
@@ -154,7 +153,7 @@ def test_scale_recipe_is_the_quick_recipe_with_its_listed_changes_and_its_plan_c
     points: dict = {}
     for c in plan:
         assert c.steps == scale_budget(c.n_concepts, c.n_values, c.coverage) and not c.heldout_as_negatives
-        assert c.n_layers == scale_layers(c.n_concepts, c.n_values)
+        assert c.n_layers == recipe("scale").n_layers == 3  # one architecture at every size
         points.setdefault((c.n_values, c.coverage), []).append(c)
     for runs in points.values():
         assert {r.seed for r in runs} == set(SCALE_SEEDS)
@@ -181,7 +180,7 @@ def test_the_scale_budgets_are_the_fit_rule_on_the_published_runs_read_on_traini
     deep = [r for r in records if of_the_plan(r) and r["config"]["n_values"] == 50]
     assert deep and not of_the_plan({**deep[0], "config": {**deep[0]["config"], "n_layers": 2}})  # another recipe
     records = [r for r in records if of_the_plan(r)]
-    assert len(records) >= 60 and {(r["config"]["n_concepts"], r["config"]["n_values"]) for r in records} == set(SCALE_STEPS)
+    assert len(records) >= 21 and {(r["config"]["n_concepts"], r["config"]["n_values"]) for r in records} <= set(SCALE_STEPS)
     budgets = fit_budgets(records)
     for point, steps in budgets.items():
         assert scale_budget(*point) == steps, point
@@ -206,7 +205,7 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     (its steps are the plan's, not the recipe's default), so it resumes and fills the plan;
     ``--set steps=`` still overrides, and ``train`` follows the same rule."""
     from bindcore.cli import _config_from_args, build_parser, sweep_configs
-    from bindcore.controlled.recipes import SCALE_LAYERS, SCALE_STEPS, scale_plan
+    from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
 
     def configs(*argv):
         return sweep_configs(build_parser().parse_args(["sweep", "--profile", "scale", *argv]))
@@ -215,10 +214,10 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     asked = configs("--values", "10", "--coverages", "0.7", "--seeds", "0", "1", "2")
     assert asked == [c for c in scale_plan() if c.n_values == 10 and c.coverage == 0.7]
     assert {c.steps for c in configs("--values", "10", "--set", "steps=50")} == {50}
-    # a size with its own depth (SCALE_LAYERS) gets it, unless --set names another
+    # the plan's depth at every size, unless --set names another
     deep = configs("--values", "50", "--coverages", "0.3")
     assert deep == [c for c in scale_plan() if c.n_values == 50 and c.coverage == 0.3]
-    assert {c.n_layers for c in deep} == {SCALE_LAYERS[(2, 50)]} != {recipe("scale").n_layers}
+    assert {c.n_layers for c in deep} == {recipe("scale").n_layers}
     assert {c.n_layers for c in configs("--values", "50", "--set", "n_layers=2")} == {2}
     assert {c.steps for c in configs("--values", "7")} == {recipe("scale").steps}  # a size off the plan
     # the axes not given are the plan's: seeds alone re-run the whole plan at those seeds
@@ -333,3 +332,60 @@ def test_a_point_whose_budget_was_raised_shows_its_run_at_the_largest_earlier_bu
     found, missing = scale_records(store)
     assert missing == [plan]
     assert [(r["config"]["steps"], r["earlier_budget"]) for r in found] == [(2 * base.steps, True)]
+
+
+def test_the_depth_rule_picks_the_smallest_depth_that_fits_every_point_on_training_metrics_only():
+    """The depth rule (recipes.comparison_depth, written before the three-layer runs at 100 and
+    400): a depth fits when every point of every comparison size has a majority of runs fitted
+    at the fit rule's budget, at most twice the size's base steps; a point without runs there
+    keeps it open; the published two-layer runs at |O| = 2,500 rule two layers out."""
+    from bindcore.controlled.recipes import (
+        COMPARISON_SIZES,
+        SCALE_COVERAGES,
+        SCALE_SEEDS,
+        SCALE_STEPS,
+        comparison_depth,
+        depth_fit,
+        recipe,
+        scale_split_seeds,
+    )
+    from bindcore.controlled.search import hidden_from_choices
+    from bindcore.store import PUBLISHED_ROOT
+
+    def run(c, v, cov, seed, split, n_layers, task, fit_at=1000, steps=None):
+        cfg = recipe("scale", n_concepts=c, n_values=v, coverage=cov, seed=seed, split_seed=split,
+                     n_layers=n_layers, steps=steps or SCALE_STEPS[(c, v)]).to_dict()
+        return {"config": cfg, "metrics": {"task_object_2": task, "test_swap_pair": 0.3},
+                "history": [{"step": fit_at, "task_object_2": task}]}
+
+    def grid(n_layers, task=lambda *p: 1.0, skip=()):
+        return [run(c, v, cov, seed, split, n_layers, task(c, v, cov, seed))
+                for c, v in COMPARISON_SIZES for cov in SCALE_COVERAGES[(c, v)] if (v, cov) not in skip
+                for seed in SCALE_SEEDS for split in scale_split_seeds(c, v, cov)]
+
+    full = grid(3)
+    assert depth_fit(full, 3) == "fits" and depth_fit(full, 2) == "open" and comparison_depth(full) is None
+    def unfit(c, v, cov, seed):
+        return 0.5 if (v, cov, seed) in {(50, 0.5, 0), (50, 0.5, 1)} else 1.0
+
+    two_fail = grid(2, unfit)
+    assert depth_fit(two_fail, 2) == "open"  # the fit rule asks twice the budget there first
+    two_fail += [run(2, 50, 0.5, seed, 0, 2, unfit(2, 50, 0.5, seed), steps=2 * SCALE_STEPS[(2, 50)])
+                 for seed in SCALE_SEEDS]
+    assert depth_fit(two_fail, 2) == "does not fit" and comparison_depth(two_fail + full) == 3
+    assert depth_fit(grid(3, skip={(20, 0.9)}), 3) == "open"
+    one_unfitted = grid(3, lambda c, v, cov, seed: 0.5 if (v, cov, seed) == (10, 0.5, 0) else 1.0)
+    assert depth_fit(one_unfitted, 3) == "fits"  # a majority is enough
+    # a point that fits late asks twice the budget: open until runs there; at twice, fitted, it fits
+    late = [dict(r, history=[{"step": 9000, "task_object_2": 1.0}]) if r["config"]["n_values"] == 20 else r
+            for r in full]
+    assert depth_fit(late, 3) == "open"
+    doubled = late + [run(2, 20, cov, seed, 0, 3, 1.0, fit_at=9000, steps=2 * SCALE_STEPS[(2, 20)])
+                      for cov in SCALE_COVERAGES[(2, 20)] for seed in SCALE_SEEDS]
+    assert depth_fit(doubled, 3) == "fits"
+    # held-out metrics decide nothing
+    scrambled = [dict(r, metrics={k: (1.0 - v if hidden_from_choices(k) else v) for k, v in r["metrics"].items()})
+                 for r in two_fail + full]
+    assert comparison_depth(scrambled) == 3
+    published = [json.loads(p.read_text()) for p in (PUBLISHED_ROOT / STORE_KIND).glob("*/result.json")]
+    assert depth_fit(published, 2) == "does not fit"

@@ -4,8 +4,9 @@ negatives (``heldout_as_negatives=True`` restores that). ``quick``: the same sci
 with an optimisation that trains in minutes on a CPU (a small model, a higher learning
 rate, the concept loss joining once the object task is learned). ``scale``: the quick
 recipe at the paper's object spaces, with the recipe search's changes (batch 512, 256
-object candidates, near-miss negatives, the concept loss from the first step), a
-per-point budget (:data:`SCALE_BUDGETS`) and a per-size depth (:data:`SCALE_LAYERS`).
+object candidates, near-miss negatives, the concept loss from the first step), three layers
+per encoder at every size (the depth rule, :func:`comparison_depth`) and a per-point
+budget (:data:`SCALE_BUDGETS`).
 ``colab``: ``scale`` with the paper's 2,048 evaluation scenes. ``smoke``: every code path
 in seconds. Pixel recipes (appendix E): each profile's token recipe plus the pixel tower's
 fields."""
@@ -43,7 +44,7 @@ _RECIPES["quick"] = dict(_RECIPES["paper"], n_values=10, d_model=64, n_layers=2,
                          batch_size=256, steps=8000, warmup_frac=0.02, logit_scale_cap=100.0, concept_loss_trigger=0.6,
                          eval_every=500, eval_scenes=1024, checkpoint_every=1000)
 _RECIPES["scale"] = dict(_RECIPES["quick"], batch_size=512, max_object_queries=256, near_miss_negatives_per_positive=2,
-                         concept_loss_trigger=0.0, steps=10_000)
+                         concept_loss_trigger=0.0, steps=10_000, n_layers=3)
 # one Colab T4-class GPU: the scale recipe (the paper's own recipe needs 50,000 steps of a
 # model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
 _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_scenes"])
@@ -53,10 +54,6 @@ _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_
 # (batch 256, 128 object candidates) had fitted its training task at every coverage it was run at;
 # V = 100: the 20 CPU-minute budget (attempt P1 of the fit search)
 SCALE_STEPS: dict[tuple[int, int], int] = {(2, 10): 6_000, (2, 20): 10_000, (2, 50): 10_000, (2, 100): 10_000}
-# per (C, V), the layers of each encoder where the recipe's two do not fit the training task:
-# at |O| = 2,500 a third layer fitted every seed within 10,000 steps at coverage 0.3 and 0.5
-# (fit search W1 / W2, training objects), two layers at most one seed of three
-SCALE_LAYERS: dict[tuple[int, int], int] = {(2, 50): 3}
 # the coverages of each size: the paper's grid (every tenth) where a CPU can afford it
 SCALE_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {
     (2, 10): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
@@ -85,8 +82,6 @@ FIT_MARGIN = 1.5
 SCALE_CAPS: dict[tuple[int, int], int] = {(2, 10): 24_000, (2, 20): 40_000, (2, 50): 80_000, (2, 100): 80_000}
 SCALE_BUDGETS: dict[tuple[int, int, float], int] = {
     (2, 50, 0.5): 20_000, (2, 50, 0.6): 20_000, (2, 50, 0.7): 20_000,
-    (2, 100, 0.1): 20_000, (2, 100, 0.2): 40_000, (2, 100, 0.3): 40_000, (2, 100, 0.5): 40_000,
-    (2, 100, 0.7): 40_000,
 }
 
 
@@ -96,32 +91,27 @@ def scale_budget(n_concepts: int, n_values: int, coverage: float) -> int | None:
     return None if base is None else SCALE_BUDGETS.get((n_concepts, n_values, coverage), base)
 
 
-def scale_layers(n_concepts: int, n_values: int) -> int:
-    """The layers of each encoder in the scale plan's runs of this size (:data:`SCALE_LAYERS`)."""
-    return SCALE_LAYERS.get((n_concepts, n_values), _RECIPES["scale"]["n_layers"])
-
-
 def scale_point(cfg: TrainConfig, keep: Any = ()) -> TrainConfig:
-    """``cfg`` with the scale plan's steps and layers for its point (:func:`scale_budget`,
-    :func:`scale_layers`), so that a run of the plan asked for by its axes (``bindcore sweep
-    --profile scale --values 10``) is the plan's run; fields named in ``keep`` (set by
-    hand) and a size the plan does not hold keep ``cfg``'s values."""
+    """``cfg`` with the scale plan's steps for its point (:func:`scale_budget`), so that a run
+    of the plan asked for by its axes (``bindcore sweep --profile scale --values 10``) is the
+    plan's run; ``steps`` named in ``keep`` (set by hand) and a size the plan does not hold
+    keep ``cfg``'s value."""
     steps = scale_budget(cfg.n_concepts, cfg.n_values, cfg.coverage)
-    if steps is None or type(cfg) is not TrainConfig:
+    if steps is None or type(cfg) is not TrainConfig or "steps" in keep:
         return cfg
-    plan = {"steps": steps, "n_layers": scale_layers(cfg.n_concepts, cfg.n_values)}
-    return cfg.with_(**{k: v for k, v in plan.items() if k not in keep})
+    return cfg.with_(steps=steps)
 
 
-def of_the_plan(record: dict[str, Any]) -> bool:
+def of_the_plan(record: dict[str, Any], n_layers: int | None = None) -> bool:
     """Whether a stored run is the scale plan's run at its point at some budget: its config
-    equals the plan's there in every field but ``steps``."""
+    equals the plan's there in every field but ``steps`` (``n_layers``: the scale recipe at
+    that depth instead, e.g. the earlier two-layer recipe)."""
     c = record["config"]
     if (c.get("n_concepts"), c.get("n_values")) not in SCALE_STEPS:
         return False
     plan = recipe("scale", n_concepts=c["n_concepts"], n_values=c["n_values"], coverage=c["coverage"],
-                  n_layers=scale_layers(c["n_concepts"], c["n_values"]), seed=c["seed"],
-                  split_seed=c.get("split_seed", 0), steps=c["steps"])
+                  seed=c["seed"], split_seed=c.get("split_seed", 0), steps=c["steps"],
+                  n_layers=_RECIPES["scale"]["n_layers"] if n_layers is None else n_layers)
     return TrainConfig.from_dict(c) == plan
 
 
@@ -137,7 +127,7 @@ def scale_split_seeds(n_concepts: int, n_values: int, coverage: float) -> range:
 def scale_plan() -> list[TrainConfig]:
     """The configs of the ``scale`` sweep, smallest object space first, then coverage,
     seed and split seed."""
-    return [recipe("scale", n_concepts=c, n_values=v, steps=scale_budget(c, v, cov), n_layers=scale_layers(c, v),
+    return [recipe("scale", n_concepts=c, n_values=v, steps=scale_budget(c, v, cov),
                    coverage=cov, split_seed=split, seed=seed)
             for (c, v) in sorted(SCALE_STEPS, key=lambda cv: cv[1] ** cv[0])
             for cov in SCALE_COVERAGES[(c, v)] for seed in SCALE_SEEDS for split in scale_split_seeds(c, v, cov)]
@@ -185,6 +175,50 @@ def fit_budgets(records: list[dict[str, Any]]) -> dict[tuple[int, int, float], i
         cap = SCALE_CAPS.get((c, v), budget)
         out[(c, v, cov)] = budget if need <= budget else min(2 * budget, max(cap, budget))
     return out
+
+
+# The depth rule, written down (2026-12-07) before the three-layer runs at |O| = 100 and 400 that
+# it judges: the cross-size comparison uses one architecture at every size, the scale recipe at
+# the smallest depth (layers per encoder) of DEPTHS that fits every point of every size of
+# COMPARISON_SIZES. A depth fits a point when, at the fit rule's budget for that depth's runs
+# there (fit_budgets), at most DEPTH_BUDGET_FACTOR times the size's base steps, a majority of
+# the point's runs (seeds x object splits) ended with their training task fitted. A point whose
+# budget exceeds that, or whose runs there mostly did not fit: the depth does not fit. Read on
+# training-task metrics only.
+DEPTHS = (2, 3, 4)
+COMPARISON_SIZES = ((2, 10), (2, 20), (2, 50))
+DEPTH_BUDGET_FACTOR = 2
+
+
+def depth_fit(records: list[dict[str, Any]], n_layers: int) -> str:
+    """``"fits"``, ``"does not fit"`` or ``"open"`` (a point still lacks runs at its budget):
+    the depth rule on the stored runs of the scale recipe with ``n_layers`` layers."""
+    runs = [r for r in records if of_the_plan(r, n_layers)]
+    budgets = fit_budgets(runs)
+    verdict = "fits"
+    for size in COMPARISON_SIZES:
+        for cov in SCALE_COVERAGES[size]:
+            point = (*size, cov)
+            budget = budgets.get(point)
+            if budget is not None and budget > DEPTH_BUDGET_FACTOR * SCALE_STEPS[size]:
+                return "does not fit"
+            at = [r for r in runs if (r["config"]["n_concepts"], r["config"]["n_values"], r["config"]["coverage"],
+                                      r["config"]["steps"]) == (*point, budget)]
+            if budget is None or len({r["config"]["seed"] for r in at}) < len(SCALE_SEEDS):
+                verdict = "open"
+            elif 2 * sum(fitted(r) for r in at) <= len(at):
+                return "does not fit"
+    return verdict
+
+
+def comparison_depth(records: list[dict[str, Any]]) -> int | None:
+    """The depth rule's answer on ``records``: the smallest depth of :data:`DEPTHS` that fits
+    (:func:`depth_fit`), None while a smaller one is still open or none fits."""
+    for n_layers in DEPTHS:
+        fit = depth_fit(records, n_layers)
+        if fit != "does not fit":
+            return n_layers if fit == "fits" else None
+    return None
 
 
 # appendix E (bindcore.controlled.pixels): each profile's token recipe with these changes,
