@@ -435,6 +435,7 @@ def seed_summary(table, metrics: dict[str, str] | None = None) -> Any:
     import pandas as pd
 
     metrics = {k: v for k, v in (metrics or SEED_SUMMARY_METRICS).items() if v in table}
+    stand_ins = "earlier budget" in table and bool(table["earlier budget"].any())
     rows = []
     for (objects, cov), runs in table.groupby(["objects", "coverage"], sort=True):
         row = {"objects": objects, "C": int(runs["C"].iloc[0]), "V": int(runs["V"].iloc[0]), "coverage": cov,
@@ -442,6 +443,9 @@ def seed_summary(table, metrics: dict[str, str] | None = None) -> Any:
         if "fitted" in runs:
             row["steps"] = "/".join(f"{s:,}" for s in sorted(set(runs["steps"])))
             row["fitted"] = f"{int(runs['fitted'].sum())} of {len(runs)}"
+        if stand_ins:
+            k = int(runs["earlier budget"].sum())
+            row["stand-ins at an earlier budget"] = f"{k} of {len(runs)}" if k else "–"
         for name, col in metrics.items():
             vals = runs[col].astype(float)
             row[name] = float(vals.median())

@@ -49,6 +49,11 @@ _RECIPES["scale"] = dict(_RECIPES["quick"], batch_size=512, max_object_queries=2
 # model with 75x the parameters per run, hours each on a T4), with 2,048 evaluation scenes as the paper's
 _RECIPES["colab"] = dict(_RECIPES["scale"], eval_scenes=_RECIPES["paper"]["eval_scenes"])
 
+# the depth of the scale plan, and of the earlier plan's runs at |O| = 100, 400 and 10,000 (kept
+# as a second, labelled recipe)
+PLAN_DEPTH = _RECIPES["scale"]["n_layers"]
+EARLIER_DEPTH = 2
+
 # the scale sweep: per (C, V), the base steps of its runs. V = 50: attempt V1 of the recipe search
 # (validation objects, three seeds); V = 10 and 20: the steps by which the earlier scale recipe
 # (batch 256, 128 object candidates) had fitted its training task at every coverage it was run at;
@@ -111,8 +116,14 @@ def of_the_plan(record: dict[str, Any], n_layers: int | None = None) -> bool:
         return False
     plan = recipe("scale", n_concepts=c["n_concepts"], n_values=c["n_values"], coverage=c["coverage"],
                   seed=c["seed"], split_seed=c.get("split_seed", 0), steps=c["steps"],
-                  n_layers=_RECIPES["scale"]["n_layers"] if n_layers is None else n_layers)
+                  n_layers=PLAN_DEPTH if n_layers is None else n_layers)
     return TrainConfig.from_dict(c) == plan
+
+
+def depth_label(n_layers: int) -> str:
+    """How the book names the scale recipe at a depth: ``"scale, three layers per encoder"``."""
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    return f"scale, {words.get(n_layers, str(n_layers))} layer{'s' if n_layers != 1 else ''} per encoder"
 
 
 def scale_split_seeds(n_concepts: int, n_values: int, coverage: float) -> range:
@@ -124,11 +135,16 @@ def scale_split_seeds(n_concepts: int, n_values: int, coverage: float) -> range:
     return range(max(1, math.ceil(MIN_TEST_OBJECTS / n_test)))
 
 
-def scale_plan() -> list[TrainConfig]:
+def scale_plan(n_layers: int | None = None, budgets: dict[tuple[int, int, float], int] | None = None
+               ) -> list[TrainConfig]:
     """The configs of the ``scale`` sweep, smallest object space first, then coverage,
-    seed and split seed."""
-    return [recipe("scale", n_concepts=c, n_values=v, steps=scale_budget(c, v, cov),
-                   coverage=cov, split_seed=split, seed=seed)
+    seed and split seed (``n_layers``, ``budgets``: the scale recipe at another depth with
+    those per-point steps, each point's base steps where ``budgets`` has none)."""
+    if n_layers is None or n_layers == PLAN_DEPTH:
+        n_layers, budgets = PLAN_DEPTH, SCALE_BUDGETS if budgets is None else budgets
+    budgets = budgets or {}
+    return [recipe("scale", n_concepts=c, n_values=v, steps=budgets.get((c, v, cov), SCALE_STEPS[(c, v)]),
+                   coverage=cov, split_seed=split, seed=seed, n_layers=n_layers)
             for (c, v) in sorted(SCALE_STEPS, key=lambda cv: cv[1] ** cv[0])
             for cov in SCALE_COVERAGES[(c, v)] for seed in SCALE_SEEDS for split in scale_split_seeds(c, v, cov)]
 
@@ -241,11 +257,11 @@ _PIXEL_CHANGES: dict[str, dict[str, Any]] = {
     ),
 }
 # colab: the quick pixel recipe (its search's choice), twice the steps and the paper's
-# evaluation scenes; the candidates and near misses of the token colab (scale) recipe set back
-# to the quick recipe's
+# evaluation scenes; the candidates, near misses and depth of the token colab (scale) recipe set
+# back to the quick recipe's
 _PIXEL_CHANGES["colab"] = dict(
     _PIXEL_CHANGES["quick"], steps=2 * _PIXEL_CHANGES["quick"]["steps"], eval_scenes=_RECIPES["paper"]["eval_scenes"],
-    max_object_queries=_RECIPES["quick"]["max_object_queries"],
+    max_object_queries=_RECIPES["quick"]["max_object_queries"], n_layers=_RECIPES["quick"]["n_layers"],
     near_miss_negatives_per_positive=_RECIPES["quick"].get("near_miss_negatives_per_positive", 0),
 )
 

@@ -161,19 +161,25 @@ def note_stored(records: Iterable[Mapping[str, Any]], kind: Kind | None = None, 
 # ---------------------------------------------------------------------------------
 # §5.2 up to the paper's smaller object space: the scale sweep's stored records
 # ---------------------------------------------------------------------------------
-def scale_records(store: Any = None) -> tuple[list[dict[str, Any]], list[Any]]:
+def scale_records(store: Any = None, n_layers: int | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """The stored runs of the ``scale`` sweep (:func:`bindcore.controlled.recipes.scale_plan`),
-    local or published, and the configs of the plan that have none yet. Where a point's
+    local or published, and the configs of the plan that have none yet; ``n_layers``: the
+    scale recipe at that depth instead (default the plan's), each point at the fit rule's
+    budget on that depth's own runs. Nothing of another recipe is returned. Where a point's
     budget was raised by the fit rule and its run at the new budget is missing, its run at
     the largest earlier budget (half the new one, a quarter, ... down to the size's base
     steps) is shown in its place (``earlier_budget``: True) until then. The quick book
     shows them; ``bindcore sweep --profile scale --publish`` computes the missing ones."""
-    from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
+    from bindcore.controlled.recipes import PLAN_DEPTH, SCALE_STEPS, fit_budgets, of_the_plan, scale_plan
+    from bindcore.controlled.training import STORE_KIND
     from bindcore.store import ResultStore
 
     store = store or ResultStore()
+    budgets = None
+    if n_layers is not None and n_layers != PLAN_DEPTH:
+        budgets = fit_budgets([r for r in (e.record() for e in store.entries(STORE_KIND)) if of_the_plan(r, n_layers)])
     found, missing = [], []
-    for cfg in scale_plan():
+    for cfg in scale_plan(n_layers, budgets):
         entry = store.find(cfg.store_kind, cfg.to_dict())
         if entry is None:
             missing.append(cfg)
