@@ -45,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     from bindcore.analysis.approximators import FAMILIES
     from bindcore.analysis.complexity import protocol_for
     from bindcore.book.profiles import chapter_parameters
-    from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
+    from bindcore.experiments.complexity import (
+        controlled_datasets,
+        controlled_sweeps,
+        figure9_runs,
+        figure9_table,
+    )
 
     given = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     P = chapter_parameters("controlled_complexity", args.profile, models="scale", **given)
@@ -63,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         *[(f"05_4 products, {init}", lambda init=init: controlled_sweeps(datasets, top_only, products, widths=None,
                                                                           device=args.device, product_init=init))
           for init in ("one_plus", "normal")],
-        ("figure 9", lambda: figure9_table(protocol_for(P), P["max_objects"], device=args.device)),
+        ("figure 9", lambda: figure9_table(protocol_for(P), P["max_objects"], figure9_runs(args.profile, P["models"])[0],
+                                           device=args.device)),
     ]
     for name, stage in stages:
         t = time.perf_counter()

@@ -268,6 +268,7 @@ def results_table(records: list[dict[str, Any]]):
         row = {
             "C": c["n_concepts"], "V": c["n_values"], "objects": c["n_values"] ** c["n_concepts"],
             "coverage": c["coverage"], "seed": c["seed"], "split seed": c.get("split_seed", 0), "steps": c["steps"],
+            "layers": c.get("n_layers"),
             "fitted": fitted(rec), "steps to fit": steps_to_fit(rec.get("history") or []),
             "earlier budget": bool(rec.get("earlier_budget")),
         }
@@ -336,6 +337,8 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
         rho = sub["coverage"].rank().corr(sub["test_object_2"].rank()) if len(sub) > 1 else float("nan")
         out.append({
             "objects": objects, "C": int(last["C"]), "V": int(last["V"]), "coverages": len(sub),
+            "layers": "/".join(str(int(n)) for n in sorted(set(runs["layers"].dropna()))) if "layers" in runs else "",
+            "steps": "/".join(f"{int(n):,}" for n in sorted(set(runs["steps"]))) if "steps" in runs else "",
             "seeds": int(runs.groupby("coverage").size().min()),
             f"concepts >= {concept_threshold:g} from coverage":
                 _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),

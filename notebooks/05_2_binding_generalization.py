@@ -82,20 +82,24 @@ from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims
 from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
+    EARLIER_DEPTH,
     FIT_MARGIN,
     FIT_TARGET,
     MIN_TEST_OBJECTS,
+    PLAN_DEPTH,
     SCALE_BUDGETS,
     SCALE_CAPS,
     SCALE_SEEDS,
     SCALE_STEPS,
+    comparison_depth,
+    depth_fit,
+    depth_label,
     fitted,
-    recipe,
     recipe_table,
 )
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.scenes import sample_scenes
-from bindcore.controlled.training import TrainConfig, object_query_additivity
+from bindcore.controlled.training import STORE_KIND, TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
     chapter_recipe,
     describe_scale_records,
@@ -105,7 +109,7 @@ from bindcore.experiments.generalization import (
 from bindcore.figures import PAGE_WIDTH_IN, plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
-from bindcore.store import has_weights
+from bindcore.store import ResultStore, has_weights
 from bindcore.sweep import (
     ABLATION_LABELS,
     ABLATION_NAMES,
@@ -123,7 +127,12 @@ from bindcore.sweep import (
     seed_summary,
 )
 from bindcore.verdicts.core import claim_outcomes
-from bindcore.verdicts.generalization import claims_table, generalization_claim_rules
+from bindcore.verdicts.generalization import (
+    RULE_CHANGES,
+    claims_table,
+    generalization_claim_rules,
+    transition_table,
+)
 
 P = start_chapter("binding_generalization", globals())
 base = chapter_recipe(profile, P["steps"], P["eval_scenes"])
@@ -678,13 +687,14 @@ recipe_table("scale", against="quick")
 
 # %% tags=["hide-input"]
 scale_recs, scale_missing = scale_records() if P["show_scale"] else ([], [])
+earlier_recs = scale_records(n_layers=EARLIER_DEPTH)[0] if P["show_scale"] else []
 if P["show_scale"]:
-    note_stored(scale_recs, what="scale runs")
+    note_stored(scale_recs, what=f"scale runs ({depth_label(PLAN_DEPTH)})")
     display(Markdown(describe_scale_records(scale_recs, scale_missing)))
     steps_text = ", ".join(f"|O| = {v ** c:,}: {s:,}" for (c, v), s in SCALE_STEPS.items())
     raised = ", ".join(f"|O| = {v ** c:,} at coverage {cov:g}: {s:,}" for (c, v, cov), s in SCALE_BUDGETS.items())
-    display(Markdown(f"Base steps per run by object space: {steps_text}. Raised by the fit rule: {raised}. "
-                     f"Layers per encoder: {recipe('scale').n_layers} at every size."))
+    display(Markdown(f"Base steps per run by object space: {steps_text}. Raised by the fit rule: {raised or 'none'}. "
+                     f"Layers per encoder: {PLAN_DEPTH} at every size."))
 else:
     print("show_scale is off: the scale sweep's records are not shown")
 
@@ -702,23 +712,41 @@ else:
 # a test recomputes the plan's budgets from the published runs and checks that test and
 # `train_object_*` numbers cannot change them). A run that ends unfitted is kept, shown
 # and counted (column `fitted` below). Where a point's longer runs are not computed yet,
-# its runs at the largest earlier budget stand in (their `steps` say so) and the point
-# is listed as not computed above. A size whose runs mostly end unfitted at its largest
-# coverage and never reach the transition is not compared across sizes: where its
-# transition lies is not known. A size whose runs reach the transition without mostly
-# fitting has a transition of at most that coverage (more training may lower it), so it
-# counts only where the order across sizes holds whatever it falls to.
+# its runs at the largest earlier budget stand in, counted in the column `stand-ins at an
+# earlier budget`, and the point is listed as not computed above. A run that did not fit
+# tells nothing about where its transition lies: a size whose runs at its transition (or
+# at its largest coverage, when it has none) mostly did not fit has an *unknown*
+# transition and is left out of the comparison across sizes, neither a value nor a bound.
 #
-# **A third layer where two do not fit.** At |O| = {glue:text}`paper_space` the recipe's
-# two transformer layers per encoder left most runs of the middle coverages unfitted, and
-# doubling their budget did not help (their records stay published and the fit search
-# lists them). The fit search (appendix B) then tried one lever at a time on training
-# objects; the third layer is the lever whose row reads yes in its column `every seed
-# fitted`, so the plan trains that size with three layers per encoder
-# (printed above) and compares its runs with those of the other sizes.
-# At |O| = {glue:text}`largest_scale_space` {glue:text}`largest_space_fit` (column
-# `fitted`), and the third layer fitted worse than two at the same budget there
-# (fit-search rows `X0` and `X1`), so that size keeps two layers.
+# **One recipe at every size.** Depth changes binding, not only the fit, so sizes are
+# compared only when one architecture, optimiser and schedule trained them; only the step
+# budget, set by the fit rule, differs from point to point. The depth is chosen by a rule
+# written down before the runs it judges (`bindcore.controlled.recipes.comparison_depth`,
+# committed before the three-layer runs at |O| = 100 and 400): the smallest number of
+# layers per encoder at which, at every coverage of |O| = 100, 400 and
+# {glue:text}`paper_space`, a majority of the runs fitted their training task at the fit
+# rule's budget, that budget at most twice the size's base steps. Two layers fail it at
+# |O| = {glue:text}`paper_space` (the fit search, appendix B, lists the attempts); the plan
+# therefore trains every size with three. The rule's status per depth, read from the
+# stored runs:
+
+# %% tags=["hide-input"]
+depth_rows = []
+if P["show_scale"]:
+    stored_runs = [e.record() for e in ResultStore().entries(STORE_KIND)]
+    for n in sorted({PLAN_DEPTH, EARLIER_DEPTH}):
+        status, why = depth_fit(stored_runs, n)
+        depth_rows.append({"recipe": depth_label(n), "depth rule": status, "where": why})
+    chosen_depth = comparison_depth(stored_runs)
+    display(pd.DataFrame(depth_rows))
+    print("the depth rule's answer: " + (f"{chosen_depth} layers per encoder" if chosen_depth else
+                                         "not decided yet (a depth is still open); the plan trains "
+                                         f"{PLAN_DEPTH} layers, the smallest depth not ruled out"))
+
+# %% [markdown]
+# At |O| = {glue:text}`largest_scale_space` the three-layer recipe has no runs yet
+# ({glue:text}`largest_space_fit` of the earlier two-layer recipe fitted its training task
+# there): that size has no transition on the plan's recipe, unknown until its runs fit.
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
@@ -733,17 +761,16 @@ glue("scale_seeds", len(SCALE_SEEDS))
 glue("fit_target", FIT_TARGET, ".2f")
 glue("fit_margin", FIT_MARGIN, "g")
 glue("min_test_objects", MIN_TEST_OBJECTS)
-largest = [r for r in scale_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
+largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
-glue("largest_space_fit", f"{n_fitted} of its {len(largest)} runs shown have fitted their training task" if n_fitted
-     else f"none of its {len(largest)} runs shown has fitted its training task yet")
+glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
     plot_scale(axes, scale_table, transition=TRANSITION_SWAP)
-    fig.suptitle("The scale sweep (published records)", y=1.06)
+    fig.suptitle(f"The scale sweep ({depth_label(PLAN_DEPTH)}; published records)", y=1.06)
     plt.show()
     display(seed_summary(scale_table).round(3))
 
@@ -752,8 +779,7 @@ if scale_recs:
 # and more from about {glue:text}`paper_onset` coverage, counted under the released
 # code's test protocol. Our scale records under that protocol and under the full
 # vocabulary, each with the bag's ceiling of the same scenes (median over seeds and
-# range; only records that carry the release protocol), and each seed's own transition
-# coverage:
+# range; only records that carry the release protocol):
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
@@ -762,8 +788,26 @@ if scale_recs:
         comparison.insert(comparison.columns.get_loc("seeds") + 1, "paper (release protocol)", PAPER_CLAIMS_5_2[1][1])
     display(comparison.round(3) if len(comparison) else
             Markdown("No scale record carries the release protocol yet (records made before it existed)."))
-    display(generalization_summary(scale_table)[["objects", "seeds", "transition coverage",
-                                                 "transition coverage per seed"]])
+
+# %% [markdown]
+# **The transition per size, recipe by recipe.** Each size's transition coverage (swap
+# pairs at or above {glue:text}`transition` from there on), how many of its runs there
+# fitted their training task, and its steps, for the plan's three-layer recipe (which the
+# verdict below reads) and, as a second labelled row per size, the earlier two-layer
+# recipe (which trained |O| = 100, 400 and {glue:text}`largest_scale_space` before the
+# depth rule; at |O| = {glue:text}`paper_space` its runs are those that failed the rule):
+
+# %% tags=["hide-input", "full-width"]
+by_recipe = {depth_label(PLAN_DEPTH): scale_recs, depth_label(EARLIER_DEPTH): earlier_recs}
+transitions = transition_table(by_recipe)
+display(transitions if len(transitions) else Markdown("No scale record is stored."))
+
+# %% [markdown]
+# The earlier recipe's runs point by point (the plan's are above):
+
+# %% tags=["hide-input", "hide-output", "full-width"]
+if earlier_recs:
+    display(seed_summary(results_table(earlier_recs)).round(3))
 
 # %% [markdown]
 # ### Binding over the course of training
@@ -779,7 +823,8 @@ if fig is None:
     print("no run has a training history of held-out swap pairs")
 else:
     fig.axes[0].set_ylabel("held-out swap pairs recognised")
-    fig.suptitle("scale sweep (published records)" if scale_recs else f"this build's runs ('{profile}')", y=1.02)
+    fig.suptitle(f"scale sweep ({depth_label(PLAN_DEPTH)}; published records)" if scale_recs
+                 else f"this build's runs ('{profile}')", y=1.02)
     plt.show()
 
 # %% [markdown]
@@ -791,9 +836,24 @@ else:
 display(Markdown(generalization_claim_rules(transition=TRANSITION_SWAP)))
 frames = [claims_table(summary, profile, transition=TRANSITION_SWAP)]
 if scale_recs:
-    frames.append(claims_table(generalization_summary(scale_table), "scale (published records)",
+    frames.append(claims_table(generalization_summary(scale_table), f"{depth_label(PLAN_DEPTH)} (published records)",
                                transition=TRANSITION_SWAP))
+if earlier_recs:  # the second recipe: its comparison across sizes only, labelled
+    earlier = claims_table(generalization_summary(results_table(earlier_recs)),
+                           f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)", transition=TRANSITION_SWAP)
+    frames.append(earlier[earlier["subject"] == "across sizes"])
 show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
+
+# %% [markdown]
+# The verdict across sizes is the three-layer recipe's: the one architecture the depth
+# rule admits at every size compared. The two-layer row compares sizes whose runs the
+# depth rule rejects at |O| = {glue:text}`paper_space`, and is shown only beside it. The
+# rule across sizes has changed over time; each change, with the verdict on the records of
+# its commit before and after it (from 2026-12-07, a rule change lands before the records
+# it judges):
+
+# %% tags=["hide-input"]
+display(pd.DataFrame(RULE_CHANGES))
 
 # %% [markdown]
 # In words, claim by claim and source by source (generated from the verdicts above):

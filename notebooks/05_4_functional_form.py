@@ -73,7 +73,12 @@ from bindcore.book.chapter import start_chapter
 from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import figure9_correlations, show_claims
-from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps, figure9_table
+from bindcore.experiments.complexity import (
+    controlled_datasets,
+    controlled_sweeps,
+    figure9_runs,
+    figure9_table,
+)
 from bindcore.figures import legend_below, model_panels, plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
 from bindcore.verdicts.approximators import figure9_claims, form_claims, form_sentences
@@ -184,22 +189,28 @@ inits.pivot_table(index=["model", "family"], columns="init",
                   values=["train_r2", "heldout_r2", "train_object", "heldout_object"]).round(3)
 
 # %% [markdown]
-# ## Figure 9: the global product over every stored model
+# ## Figure 9: the global product over the models of one recipe
 #
-# Every controlled model this build has stored (local runs with their weights, and
-# published records with a stored fit), the global product fitted on scenes of the
+# Every stored controlled model of one recipe (local runs with their weights, and
+# published records with a stored fit): with `models` set to a scale choice, the scale
+# plan's runs (the recipe §5.2's verdict across sizes reads, a run at an earlier budget
+# standing in where the plan's is not computed yet, marked in the column `earlier
+# budget`); else the runs of this profile's own recipe. Models of other recipes
+# (ablations, the earlier two-layer scale recipe) are left out: models set side by side
+# here come from one recipe. For each, the global product is fitted on scenes of the
 # model's own training objects (at most the chapter's `max_objects` objects, all their
 # ordered pairs), read on scenes of its own held-out objects, against the model's
 # held-out object recognition in §5.2. Each dot is a model; the correlations are per
 # object-space size.
 
 # %% tags=["full-width"]
-fig9 = figure9_table(protocol_for(P), P["max_objects"], device=device)
+fig9_runs, fig9_recipe = figure9_runs(profile, P["models"])
+fig9 = figure9_table(protocol_for(P), P["max_objects"], fig9_runs, device=device)
 corr = figure9_correlations(fig9)
 fig, ax = plt.subplots(figsize=(6.2, 5))
 plot_figure9(ax, fig9, corr)
 drawn = int(fig9[["model: held-out objects", "global product: held-out objects"]].notna().all(axis=1).sum())
-ax.set_title(f"Figure 9: global product vs the model (profile '{profile}', {drawn} of {len(fig9)} stored models "
+ax.set_title(f"Figure 9: global product vs the model ({fig9_recipe}; {drawn} of {len(fig9)} stored models "
              "fitted)", fontsize=10)
 plt.show()
 display(corr.round(3))

@@ -203,16 +203,22 @@ def test_width_gap_grows_with_the_object_space():
 
 
 def test_width_claims_are_not_testable_on_a_model_that_does_not_bind():
-    """§5.3's claims are about models that generalize: on a model whose own held-out swap
+    """§5.3's claims are about models that generalize: on a model whose own validation swap
     pairs stay below 0.5 the precondition fails ("not testable here"), whatever its
-    approximators score; the same table with a binding model is judged."""
-    table = widths({4: 0.2, 16: 0.9, 256: 0.95}).assign(**{"model: swap pairs": 0.1})
+    approximators score; the same table with a binding model is judged. The gate reads
+    validation objects, never test objects."""
+    table = widths({4: 0.2, 16: 0.9, 256: 0.95}).assign(**{"model: validation swap pairs": 0.1})
     df = width_claims(table, "quick")
-    assert statuses(df) == [CL.NOT_TESTABLE] * 2 and "does not (held-out swap pairs 0.10" in df["why"][0]
-    assert statuses(width_claims(table.assign(**{"model: swap pairs": 0.8}), "quick"))[0] == CL.SHOWN
-    two = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64).assign(**{"model: swap pairs": 0.2}),
-                     widths({4: 0.85, 256: 0.9}, "large", 2500).assign(**{"model: swap pairs": 0.9})])
+    assert statuses(df) == [CL.NOT_TESTABLE] * 2 and "does not (validation swap pairs 0.10" in df["why"][0]
+    assert statuses(width_claims(table.assign(**{"model: validation swap pairs": 0.8}), "quick"))[0] == CL.SHOWN
+    two = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64).assign(**{"model: validation swap pairs": 0.2}),
+                     widths({4: 0.85, 256: 0.9}, "large", 2500).assign(**{"model: validation swap pairs": 0.9})])
     assert statuses(width_claims(two, "quick")) == [CL.NOT_TESTABLE, CL.SHOWN, CL.NOT_TESTABLE]
+    # test swap pairs decide nothing: high test, low validation is not testable, and the reverse is judged
+    high_test = table.assign(**{"model: swap pairs": 0.9, "model: validation swap pairs": 0.1})
+    assert statuses(width_claims(high_test, "quick")) == [CL.NOT_TESTABLE] * 2
+    low_test = table.assign(**{"model: swap pairs": 0.1, "model: validation swap pairs": 0.9})
+    assert statuses(width_claims(low_test, "quick"))[0] == CL.SHOWN
 
 
 # --------------------------------------------------------------------------- §5.4
@@ -249,9 +255,11 @@ def test_form_claims_on_their_null():
 
 def test_form_claims_are_not_testable_on_a_model_that_does_not_bind():
     holds = forms({ADD: (0.95, 0.2), GP: (0.95, 0.9), WOP: (0.9, 0.5), MLP: (0.95, 0.85)})
-    assert statuses(form_claims(holds.assign(**{"model: swap pairs": 0.3}), "quick")) == [CL.NOT_TESTABLE] * 3
-    assert statuses(form_claims(holds.assign(**{"model: swap pairs": 0.6}), "quick")) == [CL.SHOWN] * 3
-    assert statuses(form_claims(holds.assign(**{"model: swap pairs": np.nan}), "quick")) == [CL.NOT_TESTABLE] * 3
+    assert statuses(form_claims(holds.assign(**{"model: validation swap pairs": 0.3}), "quick")) == [CL.NOT_TESTABLE] * 3
+    assert statuses(form_claims(holds.assign(**{"model: validation swap pairs": 0.6}), "quick")) == [CL.SHOWN] * 3
+    assert statuses(form_claims(holds.assign(**{"model: validation swap pairs": np.nan}), "quick")) == [CL.NOT_TESTABLE] * 3
+    assert statuses(form_claims(holds.assign(**{"model: swap pairs": 0.9, "model: validation swap pairs": 0.3}),
+                                "quick")) == [CL.NOT_TESTABLE] * 3
 
 
 # --------------------------------------------------------------------------- figure 9
@@ -265,8 +273,12 @@ def test_figure9_claims():
     assert list(figure9_claims(good.assign(objects=2500), "quick")["subject"]) == ["|O| = 2,500"]  # as §5.2 writes it
     swaps = good.assign(**{"model: swap pairs": x[::-1]})  # the strict binding reading disagrees
     assert statuses(figure9_claims(swaps, "quick")) == [CL.SHOWN, CL.NOT_SHOWN]
-    # none of the models binds: the claim about generalizing models is not testable here
-    assert statuses(figure9_claims(good.assign(**{"model: swap pairs": x * 0.4}), "quick")) == [CL.NOT_TESTABLE] * 2
+    # none of the models binds on validation objects: the claim about generalizing models is not
+    # testable here, whatever their test swap pairs
+    none_bind = swaps.assign(**{"model: validation swap pairs": x * 0.4, "model: swap pairs": x})
+    assert statuses(figure9_claims(none_bind, "quick")) == [CL.NOT_TESTABLE] * 2
+    assert statuses(figure9_claims(none_bind.assign(**{"model: validation swap pairs": x}), "quick")) == \
+        [CL.SHOWN, CL.SHOWN]
 
 
 def test_figure9_claims_on_their_null():

@@ -320,7 +320,7 @@ def test_a_point_whose_budget_was_raised_shows_its_run_at_the_largest_earlier_bu
 
     base = R.recipe("scale", n_values=10, coverage=0.9, seed=0)
     plan = base.with_(steps=4 * base.steps)
-    monkeypatch.setattr(R, "scale_plan", lambda: [plan])
+    monkeypatch.setattr(R, "scale_plan", lambda *a, **k: [plan])
     stored = {base.with_(steps=s).to_dict()["steps"]: base.with_(steps=s) for s in (base.steps, 2 * base.steps)}
 
     class Store:  # the store's lookup, as scale_records uses it
@@ -332,6 +332,37 @@ def test_a_point_whose_budget_was_raised_shows_its_run_at_the_largest_earlier_bu
     found, missing = scale_records(store)
     assert missing == [plan]
     assert [(r["config"]["steps"], r["earlier_budget"]) for r in found] == [(2 * base.steps, True)]
+
+
+def test_the_scale_records_of_a_recipe_hold_no_run_of_another():
+    """The plan's records are the three-layer recipe's only; the earlier recipe's (two layers)
+    are asked for by depth, each point at the fit rule's budget on its own runs; a run of the
+    other depth, or of another batch size, at the same point is never returned."""
+    from bindcore.controlled.recipes import EARLIER_DEPTH, PLAN_DEPTH, SCALE_STEPS, recipe, scale_plan
+    from bindcore.experiments.generalization import scale_records
+    from bindcore.io import config_hash
+
+    point = dict(n_values=10, coverage=0.5, split_seed=0)
+    runs = [recipe("scale", **point, seed=s, n_layers=n, steps=SCALE_STEPS[(2, 10)]) for s in (0, 1, 2)
+            for n in (PLAN_DEPTH, EARLIER_DEPTH)]
+    runs.append(recipe("scale", **point, seed=0, n_layers=PLAN_DEPTH, batch_size=256, steps=SCALE_STEPS[(2, 10)]))
+    records = {config_hash(c.to_dict()): {"config": c.to_dict(), "history": [{"step": 100, "task_object_2": 1.0}]}
+               for c in runs}
+
+    class Store:  # the store's lookups, as scale_records uses them
+        def find(self, kind, cfg):
+            rec = records.get(config_hash(cfg))
+            return SimpleNamespace(record=lambda: rec) if rec is not None else None
+
+        def entries(self, kind):
+            return [SimpleNamespace(record=lambda r=r: r) for r in records.values()]
+
+    for depth in (None, PLAN_DEPTH, EARLIER_DEPTH):
+        found, missing = scale_records(Store(), n_layers=depth)
+        want = PLAN_DEPTH if depth is None else depth
+        assert len(found) == 3 and {r["config"]["n_layers"] for r in found} == {want}
+        assert {r["config"]["batch_size"] for r in found} == {recipe("scale").batch_size}
+        assert len(missing) == len(scale_plan()) - 3
 
 
 def test_the_depth_rule_picks_the_smallest_depth_that_fits_every_point_on_training_metrics_only():
@@ -364,28 +395,28 @@ def test_the_depth_rule_picks_the_smallest_depth_that_fits_every_point_on_traini
                 for seed in SCALE_SEEDS for split in scale_split_seeds(c, v, cov)]
 
     full = grid(3)
-    assert depth_fit(full, 3) == "fits" and depth_fit(full, 2) == "open" and comparison_depth(full) is None
+    assert depth_fit(full, 3)[0] == "fits" and depth_fit(full, 2)[0] == "open" and comparison_depth(full) is None
     def unfit(c, v, cov, seed):
         return 0.5 if (v, cov, seed) in {(50, 0.5, 0), (50, 0.5, 1)} else 1.0
 
     two_fail = grid(2, unfit)
-    assert depth_fit(two_fail, 2) == "open"  # the fit rule asks twice the budget there first
+    assert depth_fit(two_fail, 2)[0] == "open"  # the fit rule asks twice the budget there first
     two_fail += [run(2, 50, 0.5, seed, 0, 2, unfit(2, 50, 0.5, seed), steps=2 * SCALE_STEPS[(2, 50)])
                  for seed in SCALE_SEEDS]
-    assert depth_fit(two_fail, 2) == "does not fit" and comparison_depth(two_fail + full) == 3
-    assert depth_fit(grid(3, skip={(20, 0.9)}), 3) == "open"
+    assert depth_fit(two_fail, 2)[0] == "does not fit" and comparison_depth(two_fail + full) == 3
+    assert depth_fit(grid(3, skip={(20, 0.9)}), 3)[0] == "open"
     one_unfitted = grid(3, lambda c, v, cov, seed: 0.5 if (v, cov, seed) == (10, 0.5, 0) else 1.0)
-    assert depth_fit(one_unfitted, 3) == "fits"  # a majority is enough
+    assert depth_fit(one_unfitted, 3)[0] == "fits"  # a majority is enough
     # a point that fits late asks twice the budget: open until runs there; at twice, fitted, it fits
     late = [dict(r, history=[{"step": 9000, "task_object_2": 1.0}]) if r["config"]["n_values"] == 20 else r
             for r in full]
-    assert depth_fit(late, 3) == "open"
+    assert depth_fit(late, 3)[0] == "open"
     doubled = late + [run(2, 20, cov, seed, 0, 3, 1.0, fit_at=9000, steps=2 * SCALE_STEPS[(2, 20)])
                       for cov in SCALE_COVERAGES[(2, 20)] for seed in SCALE_SEEDS]
-    assert depth_fit(doubled, 3) == "fits"
+    assert depth_fit(doubled, 3)[0] == "fits"
     # held-out metrics decide nothing
     scrambled = [dict(r, metrics={k: (1.0 - v if hidden_from_choices(k) else v) for k, v in r["metrics"].items()})
                  for r in two_fail + full]
     assert comparison_depth(scrambled) == 3
     published = [json.loads(p.read_text()) for p in (PUBLISHED_ROOT / STORE_KIND).glob("*/result.json")]
-    assert depth_fit(published, 2) == "does not fit"
+    assert depth_fit(published, 2)[0] == "does not fit"

@@ -14,7 +14,7 @@ from bindcore.book.tables import figure9_correlations
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
 from bindcore.controlled.training import STORE_KIND, TrainConfig
-from bindcore.experiments.complexity import figure9_table
+from bindcore.experiments.complexity import figure9_runs, figure9_table
 from bindcore.store import ResultStore
 from bindcore.verdicts import core as CL
 from bindcore.verdicts.approximators import figure9_claims
@@ -37,7 +37,7 @@ def test_figure9_table_local_and_published(tmp_path):
     store = ResultStore(local, published=published)
     cfgs = [recipe("smoke", steps=4, coverage=c) for c in (0.5, 0.75)]
     runs = [train(c, store=store, progress=False) for c in cfgs]
-    table = figure9_table(PROTOCOL, max_objects=16, store=store)
+    table = figure9_table(PROTOCOL, 16, figure9_runs("smoke", "chapter", store)[0], store=store)
     assert len(table) == 2 and table["global product: held-out objects"].notna().all()
     assert (table["source"] == "local").all()
     # a run published without weights, with its figure-9 fit published beside it, still counts
@@ -48,12 +48,13 @@ def test_figure9_table_local_and_published(tmp_path):
     for d in (local / APPROX_STORE_KIND).iterdir():
         shutil.copytree(d, published / APPROX_STORE_KIND / d.name)
     shutil.rmtree(local)
-    table = figure9_table(PROTOCOL, max_objects=16, store=store)
+    table = figure9_table(PROTOCOL, 16, figure9_runs("smoke", "chapter", store)[0], store=store)
     assert list(table["source"]) == ["published"]
     assert table["global product: held-out objects"].iloc[0] == fit["selected_heldout_object"]
     # a published run without a stored fit: shown, with no probe number
     shutil.rmtree(published / APPROX_STORE_KIND)
-    assert np.isnan(figure9_table(PROTOCOL, max_objects=16, store=store)["global product: held-out objects"]).all()
+    assert np.isnan(figure9_table(PROTOCOL, 16, figure9_runs("smoke", "chapter", store)[0],
+                                  store=store)["global product: held-out objects"]).all()
 
 
 def test_a_run_none_of_whose_training_objects_is_embedded_is_shown_without_a_fit(tmp_path):
@@ -72,7 +73,7 @@ def test_a_run_none_of_whose_training_objects_is_embedded_is_shown_without_a_fit
     assert embedded[0] == 0 < embedded[1]
     assert own_split_fit(runs[0], PROTOCOL, max_objects=16, store=store) is None
     assert own_split_fit(runs[0], PROTOCOL, max_objects=400, store=store) is not None
-    table = figure9_table(PROTOCOL, max_objects=16, store=store).set_index("V")
+    table = figure9_table(PROTOCOL, 16, figure9_runs("smoke", "chapter", store)[0], store=store).set_index("V")
     assert np.isnan(table.loc[10, "global product: held-out objects"])
     assert table.loc[4, "global product: held-out objects"] >= 0
 
@@ -97,6 +98,28 @@ def test_the_quick_figure_9_reads_every_fit_from_published_records(tmp_path, mon
 
     monkeypatch.setenv(STORED_ONLY_ENV, "1")  # a missing record raises NotStored instead of being fitted
     P = chapter_parameters("controlled_complexity", "quick")
-    table = figure9_table(protocol_for(P), P["max_objects"], store=ResultStore(tmp_path, published=PUBLISHED_ROOT))
+    store = ResultStore(tmp_path, published=PUBLISHED_ROOT)
+    table = figure9_table(protocol_for(P), P["max_objects"], figure9_runs("quick", P["models"], store)[0], store=store)
     assert len(table) and set(table["source"]) == {"published"}
     assert table["global product: held-out objects"].notna().any()
+
+
+def test_figure9_reads_the_runs_of_one_recipe_only(tmp_path):
+    """Figure 9 names one recipe and reads its runs alone: the profile's own recipe (any grid
+    point or budget), never an ablation of it or another depth; with a scale choice, the
+    scale plan's runs only."""
+    from bindcore.controlled.recipes import PLAN_DEPTH, depth_label, is_recipe
+
+    store = ResultStore(tmp_path, published=None)
+    own = [recipe("smoke", steps=2, coverage=c) for c in (0.5, 0.75)]
+    others = [recipe("smoke", steps=2, heldout_as_negatives=True), recipe("smoke", steps=2, n_layers=2),
+              recipe("smoke", steps=2, concept_loss_start=0.0, concept_loss_trigger=0.0)]
+    for cfg in own + others:
+        train(cfg, store=store, progress=False)
+    runs, name = figure9_runs("smoke", "chapter", store)
+    assert name == "smoke recipe" and sorted(r["config"]["coverage"] for r in runs) == [0.5, 0.75]
+    assert all(is_recipe(r["config"], "smoke") for r in runs)
+    table = figure9_table(PROTOCOL, 16, runs, store=store)
+    assert len(table) == 2 and set(table["negatives"]) == {"training objects"}
+    scale, label = figure9_runs("smoke", "scale", store)
+    assert label == depth_label(PLAN_DEPTH) and scale == []  # the plan's recipe: none of these runs

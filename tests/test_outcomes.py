@@ -74,7 +74,7 @@ def test_a_finding_about_binding_models_is_not_testable_where_no_model_binds():
     """§5.3 on a model that does not bind: the outcome is "not testable here" (a failed
     precondition), not "not reproduced", and the reason says so."""
     claims = claims_of()
-    claims["§5.3"] = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}).assign(**{"model: swap pairs": 0.05}), "quick")
+    claims["§5.3"] = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}).assign(**{"model: validation swap pairs": 0.05}), "quick")
     row = OC.outcome_table(claims, "quick").set_index("finding").loc["§5.3 low complexity"]
     assert row["outcome"] == OC.NOT_TESTABLE_HERE and "models that bind" in row["reason, command"]
     assert "1 not testable here (§5.3 low complexity)" in OC.outcome_summary(OC.outcome_table(claims, "quick"), "quick")
@@ -127,7 +127,7 @@ def test_the_binding_generalization_row_says_where_each_size_s_transition_is_and
 
     rows = [{"C": 2, "V": v, "objects": v * v, "coverage": cov, "seed": seed, "test_object_2": o, "test_swap_pair": sw,
              "test_concept_2": 1.0, "boc_ceiling_test_object_2": 0.55, "boc_test_object_2": 0.05,
-             "release_test_object_2": o, "fitted": fit}
+             "release_test_object_2": o, "fitted": fit, "layers": 3, "steps": 10_000}
             for v, runs in {10: {0.5: (0.3, 0.0, True), 0.9: (0.5, 0.2, True)},
                             20: {0.5: (0.4, 0.1, True), 0.9: (0.97, 0.9, False)}}.items()
             for cov, (o, sw, fit) in runs.items() for seed in (0, 1, 2)]
@@ -137,9 +137,10 @@ def test_the_binding_generalization_row_says_where_each_size_s_transition_is_and
     claims["§5.2 (scale)"].attrs["summary"] = summary.to_dict("records")
     row = OC.outcome_table(claims, "quick").set_index("finding").loc[
         "§5.2 binding generalization and its scaling with |O|"]
-    assert row["ours"].startswith("|O| = 100: no transition up to coverage 0.9 (fitted 3 of 3), release protocol "
-                                  "0.50 at 0.9; |O| = 400: transition at coverage 0.9 (fitted 0 of 3), release "
-                                  "protocol 0.97 at 0.9 (paper, release protocol: near 1.0)")
+    assert row["ours"].startswith("|O| = 100 (3 layers, 10,000 steps): no transition up to coverage 0.9 (fitted 3 "
+                                  "of 3), release protocol 0.50 at 0.9; |O| = 400 (3 layers, 10,000 steps): "
+                                  "transition unknown (at coverage 0.9, fitted 0 of 3), release protocol 0.97 at 0.9 "
+                                  "(paper, release protocol: near 1.0)")
 
 
 def test_every_outcome_row_fits_in_a_few_lines():

@@ -440,5 +440,6 @@ def controlled_binding_data(record: dict[str, Any], objects: str = "all", max_ob
     return BindingData(vals, z.cpu().numpy(), [V] * cfg.n_concepts, concept_probes, obj_probe.cpu().numpy(),
                        name=cfg.short_name(),
                        info={"hash": record.get("hash"), "objects": objects, "n_objects": len(ids), "renders": renders,
-                             "swap_pairs": (record.get("metrics") or {}).get("test_swap_pair", float("nan"))},
+                             "swap_pairs": (record.get("metrics") or {}).get("test_swap_pair", float("nan")),
+                             "val_swap_pairs": (record.get("metrics") or {}).get("val_swap_pair", float("nan"))},
                        origin=origin)

@@ -126,6 +126,17 @@ def depth_label(n_layers: int) -> str:
     return f"scale, {words.get(n_layers, str(n_layers))} layer{'s' if n_layers != 1 else ''} per encoder"
 
 
+# the fields in which the runs of one recipe differ: where in the grid they lie and how long they train
+POINT_FIELDS = ("n_concepts", "n_values", "coverage", "seed", "split_seed", "steps", "eval_scenes")
+
+
+def is_recipe(config: dict[str, Any], profile: str, **fixed: Any) -> bool:
+    """Whether a stored token run's ``config`` is ``profile``'s recipe (with ``fixed``
+    fields, e.g. ``n_layers``) in every field but :data:`POINT_FIELDS`."""
+    cfg = TrainConfig.from_dict(config)
+    return type(cfg) is TrainConfig and cfg == recipe(profile, **fixed, **{k: getattr(cfg, k) for k in POINT_FIELDS})
+
+
 def scale_split_seeds(n_concepts: int, n_values: int, coverage: float) -> range:
     """The object splits of a point: enough that its runs hold at least
     :data:`MIN_TEST_OBJECTS` test objects over all its splits (one split where one does)."""
@@ -206,32 +217,38 @@ COMPARISON_SIZES = ((2, 10), (2, 20), (2, 50))
 DEPTH_BUDGET_FACTOR = 2
 
 
-def depth_fit(records: list[dict[str, Any]], n_layers: int) -> str:
-    """``"fits"``, ``"does not fit"`` or ``"open"`` (a point still lacks runs at its budget):
-    the depth rule on the stored runs of the scale recipe with ``n_layers`` layers."""
+def depth_fit(records: list[dict[str, Any]], n_layers: int) -> tuple[str, str]:
+    """The depth rule on the stored runs of the scale recipe with ``n_layers`` layers:
+    ``("fits" | "does not fit" | "open", why)``; open while a point still lacks its runs at
+    its budget."""
     runs = [r for r in records if of_the_plan(r, n_layers)]
     budgets = fit_budgets(runs)
-    verdict = "fits"
+    open_points = []
     for size in COMPARISON_SIZES:
+        limit = DEPTH_BUDGET_FACTOR * SCALE_STEPS[size]
         for cov in SCALE_COVERAGES[size]:
             point = (*size, cov)
+            where = f"|O| = {size[1] ** size[0]:,} at coverage {cov:g}"
             budget = budgets.get(point)
-            if budget is not None and budget > DEPTH_BUDGET_FACTOR * SCALE_STEPS[size]:
-                return "does not fit"
+            if budget is not None and budget > limit:
+                return "does not fit", f"{where}: the fit rule asks {budget:,} steps, more than {limit:,}"
             at = [r for r in runs if (r["config"]["n_concepts"], r["config"]["n_values"], r["config"]["coverage"],
                                       r["config"]["steps"]) == (*point, budget)]
             if budget is None or len({r["config"]["seed"] for r in at}) < len(SCALE_SEEDS):
-                verdict = "open"
+                open_points.append(where)
             elif 2 * sum(fitted(r) for r in at) <= len(at):
-                return "does not fit"
-    return verdict
+                return "does not fit", f"{where}: fitted {sum(fitted(r) for r in at)} of {len(at)} at {budget:,} steps"
+    if open_points:
+        return "open", f"{len(open_points)} point(s) without their runs yet ({', '.join(open_points[:3])}" + (
+            ", ...)" if len(open_points) > 3 else ")")
+    return "fits", "a majority of runs fitted at every point of every size"
 
 
 def comparison_depth(records: list[dict[str, Any]]) -> int | None:
     """The depth rule's answer on ``records``: the smallest depth of :data:`DEPTHS` that fits
     (:func:`depth_fit`), None while a smaller one is still open or none fits."""
     for n_layers in DEPTHS:
-        fit = depth_fit(records, n_layers)
+        fit, _ = depth_fit(records, n_layers)
         if fit != "does not fit":
             return n_layers if fit == "fits" else None
     return None

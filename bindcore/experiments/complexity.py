@@ -7,6 +7,7 @@ stored controlled model's own training objects."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,9 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
     tables = []
     for d, records in zip(datasets, sweeps):
         t = approximator_table(records, model=d.name, objects=d.n_object_ids)
-        t["model: swap pairs"] = d.info.get("swap_pairs", np.nan)  # the precondition of §5.3 and §5.4's claims
+        t["model: swap pairs"] = d.info.get("swap_pairs", np.nan)  # test objects: shown, for the record
+        # validation objects: the precondition of §5.3 and §5.4's claims (never read on test objects)
+        t["model: validation swap pairs"] = d.info.get("val_swap_pairs", np.nan)
         # the bag-of-concepts ceiling of the same held-out scenes (split seed 0, as the sweeps)
         t["bag ceiling"] = t["fraction"].map({f: heldout_bag_ceiling(d, f) for f in set(t["fraction"])}) \
             if len(t) else []
@@ -101,38 +104,56 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
 # ---------------------------------------------------------------------------------
 # §5.4 figure 9: the global product over every stored controlled model
 # ---------------------------------------------------------------------------------
-def figure9_table(protocol: Any, max_objects: int, device: str | None = None, store: Any = None) -> pd.DataFrame:
-    """One row per stored training run of the controlled models (§5.2 sweeps and their
-    ablations; local runs and published records): the model's own held-out two-object
-    recognition (and swap-pair recognition and the bag-of-concepts ceiling where the
-    record has them) beside the
-    global-product probe's held-out object recognition, the probe fitted on scenes of
-    the model's own training objects (:func:`~bindcore.analysis.complexity.own_split_fit`;
-    NaN where neither the weights nor a stored fit are here, and where the objects embedded
-    at ``max_objects`` hold none of the run's training objects: nothing to fit on, e.g. a
-    smoke build's 16 objects of a published quick model)."""
-    from bindcore.analysis.complexity import own_split_fit
+def figure9_runs(profile: str, models: str | None, store: Any = None) -> tuple[list[dict[str, Any]], str]:
+    """The runs figure 9 reads, all of one recipe, and the recipe's name: with ``models`` =
+    ``"scale"`` or ``"scale-chosen"``, the scale plan's runs (:func:`~bindcore.experiments.
+    generalization.scale_records`, stand-ins at an earlier budget marked); else every stored
+    run of ``profile``'s recipe (its grid and budgets free; no ablation, no other recipe)."""
+    from bindcore.controlled.recipes import PLAN_DEPTH, SCALE_MODELS, depth_label, is_recipe
     from bindcore.controlled.training import STORE_KIND
+    from bindcore.store import ResultStore
+
+    from .generalization import scale_records
+
+    store = store or ResultStore()
+    if models in SCALE_MODELS:
+        return scale_records(store)[0], depth_label(PLAN_DEPTH)
+    runs = [r for r in (e.record() for e in store.entries(STORE_KIND)) if is_recipe(r["config"], profile)]
+    return runs, f"{profile} recipe"
+
+
+def figure9_table(protocol: Any, max_objects: int, runs: list[dict[str, Any]], device: str | None = None,
+                  store: Any = None) -> pd.DataFrame:
+    """One row per training run of ``runs`` (:func:`figure9_runs`: one recipe's): the model's
+    own held-out two-object recognition (and swap-pair recognition, validation swap pairs and
+    the bag-of-concepts ceiling where the record has them) beside the global-product probe's
+    held-out object recognition, the probe fitted on scenes of the model's own training
+    objects (:func:`~bindcore.analysis.complexity.own_split_fit`; NaN where neither the
+    weights nor a stored fit are here, and where the objects embedded at ``max_objects``
+    hold none of the run's training objects: nothing to fit on, e.g. a smoke build's 16
+    objects of a published quick model)."""
+    from bindcore.analysis.complexity import own_split_fit
     from bindcore.store import ResultStore
 
     store = store or ResultStore()
     rows = []
-    for e in store.entries(STORE_KIND):
-        rec = e.record()
+    for rec in runs:
         c, m = rec["config"], rec.get("metrics", {})
         fit = own_split_fit(rec, protocol, "global_product", max_objects, device, store)
         rows.append({
             "objects": c["n_values"] ** c["n_concepts"], "C": c["n_concepts"], "V": c["n_values"],
             "coverage": c["coverage"], "seed": c["seed"], "steps": c["steps"],
+            "earlier budget": bool(rec.get("earlier_budget")),
             "negatives": "held-out objects (release)" if c.get("heldout_as_negatives") else "training objects",
             "model: held-out objects": m.get("test_object_2", np.nan),
             "model: swap pairs": m.get("test_swap_pair", np.nan),
+            "model: validation swap pairs": m.get("val_swap_pair", np.nan),
             "bag-of-concepts ceiling": (rec.get("bag_of_concepts") or {}).get("ceiling_test_object_2", np.nan),
             "global product: held-out objects": fit["selected_heldout_object"] if fit else np.nan,
             "global product: held-out R²": fit["selected_heldout_r2"] if fit else np.nan,
-            "source": e.source, "run": e.path.name,
+            "source": rec.get("source", "local"), "run": Path(rec["path"]).name if rec.get("path") else rec.get("hash"),
         })
-    cols = ["objects", "C", "V", "coverage", "seed", "steps", "negatives", "model: held-out objects",
-            "model: swap pairs", "bag-of-concepts ceiling", "global product: held-out objects",
+    cols = ["objects", "C", "V", "coverage", "seed", "steps", "earlier budget", "negatives", "model: held-out objects",
+            "model: swap pairs", "model: validation swap pairs", "bag-of-concepts ceiling", "global product: held-out objects",
             "global product: held-out R²", "source", "run"]
     return pd.DataFrame(rows, columns=cols).sort_values(["objects", "coverage", "seed"], ignore_index=True)

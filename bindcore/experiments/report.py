@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .complexity import controlled_datasets, controlled_sweeps, figure9_table, pretrained_sweeps
+from bindcore.controlled.recipes import EARLIER_DEPTH
+
+from .complexity import controlled_datasets, controlled_sweeps, figure9_runs, figure9_table, pretrained_sweeps
 from .generalization import generalization_runs, scale_records
 from .geometry import geometry_nulls, geometry_sets, natural_table, three_object_table
 from .inputs import dinov2_encoder, geometry_encoders, pretrained_encoders
@@ -33,7 +35,8 @@ def gather_results(profile: str, params: Mapping[str, dict[str, Any]], sweep_par
     components); ``three`` and ``natural`` (D.3, D.4 tables); ``grid_sets`` and
     ``grid_frames`` (D.5's MDS analyses); ``widths``, ``forms`` and ``fig9`` (§5.3, §5.4,
     figure 9); ``generalization_runs`` (the §5.2 sweep) and ``scale`` (the scale sweep's
-    stored records where the §5.2 chapter shows them); ``pixels`` (appendix E,
+    stored records where the §5.2 chapter shows them, of the plan's recipe) and ``scale_earlier``
+    (the earlier two-layer recipe's, a second labelled row); ``pixels`` (appendix E,
     :func:`~bindcore.experiments.pixels.pixel_results`)."""
     geo, app_d = params["04_1_geometry"], params["d_additional"]
     out = _geometry(profile, geo, params["04_2_component_attribution"], sweep_params, workers, device)
@@ -44,6 +47,7 @@ def gather_results(profile: str, params: Mapping[str, dict[str, Any]], sweep_par
     own = params["05_2_binding_generalization"]
     out["generalization_runs"] = generalization_runs(profile, own, workers, device)
     out["scale"] = scale_records()[0] if own.get("show_scale") else []
+    out["scale_earlier"] = scale_records(n_layers=EARLIER_DEPTH)[0] if own.get("show_scale") else []
     out["pixels"] = pixel_results(profile, params["e_pixel_encoders"], workers, device)
     return out
 
@@ -105,5 +109,6 @@ def _controlled(profile: str, width_params: dict[str, Any], form_params: dict[st
     widths = controlled_sweeps(d53, width_params, ["mlp"], widths=width_params["widths"], device=device)
     forms = controlled_sweeps(d54, form_params, list(FAMILIES), widths={"mlp": [max(form_params["widths"])]},
                               device=device)
-    fig9 = figure9_table(protocol_for(form_params), form_params["max_objects"], device=device)
+    fig9_runs, _ = figure9_runs(profile, form_params.get("models"))
+    fig9 = figure9_table(protocol_for(form_params), form_params["max_objects"], fig9_runs, device=device)
     return {"widths": widths, "forms": forms, "fig9": fig9}

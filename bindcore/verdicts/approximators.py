@@ -43,9 +43,10 @@ from .core import (
     verdict,
 )
 
-# the column of the controlled approximator tables and figure 9's table: the model's own
-# held-out swap-pair recognition, the precondition of claims about models that bind
-SWAPS = "model: swap pairs"
+# the column of the controlled approximator tables and figure 9's table that gates their claims:
+# the model's swap-pair recognition of validation objects (held out, never test objects), the
+# precondition of claims about models that bind
+SWAPS = "model: validation swap pairs"
 
 
 def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
@@ -364,7 +365,7 @@ def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_r
             if len(sub) and SWAPS in sub and not sub[SWAPS].map(binds).any():
                 rows.append(_row(claim, subject, PAPER_FIGURE9, f"{len(sub)} models", NOT_TESTABLE,
                                  f"the claim is about models that generalize, and none of these {len(sub)} binds "
-                                 f"(held-out swap pairs at most {sub[SWAPS].max():.2f} < {BINDS_AT:g})",
+                                 f"(validation swap pairs at most {sub[SWAPS].max():.2f} < {BINDS_AT:g})",
                                  profile))
                 continue
             if len(sub) < min_models or sub[col].nunique() < 2:

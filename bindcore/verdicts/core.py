@@ -21,14 +21,14 @@ STATUSES = (SHOWN, NOT_SHOWN, NOT_TESTABLE, UNTESTABLE)
 
 
 def binds(swap_pairs: Any, level: float = BINDS_AT) -> bool:
-    """Whether a model with this held-out swap-pair recognition binds (NaN: no)."""
+    """Whether a model with this swap-pair recognition of validation objects binds (NaN: no)."""
     return _ok(swap_pairs) and float(swap_pairs) >= level
 
 
 def no_binding_why(swap_pairs: Any, level: float = BINDS_AT) -> str:
     """The reason of a :data:`NOT_TESTABLE` row: the model's swap pairs below ``level``."""
     shown = f"{float(swap_pairs):.2f}" if _ok(swap_pairs) else "not recorded"
-    return (f"the claim is about models that bind, and this one does not (held-out swap pairs {shown} < "
+    return (f"the claim is about models that bind, and this one does not (validation swap pairs {shown} < "
             f"{level:g})")
 
 # what a row's subject is, beside the encoder or model the paper's claim is about

@@ -80,6 +80,30 @@ def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | Non
     return None
 
 
+def transition_table(by_recipe: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
+    """Per object-space size and recipe (``{label: records}``): its layers and steps, the
+    transition coverage as the cross-size claim reads it (:func:`_transition_text`), how many
+    runs fitted there and at the largest coverage, and the stand-ins at an earlier budget."""
+    from bindcore.sweep import generalization_summary, results_table
+
+    rows = []
+    for label, recs in by_recipe.items():
+        if not recs:
+            continue
+        table = results_table(recs)
+        for r in generalization_summary(table).to_dict("records"):
+            runs = table[table["objects"] == r["objects"]]
+            rows.append({"objects": fmt_objects(r["objects"]), "recipe": label,
+                         "steps": "/".join(f"{s:,}" for s in sorted(set(runs["steps"]))),
+                         "transition coverage": _transition_text(r), "fitted at transition": r[AT_TRANSITION],
+                         "fitted at largest coverage": f"{r['fitted at largest coverage']} (at {r['largest coverage']:g})",
+                         "stand-ins at an earlier budget": f"{int(runs['earlier budget'].sum())} of {len(runs)}",
+                         "_size": r["objects"]})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["_size", "recipe"], kind="stable").drop(columns="_size").reset_index(drop=True) \
+        if len(out) else out
+
+
 # The changes to the cross-size claim rule, each with the claim's status on the scale records of its
 # commit under the rule before and after it (the page shows this list beside the verdict; from
 # 2026-12-07 a rule change lands in a commit before the records it will judge).
@@ -172,15 +196,23 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, l
 
 
 def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_release: str = "") -> str:
-    """The outcome table's §5.2 line: per size, the transition coverage (or up to where none)
-    and whether runs there fitted, with the release protocol's number beside ``paper_release``."""
+    """The outcome table's §5.2 line: per size, its layers and steps, the transition coverage
+    as the cross-size claim reads it (or up to where none; unknown where its runs there mostly
+    did not fit) and how many runs there fitted, with the release protocol's number beside
+    ``paper_release``."""
     recs = summary.to_dict("records") if isinstance(summary, pd.DataFrame) else list(summary)
     parts = []
     for r in sorted(recs, key=lambda r: r["objects"]):
         t = r["transition coverage"]
         fit = r.get(AT_TRANSITION) if _ok(t) else r.get("fitted at largest coverage")
         where = (f"transition at coverage {t:g}" if _ok(t) else f"no transition up to coverage {r['largest coverage']:g}")
+        if _unknown(r):
+            where = f"transition unknown ({where.replace('transition at', 'at')}, fitted {fit})"
+        elif fit:
+            where += f" (fitted {fit})"
+        recipe = ", ".join(x for x in (f"{r['layers']} layers" if r.get("layers") else "",
+                                       f"{r['steps']} steps" if r.get("steps") else "") if x)
         release = r.get("release two objects at chosen coverage")
-        parts.append(f"{fmt_objects(r['objects'])}: {where}" + (f" (fitted {fit})" if fit else "")
+        parts.append(f"{fmt_objects(r['objects'])}" + (f" ({recipe})" if recipe else "") + f": {where}"
                      + (f", release protocol {release:.2f} at {r['chosen coverage']:g}" if _ok(release) else ""))
     return "; ".join(parts) + (f" (paper, release protocol: {paper_release})" if paper_release and parts else "")

@@ -44,7 +44,7 @@ def gather(profile: str, params: dict[str, dict[str, Any]], sources: dict[str, s
                                                "05_2_binding_generalization", "d_additional"))
     sets, dec, att, edi = r["sets"], r["decomposition"], r["attribution"], r["editing"]
     grid = mds_table(r["grid_sets"], r["grid_frames"])
-    claims = {**generalization_claims(profile, r["generalization_runs"], r["scale"]),
+    claims = {**generalization_claims(profile, r["generalization_runs"], r["scale"], r.get("scale_earlier", ())),
         "§4.1 / D.2": geometry_claims(sets, dec, edi, profile, null_frames=r["null_decomposition"],
                                       null_edit_frames=r["null_editing"]),
         "§4.2": attribution_claims(sets, att, profile),
@@ -78,10 +78,14 @@ def pixel_report(profile: str, params: dict[str, Any], source: str, results: dic
     return {"params": params, "source": source, **results, "claims": claims}
 
 
-def generalization_claims(profile: str, runs: list[dict[str, Any]],
-                          scale: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    """The §5.2 claims of the chapter's sweep ``runs`` and (if any) the ``scale`` records, each
-    with its summary as records in ``attrs["summary"]`` (pandas compares the attrs it concatenates)."""
+def generalization_claims(profile: str, runs: list[dict[str, Any]], scale: list[dict[str, Any]],
+                          earlier: Any = ()) -> dict[str, pd.DataFrame]:
+    """The §5.2 claims of the chapter's sweep ``runs`` and (if any) the ``scale`` records of the
+    plan's recipe, each with its summary as records in ``attrs["summary"]`` (pandas compares the
+    attrs it concatenates); ``earlier``: the earlier recipe's scale records, whose comparison
+    across sizes is a second, labelled frame (``"§5.2 (scale, earlier recipe)"``) that no
+    outcome reads."""
+    from bindcore.controlled.recipes import EARLIER_DEPTH, PLAN_DEPTH, depth_label
     from bindcore.sweep import generalization_summary, results_table
 
     from .generalization import claims_table
@@ -91,8 +95,12 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]],
     out["§5.2"].attrs["summary"] = summary.to_dict("records")
     if scale:
         scale_summary = generalization_summary(results_table(scale))
-        out["§5.2 (scale)"] = claims_table(scale_summary, "scale (published records)")
+        out["§5.2 (scale)"] = claims_table(scale_summary, f"{depth_label(PLAN_DEPTH)} (published records)")
         out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
+    if len(earlier):
+        frame = claims_table(generalization_summary(results_table(list(earlier))),
+                             f"{depth_label(EARLIER_DEPTH)}, earlier recipe (published records)")
+        out["§5.2 (scale, earlier recipe)"] = frame[frame["subject"] == "across sizes"].reset_index(drop=True)
     return out
 
 
