@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 
 from bindcore.book.profiles import chapter_parameters
-from bindcore.controlled.recipes import FIT_TARGET, SCALE_MODELS, SCALE_SEEDS, recipe_differences
+from bindcore.controlled.recipes import (
+    FIT_TARGET,
+    PLAN_DEPTH,
+    SCALE_BUDGETS,
+    SCALE_MODELS,
+    SCALE_SEEDS,
+    SCALE_STEPS,
+    recipe,
+    recipe_differences,
+)
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
@@ -20,6 +29,7 @@ from bindcore.paper import (
     PAPER_OBJECT_SPACES,
     PAPER_PIXELS,
     RELEASE,
+    fmt_objects,
 )
 from bindcore.verdicts.core import BINDS_AT
 
@@ -87,8 +97,14 @@ def paper_deviations(profile: str, geometry: dict[str, Any], pretrained: dict[st
                                                for k, v in recipe_differences("quick", "scale").items())
          + ". near_miss_negatives_per_positive adds training negatives the released code has only without a "
          "coverage split (its perturbation negatives): per positive, copies with one concept's value changed, "
-         "kept only if they are training objects",
-         "found by the recipe search shown in §5.2 (its log names what each attempt was chosen on)"),
+         f"kept only if they are training objects. One architecture at every size: {PLAN_DEPTH} layers per "
+         f"encoder (the depth rule, comparison_depth; the release: {recipe('paper').n_layers} layers, d_model "
+         f"{recipe('paper').d_model}); steps per point by the fit rule on training objects: base "
+         + ", ".join(f"{fmt_objects(v ** c)} {s:,}" for (c, v), s in SCALE_STEPS.items())
+         + (", raised to " + ", ".join(f"{fmt_objects(v ** c)} at {cov:g}: {s:,}"
+                                        for (c, v, cov), s in SCALE_BUDGETS.items()) if SCALE_BUDGETS else ""),
+         "found by the recipe search shown in §5.2 (its log names what each attempt was chosen on); the depth "
+         "by a rule committed before the runs it judges"),
         ("§5.2 object spaces", f"coverages {PAPER_COVERAGES[0]:g}–{PAPER_COVERAGES[1]:g}, |O| up to "
          f"{PAPER_OBJECT_SPACES[1]:,}",
          f"profile '{profile}': |O| in {sizes}, coverages {', '.join(f'{c:g}' for c in generalization['coverages'])}, "
