@@ -79,6 +79,7 @@ from torch.utils.flop_counter import (  # noqa: E402
 import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
+from bindcore.analysis.generalization import ablation_configs, generalization_configs  # noqa: E402
 from bindcore.book.profiles import chapter_parameters  # noqa: E402
 from bindcore.controlled.pixels import level_configs  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
@@ -94,7 +95,7 @@ from bindcore.experiments.generalization import chapter_recipe, generalizing_con
 from bindcore.experiments.pixels import pixel_approximator_params  # noqa: E402
 from bindcore.io import atomic_write_json  # noqa: E402
 from bindcore.runtime import PROFILES  # noqa: E402
-from bindcore.sweep import ablation_configs, generalization_configs, step_key  # noqa: E402
+from bindcore.sweep import step_key  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------

@@ -16,11 +16,12 @@ from matplotlib.lines import Line2D
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.embedding_sets import frame_row
+from bindcore.analysis.generalization import transition_coverage
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
+from bindcore.controlled.search import BINDS_AT
 from bindcore.data.pixels import LEVEL_LABELS, LEVELS
 from bindcore.paper import fmt_objects
-from bindcore.sweep import transition_coverage
 
 PALETTE = ["#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6c4f9c", "#00798c", "#8c564b", "#7f7f7f"]
 REFERENCE_COLOUR = "#555555"  # a paper number drawn as a reference line
@@ -480,7 +481,7 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
 
 
-def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = 0.5) -> None:
+def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = BINDS_AT) -> None:
     """§5.2 at several sizes on three axes (seeds dots, medians lines): strict recognition with bag ceiling
     (and release protocol), swap pairs, and transition coverage against |O| (open: none)."""
     keys = ["objects", "C", "V", "coverage"]

@@ -77,6 +77,20 @@ import torch
 from IPython.display import Markdown
 
 import bindcore
+from bindcore.analysis.generalization import (
+    ABLATION_LABELS,
+    ABLATION_NAMES,
+    ONE_PHASE,
+    RELEASE_NEGATIVES,
+    ablation_configs,
+    ablation_sentence,
+    ablation_summary,
+    generalization_configs,
+    generalization_summary,
+    protocol_comparison,
+    results_table,
+    seed_summary,
+)
 from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims
@@ -99,6 +113,7 @@ from bindcore.controlled.recipes import (
 )
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.scenes import sample_scenes
+from bindcore.controlled.search import BINDS_AT
 from bindcore.controlled.training import STORE_KIND, TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
     chapter_recipe,
@@ -110,22 +125,7 @@ from bindcore.figures import PAGE_WIDTH_IN, plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.runtime import resolve_device
 from bindcore.store import ResultStore, has_weights
-from bindcore.sweep import (
-    ABLATION_LABELS,
-    ABLATION_NAMES,
-    ONE_PHASE,
-    RELEASE_NEGATIVES,
-    TRANSITION_SWAP,
-    ablation_configs,
-    ablation_sentence,
-    ablation_summary,
-    generalization_configs,
-    generalization_summary,
-    protocol_comparison,
-    results_table,
-    run_sweep,
-    seed_summary,
-)
+from bindcore.sweep import run_sweep
 from bindcore.verdicts.core import claim_outcomes
 from bindcore.verdicts.generalization import (
     RULE_CHANGES,
@@ -142,7 +142,7 @@ print(f"object spaces (C, V): {P['sizes']}; coverages: {P['coverages']}; seeds: 
       f"{base.steps} steps per run")
 
 # %% tags=["remove-cell"]
-glue("transition", TRANSITION_SWAP, "g")
+glue("transition", BINDS_AT, "g")
 glue("paper_onset", PAPER_COVERAGE_ONSET[2_500], "g")
 glue("paper_space", f"{PAPER_OBJECT_SPACES[0]:,}")
 glue("paper_large_space", f"{PAPER_OBJECT_SPACES[1]:,}")
@@ -651,7 +651,7 @@ seed_summary(table).round(3)
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
-plot_scale(axes, table, transition=TRANSITION_SWAP)
+plot_scale(axes, table, transition=BINDS_AT)
 fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.06)
 plt.show()
 
@@ -769,7 +769,7 @@ glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest el
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
-    plot_scale(axes, scale_table, transition=TRANSITION_SWAP)
+    plot_scale(axes, scale_table, transition=BINDS_AT)
     fig.suptitle(f"The scale sweep ({depth_label(PLAN_DEPTH)}; published records)", y=1.06)
     plt.show()
     display(seed_summary(scale_table).round(3))
@@ -833,14 +833,14 @@ else:
 # The rules by which the verdicts below follow from the numbers:
 
 # %% tags=["hide-input"]
-display(Markdown(generalization_claim_rules(transition=TRANSITION_SWAP)))
-frames = [claims_table(summary, profile, transition=TRANSITION_SWAP)]
+display(Markdown(generalization_claim_rules(transition=BINDS_AT)))
+frames = [claims_table(summary, profile, transition=BINDS_AT)]
 if scale_recs:
     frames.append(claims_table(generalization_summary(scale_table), f"{depth_label(PLAN_DEPTH)} (published records)",
-                               transition=TRANSITION_SWAP))
+                               transition=BINDS_AT))
 if earlier_recs:  # the second recipe: its comparison across sizes only, labelled
     earlier = claims_table(generalization_summary(results_table(earlier_recs)),
-                           f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)", transition=TRANSITION_SWAP)
+                           f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)", transition=BINDS_AT)
     frames.append(earlier[earlier["subject"] == "across sizes"])
 show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
 

@@ -55,6 +55,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown
 
+from bindcore.analysis.generalization import ablation_configs, ablation_summary, results_table
 from bindcore.analysis.metrics import (
     bag_ceiling,
     bag_of_concepts_accuracy,
@@ -68,12 +69,7 @@ from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.experiments.generalization import chapter_recipe, note_stored
 from bindcore.experiments.report import gather_results
 from bindcore.paper import paper_items
-from bindcore.sweep import (
-    ablation_configs,
-    ablation_summary,
-    results_table,
-    run_sweep,
-)
+from bindcore.sweep import run_sweep
 from bindcore.verdicts.comparison import GROUPS, comparison_table, summary_line
 from bindcore.verdicts.core import claim_outcomes
 from bindcore.verdicts.outcomes import outcome_summary

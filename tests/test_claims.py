@@ -465,7 +465,7 @@ def test_status_counts_and_a_bad_status():
 def generalization(sizes: dict[tuple[int, int], dict[float, tuple[float, float, float]]],
                    ceiling: float = 0.55) -> pd.DataFrame:
     """A results table of planted runs: {(C, V): {coverage: (strict, swap, concepts)}}."""
-    from bindcore.sweep import generalization_summary
+    from bindcore.analysis.generalization import generalization_summary
 
     rows = [{"C": c, "V": v, "objects": v ** c, "coverage": cov, "test_object_2": o, "test_swap_pair": s,
              "test_concept_2": k, "boc_ceiling_test_object_2": ceiling, "boc_test_object_2": 0.05}
@@ -514,7 +514,7 @@ def test_sizes_without_a_transition_are_compared_only_where_they_can_be():
 
 
 def test_a_size_that_did_not_fit_its_training_task_is_not_compared():
-    from bindcore.sweep import generalization_summary
+    from bindcore.analysis.generalization import generalization_summary
 
     binds = {0.1: (0.1, 0.0, 0.95), 0.3: (0.2, 0.05, 1.0), 0.5: (0.9, 0.6, 1.0), 0.7: (0.95, 0.8, 1.0)}
     bag = {cov: (0.5, 0.0, 1.0) for cov in (0.1, 0.3, 0.5, 0.7)}
@@ -566,7 +566,7 @@ def test_a_size_that_did_not_fit_its_training_task_is_not_compared():
 
 
 def test_a_rise_that_falls_back_is_no_transition():
-    from bindcore.sweep import transition_coverage
+    from bindcore.analysis.generalization import transition_coverage
 
     assert transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0]) != transition_coverage([0.3, 0.5, 0.7], [0.0, 0.6, 0.0])
     assert transition_coverage([0.7, 0.3, 0.5], [0.9, 0.0, 0.6]) == 0.5  # order of the runs does not matter
@@ -584,7 +584,7 @@ def seeded(runs: dict[float, list[tuple[float, float, float]]], ceiling: float =
 
 
 def test_the_bag_claim_is_read_at_the_coverage_validation_objects_choose():
-    from bindcore.sweep import generalization_summary
+    from bindcore.analysis.generalization import generalization_summary
 
     # test objects look best at 0.3, validation objects at 0.7: 0.7 is where the claim is read
     runs = {0.1: [(0.1, 0.0, 0.0)] * 3, 0.3: [(0.95, 0.9, 0.5)] * 3, 0.7: [(0.7, 0.6, 0.9)] * 3}
@@ -596,7 +596,7 @@ def test_the_bag_claim_is_read_at_the_coverage_validation_objects_choose():
 
 
 def test_the_bag_claim_needs_the_median_and_every_seed_above_the_ceiling():
-    from bindcore.sweep import generalization_summary
+    from bindcore.analysis.generalization import generalization_summary
 
     # median far above the ceiling, one seed below it (the seed-1 failure of the scale recipe)
     one_fails = {0.1: [(0.1, 0.0, 0.0)] * 3, 0.5: [(0.9, 0.8, 0.8), (0.1, 0.0, 0.0), (0.92, 0.85, 0.82)]}
@@ -624,7 +624,7 @@ def test_claim_outcomes_say_where_each_claim_was_reproduced():
 
 
 def test_each_seed_has_its_own_transition_and_the_protocols_stand_beside_the_paper():
-    from bindcore.sweep import generalization_summary, protocol_comparison
+    from bindcore.analysis.generalization import generalization_summary, protocol_comparison
 
     runs = {0.1: [(0.1, 0.0, 0.0)] * 3, 0.3: [(0.8, 0.6, 0.6), (0.2, 0.1, 0.1), (0.85, 0.7, 0.7)],
             0.5: [(0.9, 0.8, 0.8), (0.3, 0.2, 0.2), (0.92, 0.85, 0.8)]}

@@ -5,13 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bindcore.book.profiles import chapter_parameters
-from bindcore.cli import main
-from bindcore.controlled.recipes import recipe, recipe_differences, recipe_table
-from bindcore.controlled.training import STORE_KIND, concept_loss_onset
-from bindcore.runtime import PROFILES
-from bindcore.store import ResultStore
-from bindcore.sweep import (
+from bindcore.analysis.generalization import (
     MAIN_RECIPE,
     ONE_PHASE,
     RELEASE_NEGATIVES,
@@ -20,10 +14,15 @@ from bindcore.sweep import (
     ablation_variants,
     generalization_configs,
     generalization_summary,
-    grid,
     results_table,
-    run_sweep,
 )
+from bindcore.book.profiles import chapter_parameters
+from bindcore.cli import main
+from bindcore.controlled.recipes import recipe, recipe_differences, recipe_table
+from bindcore.controlled.training import STORE_KIND, concept_loss_onset
+from bindcore.runtime import PROFILES
+from bindcore.store import ResultStore
+from bindcore.sweep import grid, run_sweep
 
 TINY = ["--profile", "smoke", "--set", "steps=6", "--set", "eval_every=3", "--set", "eval_scenes=16"]
 
@@ -280,7 +279,7 @@ def test_the_runs_of_the_scale_plan_not_computed_yet_are_named_by_space_coverage
 def test_ablation_summary_compares_each_variant_with_the_main_run_of_its_seed():
     import pandas as pd
 
-    from bindcore.sweep import ablation_sentence
+    from bindcore.analysis.generalization import ablation_sentence
 
     main = {0: 0.6, 1: 0.2, 2: 0.5}
     rows = [{"variant": MAIN_RECIPE, "seed": s, "test_swap_pair": v, "test_object_2": v + 0.1} for s, v in main.items()]

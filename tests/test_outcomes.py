@@ -123,7 +123,7 @@ def test_the_binding_generalization_row_says_where_each_size_s_transition_is_and
     """§5.2's row names, per size, the transition coverage (or the largest coverage
     without one) with how many runs there fitted their training task, and the release
     protocol's number beside the paper's."""
-    from bindcore.sweep import generalization_summary
+    from bindcore.analysis.generalization import generalization_summary
 
     rows = [{"C": 2, "V": v, "objects": v * v, "coverage": cov, "seed": seed, "test_object_2": o, "test_swap_pair": sw,
              "test_concept_2": 1.0, "boc_ceiling_test_object_2": 0.55, "boc_test_object_2": 0.05,

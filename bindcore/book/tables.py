@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.analysis.embedding_sets import frame_row, weights_label
+from bindcore.analysis.generalization import results_table
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
@@ -19,7 +20,6 @@ from bindcore.paper import (
     PAPER_EDITING_CASE,
     PAPER_RECONSTRUCTION,
 )
-from bindcore.sweep import results_table
 
 # our datasets standing for the paper's
 PAPER_DATA = {"CLEVR (authors' images)": "CLEVR", "PUG:SPARE": "PUG:SPARE", "CLEVR-like 3-D": "CLEVR",

@@ -32,7 +32,8 @@ def chapter_recipe(profile: str, steps: int | None = None, eval_scenes: int | No
 def generalization_runs(profile: str, sweep_params: dict[str, Any], workers: int | None = None,
                         device: str | None = None) -> list[dict[str, Any]]:
     """The records of the §5.2 chapter's own sweep (stored runs; missing ones trained)."""
-    from bindcore.sweep import generalization_configs, run_sweep
+    from bindcore.analysis.generalization import generalization_configs
+    from bindcore.sweep import run_sweep
 
     base = chapter_recipe(profile, sweep_params["steps"], sweep_params.get("eval_scenes"))
     return run_sweep(generalization_configs(base, sweep_params), workers=workers, device=device, progress=False)
@@ -43,7 +44,7 @@ def generalizing_configs(profile: str, params: Mapping[str, Any] | None, sweep_p
     object space of the §5.2 chapter's parameters ``sweep_params`` on ``profile``, its first seed,
     with a chapter's ``controlled_steps`` and ``controlled_eval_scenes`` (``params``; None
     or absent: the profile's recipe)."""
-    from bindcore.sweep import generalization_configs
+    from bindcore.analysis.generalization import generalization_configs
 
     params = params or {}
     base = chapter_recipe(profile, params.get("controlled_steps"), params.get("controlled_eval_scenes"))
@@ -64,10 +65,10 @@ def binding_scale_runs(store: Any = None, level: float | None = None,
     objects choose nothing."""
     import statistics
 
+    from bindcore.analysis.generalization import best_coverage
     from bindcore.controlled.recipes import FIT_TARGET, task_score
     from bindcore.controlled.search import BINDS_AT, search_view
     from bindcore.store import has_weights
-    from bindcore.sweep import best_coverage
 
     level = BINDS_AT if level is None else level
     records, _ = scale_records(store)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from bindcore.book.profiles import chapter_parameters
+from bindcore.controlled.search import BINDS_AT
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
@@ -358,7 +359,7 @@ def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
                     summary[summary["objects"] == need]
                 if len(picked):
                     ours = "; ".join(
-                        f"{fmt_objects(r['objects'])}: swap pairs >= 0.5 from coverage {r['transition coverage']:g}"
+                        f"{fmt_objects(r['objects'])}: swap pairs >= {BINDS_AT:g} from coverage {r['transition coverage']:g}"
                         if np.isfinite(r["transition coverage"]) else
                         f"{fmt_objects(r['objects'])}: no transition up to coverage {r['largest coverage']:g}"
                         for _, r in picked.iterrows())

@@ -8,10 +8,10 @@ import pandas as pd
 
 from bindcore.paper import PAPER_CLAIMS_5_2, fmt_objects
 
-from .core import NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
+from .core import BINDS_AT, NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
 
 
-def generalization_claim_rules(transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+def generalization_claim_rules(transition: float = BINDS_AT, low: float = 0.1, margin: float = 0.1,
                                concept_threshold: float = 0.9) -> str:
     """The rules by which :func:`claims_table` turns the §5.2 summary into verdicts."""
     return (f"binding is read from held-out swap-pair recognition (a scene and its twin with one concept's values "
@@ -84,7 +84,7 @@ def transition_table(by_recipe: dict[str, list[dict[str, Any]]]) -> pd.DataFrame
     """Per object-space size and recipe (``{label: records}``): its layers and steps, the
     transition coverage as the cross-size claim reads it (:func:`_transition_text`), how many
     runs fitted there and at the largest coverage, and the stand-ins at an earlier budget."""
-    from bindcore.sweep import generalization_summary, results_table
+    from bindcore.analysis.generalization import generalization_summary, results_table
 
     rows = []
     for label, recs in by_recipe.items():
@@ -123,7 +123,7 @@ RULE_CHANGES: tuple[dict[str, str], ...] = (
 )
 
 
-def claims_table(summary: pd.DataFrame, profile: str, transition: float = 0.5, low: float = 0.1, margin: float = 0.1,
+def claims_table(summary: pd.DataFrame, profile: str, transition: float = BINDS_AT, low: float = 0.1, margin: float = 0.1,
                  concept_threshold: float = 0.9) -> pd.DataFrame:
     """The §5.2 claims per object-space size and across sizes, judged by
     :func:`generalization_claim_rules`; ``profile`` names where the numbers come from."""

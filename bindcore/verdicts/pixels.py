@@ -12,9 +12,8 @@ from bindcore.data.pixels import LEVELS
 from bindcore.paper import PAPER_CLAIMS_APPENDIX_E, PAPER_D7
 
 from .approximators import form_sentences
-from .core import NATIVE, STATUSES, UNTESTABLE, _ceiling, _encoder_evidence, _margin, _ok, verdict
+from .core import BINDS_AT, NATIVE, STATUSES, UNTESTABLE, _ceiling, _encoder_evidence, _margin, _ok, verdict
 
-SWAP_THRESHOLD = 0.5  # swap pairs, as the §5.2 transition
 BAG_MARGIN = 0.1  # strict recognition above the bag ceiling of the same scenes
 SMALL_WIDTH = 64
 CEILING_SHARE = 0.75
@@ -26,7 +25,7 @@ def pixel_claim_rules() -> str:
     return (
         f"binding generalizes: held-out strict recognition clears the bag-of-concepts ceiling of the same scenes by "
         f"{BAG_MARGIN:g} and held-out swap-pair recognition (any bag of concepts scores 0) reaches "
-        f"{SWAP_THRESHOLD:g}. Small MLPs approximate the binding map: the best MLP clears the bag ceiling by "
+        f"{BINDS_AT:g}. Small MLPs approximate the binding map: the best MLP clears the bag ceiling by "
         f"{BAG_MARGIN:g}, an MLP of width <= {SMALL_WIDTH} reaches 90 % of the best width's held-out object "
         f"recognition, and the best reaches {CEILING_SHARE:.0%} of the model's own (the probes reading its real "
         f"embeddings of the same scenes). The global product recovers objects: it beats the additive probe and "
@@ -52,7 +51,7 @@ def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
     rows = []
     for s in summary.to_dict("records"):
         gap = s["held-out objects, strict"] - s["bag ceiling"]
-        holds = gap >= BAG_MARGIN and s["swap pairs"] >= SWAP_THRESHOLD
+        holds = gap >= BAG_MARGIN and s["swap pairs"] >= BINDS_AT
         rows.append({"claim": generalizes, "paper": c_generalizes, "level": s["level"],
                      "ours": f"coverage {s['coverage']:g}: swap pairs {s['swap pairs']:.2f}, strict "
                              f"{s['held-out objects, strict']:.2f} (bag floor {s['bag floor']:.2f})",

@@ -85,8 +85,8 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]], scale: list[
     attrs it concatenates); ``earlier``: the earlier recipe's scale records, whose comparison
     across sizes is a second, labelled frame (``"§5.2 (scale, earlier recipe)"``) that no
     outcome reads."""
+    from bindcore.analysis.generalization import generalization_summary, results_table
     from bindcore.controlled.recipes import EARLIER_DEPTH, PLAN_DEPTH, depth_label
-    from bindcore.sweep import generalization_summary, results_table
 
     from .generalization import claims_table
 
