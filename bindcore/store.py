@@ -4,7 +4,6 @@ atomically, with a read-only ``published/`` root read after the local one (:clas
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import json
 import logging
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes, atomic_write_json, config_hash
+from .io import atomic_write_bytes, atomic_write_json, config_hash, flock
 
 log = logging.getLogger(__name__)
 
@@ -194,23 +193,6 @@ def _holder(path: Path) -> dict[str, Any]:
         return read_record(path)
     except (OSError, CorruptRecord):
         return {}
-
-
-def _flock(path: Path, block: bool) -> int | None:
-    """A descriptor of ``path`` (created if need be) under an exclusive ``flock``, or None while another
-    process holds it and not ``block``; taken again on the new file if the holder removed it meanwhile."""
-    while True:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except FileNotFoundError:
-            pass
-        os.close(fd)
 
 
 @dataclass
@@ -635,7 +617,7 @@ class ResultStore:
         path = self.claim_path(kind, config)
         if not path.exists():
             return None
-        fd = _flock(path, block=False)
+        fd = flock(path, block=False)
         if fd is None:
             return _holder(path)
         path.unlink(missing_ok=True)
@@ -649,15 +631,15 @@ class ResultStore:
         at most that many seconds, False not at all; then :class:`ClaimBusy`."""
         path = self.claim_path(kind, config)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = _flock(path, block=False)
+        fd = flock(path, block=False)
         if fd is None:
             limit = "" if wait is True else f"; gives up after {float(wait):.0f} s"
             log.info("waiting for %s, which holds %s, until it finishes%s", _who(_holder(path)), path, limit)
             if wait is True:
-                fd = _flock(path, block=True)
+                fd = flock(path, block=True)
             else:
                 deadline = time.monotonic() + float(wait)
-                while (fd := _flock(path, block=False)) is None and time.monotonic() < deadline:
+                while (fd := flock(path, block=False)) is None and time.monotonic() < deadline:
                     time.sleep(0.1)
                 if fd is None:
                     raise ClaimBusy(path, _holder(path))
