@@ -267,29 +267,24 @@ def _labels_first(names: Sequence[str]) -> list[str]:
 def _install(staging: Path, out: Path) -> None:
     """Swap the complete ``staging/new`` in for ``out``'s dataset files, signals deferred: the
     folder in one rename when ``out`` does not exist, else the old files out to ``staging/old``
-    (labels.csv first) and the new ones in (labels.csv last). An error puts the old files back;
-    the staging folder is gone afterwards (unless putting them back failed: the next install does)."""
+    (labels.csv first) and the new ones in (labels.csv last). An error puts the old files back.
+    The staging folder is removed (unless putting them back failed: then the next install does)."""
     new, old = staging / "new", staging / "old"
-    done = False
-    try:
-        with signals_deferred():  # a Ctrl-C or SIGTERM takes effect after the swap
-            if not out.exists():
-                os.rename(new, out)  # staging is beside out
-            else:
-                old.mkdir()  # the swap began: a kill from here on is undone by recover_install
-                try:
-                    for name in _labels_first([p.name for p in owned_files(out)]):
-                        os.replace(out / name, old / name)
-                    for name in reversed(_labels_first(os.listdir(new))):
-                        os.replace(new / name, out / name)
-                except BaseException:
-                    _roll_back(staging, out)
-                    done = True
-                    raise
-            done = True
-    finally:
-        if done:
-            shutil.rmtree(staging, ignore_errors=True)  # the old dataset, once the new one is complete
+    with signals_deferred():  # a Ctrl-C or SIGTERM takes effect after the swap
+        if not out.exists():
+            os.rename(new, out)  # staging is beside out
+        else:
+            old.mkdir()  # the swap begins: a kill from here on is undone by recover_install
+            try:
+                for name in _labels_first([p.name for p in owned_files(out)]):
+                    os.replace(out / name, old / name)
+                for name in reversed(_labels_first(os.listdir(new))):
+                    os.replace(new / name, out / name)
+            except BaseException:
+                _roll_back(staging, out)
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        shutil.rmtree(staging, ignore_errors=True)  # with the old dataset, once the new one is complete
 
 
 def _roll_back(staging: Path, out: Path) -> None:
