@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -175,6 +176,24 @@ def check_writable_folder(path: str | Path) -> Path:
         target = "" if existing == path else f" (to create {path})"
         raise PermissionError(f"cannot write to {existing}{target}: {exc.strerror or exc}") from None
     return path
+
+
+def flock(path: Path, block: bool) -> int | None:
+    """A descriptor of ``path`` (created if need be) under an exclusive ``flock`` (closing it releases the
+    lock), or None while another holds it and not ``block``; taken again on the new file if the holder
+    removed it meanwhile."""
+    while True:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except FileNotFoundError:
+            pass
+        os.close(fd)
 
 
 @contextlib.contextmanager

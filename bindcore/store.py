@@ -4,7 +4,6 @@ atomically, with a read-only ``published/`` root read after the local one (:clas
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import json
 import logging
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes, atomic_write_json, config_hash
+from .io import atomic_write_bytes, atomic_write_json, config_hash, flock
 
 log = logging.getLogger(__name__)
 
@@ -176,45 +175,24 @@ class NotStored(LookupError):
 
 
 class ClaimBusy(TimeoutError):
-    """An entry's claim is held by another process (``holder``: its owner record) and the caller did
-    not wait (longer)."""
+    """An entry's claim held by another process (``holder``: its owner record, {} if unreadable) that the
+    caller did not wait for (longer)."""
 
-    def __init__(self, path: Path, holder: dict[str, Any] | None) -> None:
-        who = _describe(holder)
-        super().__init__(f"{path} is claimed by {who}: that process is computing this entry")
-        self.path = Path(path)
-        self.holder = holder
+    def __init__(self, path: Path, holder: dict[str, Any]) -> None:
+        super().__init__(f"{path} is claimed by {_who(holder)}: that process is computing this entry")
+        self.path, self.holder = Path(path), holder
 
 
-def _describe(holder: dict[str, Any] | None) -> str:
-    if not holder:
-        return "another process"
-    return f"process {holder.get('pid')} on {holder.get('host')} (since {holder.get('started')})"
+def _who(holder: dict[str, Any]) -> str:
+    return f"process {holder['pid']} on {holder.get('host')} (since {holder.get('started')})" if "pid" in holder \
+        else "another process"
 
 
-def _read_claim(path: Path) -> dict[str, Any] | None:
+def _holder(path: Path) -> dict[str, Any]:
     try:
         return read_record(path)
     except (OSError, CorruptRecord):
-        return None
-
-
-def _lock(path: Path) -> int | None:
-    """A descriptor of ``path`` (created if need be) under an exclusive ``flock``, or None while another
-    process holds it; a lock on a file removed meanwhile is retaken on the new file."""
-    while True:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+        return {}
 
 
 @dataclass
@@ -296,7 +274,9 @@ class Entry:
     def done(self) -> bool:
         return (self.path / "result.json").exists()
 
-    def load_state(self, name: str = "model.pt", map_location: Any = "cpu") -> dict[str, Any]:
+    def load_into(self, module: Any, name: str = "model.pt", map_location: Any = "cpu") -> Any:
+        """``module`` with the state dict in ``name`` loaded (``weights_only``); :class:`CorruptRecord` naming the
+        file when it is unreadable or not a state dict of ``module``."""
         import torch
 
         p = self.path / name
@@ -306,12 +286,17 @@ class Entry:
         try:
             state = torch.load(p, map_location=map_location, weights_only=True)
         except Exception as exc:  # a truncated or foreign file: zip, unpickling or EOF errors
-            raise CorruptRecord(p, f"unreadable weights ({type(exc).__name__}: {exc}); delete {self.path} "
-                                   f"to compute this entry again") from None
+            raise CorruptRecord(p, f"unreadable weights ({type(exc).__name__}: {exc})" + (
+                f"; delete {self.path} to compute this entry again" if self.source == "local" else "")) from None
+        try:
+            module.load_state_dict(state)
+        except (TypeError, RuntimeError, AttributeError) as exc:  # a list, or a dict of other keys or shapes
+            raise CorruptRecord(p, f"not the weights of a {type(module).__name__} ({type(exc).__name__}: "
+                                   f"{str(exc)[:300]})") from None
         if self.source == "local":  # what `bindcore publish --weights` ships: the weights an analysis read
             with contextlib.suppress(OSError):
                 (self.path / (name + READ_MARK)).touch()
-        return state
+        return module
 
     def record(self) -> dict[str, Any]:
         """The result with where it lies: ``source`` and ``path``."""
@@ -383,6 +368,24 @@ def _check_weights(e: Entry, result: dict[str, Any], missing_ok: bool = False) -
             raise CorruptRecord(path, "not a torch weights file (no zip archive end)")
 
 
+def _check_data(e: Entry) -> None:
+    """:class:`CorruptRecord` naming a data file of ``e``'s kind that is missing, not an ``.npz`` of arrays
+    (read without unpickling) or holds NaN or infinite numbers."""
+    import numpy as np
+
+    for path in (e.path / name for name in e.kind.data):
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except FileNotFoundError:
+            raise CorruptRecord(path, "missing (its record lies in it)") from None
+        except Exception as exc:  # cut short or foreign: BadZipFile, EOFError, OSError, ValueError, AttributeError
+            raise CorruptRecord(path, f"not an .npz of arrays ({type(exc).__name__}: {exc})") from None
+        for k, a in arrays.items():
+            if a.dtype.kind in "fc" and not np.isfinite(a).all():
+                raise CorruptRecord(path, f"its {k!r} holds {int((~np.isfinite(a)).sum())} NaN or infinite numbers")
+
+
 class ResultStore:
     """Results of each :class:`Kind` keyed by config hash.
 
@@ -396,10 +399,10 @@ class ResultStore:
         self.root = Path(root) if root is not None else default_root()
         self.published = Path(published) if published is not None else None
         committed = {REPO_ROOT / "published", PACKAGE_DIR / "published", self.published}
-        if any(p is not None and self.root.resolve() == p.resolve() for p in committed):
+        if any(p is not None and self.root.resolve().is_relative_to(p.resolve()) for p in committed):
             # a published record may lack the weights its result lists: locally it would read as corrupt
-            raise ValueError(f"{self.root} holds the published records, which are read-only: "
-                             "give the result store another folder")
+            raise ValueError(f"{self.root} is in the published records' folder, which is read-only: give the "
+                             f"result store (--results, ${RESULTS_ENV}) another folder")
 
     def _bases(self) -> Iterator[tuple[Path, str]]:
         yield self.root, "local"
@@ -409,9 +412,10 @@ class ResultStore:
     def local_dir(self, kind: Kind, config: dict[str, Any]) -> Path:
         return self.root / kind / config_hash(config)
 
-    def _readable(self, e: Entry) -> dict[str, Any] | None:
-        """``e``'s result, or None when missing, corrupt or incomplete (a local bad record is moved aside;
-        each is reported)."""
+    def _readable(self, e: Entry, check: Callable[[Path], Any] | None = None) -> dict[str, Any] | None:
+        """``e``'s result, or None when missing, corrupt or incomplete: its result, config, weights and data
+        files, then ``check(e.path)`` (which raises :class:`CorruptRecord`). A bad local record is moved aside,
+        a published one skipped (never moved); each is reported."""
         if not e.done:
             return None
         try:
@@ -423,9 +427,12 @@ class ResultStore:
             if e.kind is not None:
                 _check_identity(e, result)
                 _check_weights(e, result, missing_ok=e.source != "local")
+                _check_data(e)
+            if check is not None:
+                check(e.path)
         except CorruptRecord as exc:
             if e.source == "local":
-                if exc.path.name != "result.json":  # weights: the record goes too, so the entry is computed again
+                if exc.path.name != "result.json":  # weights or data: the record goes too, so it is computed again
                     quarantine(exc.path, exc.why)
                     quarantine(e.path / "result.json", f"its {exc.path.name} is {exc.why}")
                 else:
@@ -458,11 +465,12 @@ class ResultStore:
         quarantine(e.path / "result.json", "its config.json is " + why)
         return False
 
-    def find(self, kind: Kind, config: dict[str, Any]) -> Entry | None:
-        """The finished entry of this config, local first, then published; else None (corrupt: none)."""
+    def find(self, kind: Kind, config: dict[str, Any], check: Callable[[Path], Any] | None = None) -> Entry | None:
+        """The finished entry of this config, local first, then published; else None (corrupt: none).
+        ``check``: see :meth:`_readable`."""
         for base, source in self._bases():
             e = Entry(base / kind / config_hash(config), source, kind)
-            if self._readable(e) is not None and self._config_readable(e, config):
+            if self._readable(e, check) is not None and self._config_readable(e, config):
                 _tally("read", e)
                 return e
         return None
@@ -503,14 +511,16 @@ class ResultStore:
         the config's claim, so that two processes asking at once compute it once."""
         return self.cached_entry(kind, config, lambda _: compute()).result
 
-    def cached_entry(self, kind: Kind, config: dict[str, Any], compute: Callable[[Path], dict[str, Any]]) -> Entry:
-        """:meth:`cached`'s entry; ``compute`` gets the entry's folder, to write the kind's ``data`` files in."""
-        found = self.find(kind, config)
+    def cached_entry(self, kind: Kind, config: dict[str, Any], compute: Callable[[Path], dict[str, Any]],
+                     check: Callable[[Path], Any] | None = None) -> Entry:
+        """:meth:`cached`'s entry; ``compute`` gets the entry's folder, to write the kind's ``data`` files in;
+        ``check`` reads them (:meth:`_readable`)."""
+        found = self.find(kind, config, check)
         if found is not None:
             return found
         entry = self.prepare(kind, config)
         with self.claim(kind, config):
-            found = self.find(kind, config)  # stored by the process this one waited for
+            found = self.find(kind, config, check)  # stored by the process this one waited for
             if found is None:
                 self.finish(entry, compute(entry.path))
                 found = entry
@@ -571,7 +581,7 @@ class ResultStore:
 
     def publish_all(self, kinds: Iterable[Kind], weights: str | None = None) -> list[tuple[Entry, Path | None, str]]:
         """Publish every finished local record of ``kinds``; one row (entry, published path or None, what
-        was done) per record. ``weights``: None; ``"read"`` (those :meth:`Entry.load_state` loaded); or
+        was done) per record. ``weights``: None; ``"read"`` (those :meth:`Entry.load_into` loaded); or
         ``"all"``; too-large weights are left out, a too-large data file leaves the record unpublished."""
         if weights not in (None, "read", "all"):
             raise ValueError(f"weights must be None, 'read' or 'all', got {weights!r}")
@@ -603,37 +613,36 @@ class ResultStore:
         return self.local_dir(kind, config) / CLAIM_FILE
 
     def holder(self, kind: Kind, config: dict[str, Any]) -> dict[str, Any] | None:
-        """The owner record of the claim on this config's entry, or None when nobody holds it."""
+        """The owner record of the claim on this config's entry ({} if unreadable), or None when nobody holds it."""
         path = self.claim_path(kind, config)
         if not path.exists():
             return None
-        fd = _lock(path)
+        fd = flock(path, block=False)
         if fd is None:
-            return _read_claim(path) or {}
+            return _holder(path)
         path.unlink(missing_ok=True)
         os.close(fd)
         return None
 
     @contextlib.contextmanager
-    def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True,
-              poll: float = 0.2) -> Iterator[Claim]:
-        """Hold the exclusive claim on this config's local entry for the ``with`` block. ``wait``: True
-        waits while it is held, a number at most that many seconds, False not at all; then :class:`ClaimBusy`.
-        ``poll``: first wait between attempts (growing to 5 s)."""
+    def claim(self, kind: Kind, config: dict[str, Any], wait: bool | float = True) -> Iterator[Claim]:
+        """Hold the exclusive claim on this config's local entry for the ``with`` block: a ``flock`` on its
+        ``claim.json``, which names the owner. ``wait``: True waits while another process holds it, a number
+        at most that many seconds, False not at all; then :class:`ClaimBusy`."""
         path = self.claim_path(kind, config)
         path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = None if wait is True else time.monotonic() + (0.0 if wait is False else float(wait))
-        announced = False
-        while (fd := _lock(path)) is None:
-            holder = _read_claim(path)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise ClaimBusy(path, holder)
-            if not announced:
-                gives_up = "" if deadline is None else f"; gives up after {max(0.0, deadline - time.monotonic()):.0f} s"
-                log.info("waiting for %s, which holds %s, until it finishes%s", _describe(holder), path, gives_up)
-                announced = True
-            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
-            poll = min(poll * 1.5, 5.0)
+        fd = flock(path, block=False)
+        if fd is None:
+            limit = "" if wait is True else f"; gives up after {float(wait):.0f} s"
+            log.info("waiting for %s, which holds %s, until it finishes%s", _who(_holder(path)), path, limit)
+            if wait is True:
+                fd = flock(path, block=True)
+            else:
+                deadline = time.monotonic() + float(wait)
+                while (fd := flock(path, block=False)) is None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if fd is None:
+                    raise ClaimBusy(path, _holder(path))
         owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                  "kind": kind.name, "entry": path.parent.name}
         try:

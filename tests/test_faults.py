@@ -149,9 +149,13 @@ def is_new_dataset(out: Path) -> bool:
     import pandas as pd
 
     ds = new_dataset()
+    import numpy as np
+    from PIL import Image
+
     names = pd.read_csv(out / "labels.csv")["filename"].tolist()
     return names == ds.filenames and all((out / n).is_file() for n in names) and \
-        (out / "metadata.json").read_text() == json.dumps(ds.metadata()) + "\n"
+        (out / "metadata.json").read_text() == json.dumps(ds.metadata()) + "\n" and \
+        all(np.array_equal(np.asarray(Image.open(out / n)), img) for n, img in zip(names, ds.images))  # not the old
 
 
 KILL = """
@@ -181,10 +185,10 @@ def test_data_make_killed_during_its_install_loses_nothing(old_dataset, point):
 
     out, before = old_dataset
     n_old = len(before) - 1  # notes.txt stays
-    n_new = len(new_dataset().filenames) + 3
-    # each rename and the final delete count as one call; the journal is written by a rename
-    at = {"first move": 1, "old files half moved out": 2 + n_old // 2, "new files half moved in":
-          2 + n_old + n_new // 2, "last move": 1 + n_old + n_new, "old files being deleted": 3 + n_old + n_new}[point]
+    n_new = len(new_dataset().filenames) + 4  # and labels.csv, metadata.json, captions.csv, the manifest
+    # each rename and the final delete count as one call; the last move is labels.csv's
+    at = {"first move": 1, "old files half moved out": 1 + n_old // 2, "new files half moved in":
+          1 + n_old + n_new // 2, "last move": n_old + n_new, "old files being deleted": 1 + n_old + n_new}[point]
     run = subprocess.run([sys.executable, "-c", KILL, str(out), str(at)], env={**os.environ, "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 9, run.stderr

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.runs import train
@@ -114,3 +115,120 @@ def test_the_embedding_cache_recomputes_a_truncated_or_non_finite_entry(tmp_path
     assert str(npz) in caplog.text
     cache.save(cfg, np.full((3, 4), np.nan), {})
     assert cache.load(cfg) is None  # an all-NaN entry was a hit
+
+
+# ---------------------------------------------------------------------------------
+# data files (probes.npz, embeddings.npz) are checked when read; published/ is never touched
+# ---------------------------------------------------------------------------------
+def probes_fit(calls: list):
+    """A ``fit`` for stored_probes (counted in ``calls``): probes of 2 x 3 values on 12 random scenes."""
+    from bindcore.analysis.probes import LinearProbes
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 4)).astype(np.float32)
+    objects = np.stack([rng.integers(0, 2, (12, 1)), rng.integers(0, 3, (12, 1))], axis=-1)
+
+    def fit():
+        calls.append(1)
+        probes = LinearProbes([2, 3], epochs=5, lr=0.1, seed=0).fit(x, objects)
+        return probes, probes.scores(x, objects)
+
+    return fit
+
+
+def spoil(npz: Path, how: str) -> None:
+    if how == "missing":
+        npz.unlink()
+    elif how == "truncated":
+        corrupt(npz, 50)
+    else:
+        with np.load(npz) as z:
+            arrays = dict(z)
+        if how == "key-less":
+            arrays = {"weights": arrays["object"]}
+        else:  # NaN weights
+            arrays["concept_0"][0, 0] = np.nan
+        np.savez(npz, **arrays)
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "key-less", "NaN"])
+def test_an_unreadable_local_probes_record_is_moved_aside_and_fitted_again(tmp_path, caplog, how):
+    from bindcore.analysis.embedding_sets import PROBES_KIND, stored_probes
+
+    store, calls, origin = ResultStore(tmp_path, published=None), [], {"probes": "toy"}
+    first, _ = stored_probes(origin, [2, 3], probes_fit(calls), store)
+    folder = store.local_dir(PROBES_KIND, origin)
+    spoil(folder / "probes.npz", how)
+    with caplog.at_level(logging.WARNING):
+        again, scores = stored_probes(origin, [2, 3], probes_fit(calls), store)  # was KeyError, BadZipFile, NaN
+    assert calls == [1, 1] and str(folder) in caplog.text and "probes.npz" in caplog.text
+    assert list(folder.glob("result.json.corrupt-*"))
+    assert all(np.array_equal(a, b) for a, b in zip(again.concept_weights_, first.concept_weights_))
+    assert np.array_equal(again.object_weights_, first.object_weights_) and np.isfinite(again.object_weights_).all()
+    stored_probes(origin, [2, 3], probes_fit(calls), store)
+    assert calls == [1, 1]  # the fit stored again is read back
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "key-less", "NaN"])
+def test_an_unreadable_published_probes_record_is_skipped_and_left_as_it_is(tmp_path, caplog, how):
+    from bindcore.analysis.embedding_sets import PROBES_KIND, stored_probes
+
+    calls, origin = [], {"probes": "toy"}
+    stored_probes(origin, [2, 3], probes_fit(calls), ResultStore(tmp_path / "published", published=None))
+    published = ResultStore(tmp_path / "published", published=None).local_dir(PROBES_KIND, origin)
+    spoil(published / "probes.npz", how)
+    before = {p.name: p.read_bytes() for p in published.iterdir()}
+    store = ResultStore(tmp_path / "results", published=tmp_path / "published")
+    with caplog.at_level(logging.WARNING):
+        probes, _ = stored_probes(origin, [2, 3], probes_fit(calls), store)
+    assert calls == [1, 1] and str(published / "probes.npz") in caplog.text and "skipped" in caplog.text
+    assert {p.name: p.read_bytes() for p in published.iterdir()} == before  # nothing renamed or deleted
+    assert (store.local_dir(PROBES_KIND, origin) / "probes.npz").is_file()  # computed locally instead
+
+
+def test_corrupt_published_embeddings_are_skipped_and_left_as_they_are(tmp_path, caplog):
+    from bindcore.encoders.cache import EmbeddingCache
+
+    cfg = {"encoder": {"name": "x"}, "dataset": "abc", "modality": "text"}
+    npz = EmbeddingCache(tmp_path / "published" / "embeddings", published=None).save(cfg, np.ones((3, 4)), {})
+    corrupt(npz, 50)
+    before = sorted(p.name for p in npz.parent.iterdir())
+    cache = EmbeddingCache(tmp_path / "results" / "embeddings", published=tmp_path / "published")
+    with caplog.at_level(logging.WARNING):
+        assert cache.load(cfg) is None
+    assert str(npz) in caplog.text and sorted(p.name for p in npz.parent.iterdir()) == before  # was renamed
+
+
+def test_a_result_store_inside_the_published_records_is_refused(tmp_path, monkeypatch, capsys):
+    import bindcore.controlled.runs as runs
+    from bindcore.cli import main
+    from bindcore.store import REPO_ROOT
+
+    with pytest.raises(ValueError, match="published records.*read-only"):
+        ResultStore(tmp_path / "pub" / "train-2", published=tmp_path / "pub")  # was a store writing into pub/
+
+    def never(*a, **k):
+        raise AssertionError("trained into published/")
+
+    monkeypatch.setattr(runs, "train", never)
+    assert main(["train", "--profile", "smoke", "--set", "steps=4", "--quiet",
+                 "--results", str(REPO_ROOT / "published" / "train-2")]) == 2
+    err = capsys.readouterr().err
+    assert "published records" in err and "--results" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("weights", ["a list", "other keys"])
+def test_weights_that_are_not_the_models_state_dict_are_an_error_naming_the_file(tmp_path, weights):
+    import shutil
+
+    import torch
+
+    from bindcore.controlled.runs import load_model
+    from bindcore.store import CorruptRecord
+
+    rec = train(tiny(), store=ResultStore(tmp_path / "results", published=None), device="cpu", progress=False)
+    folder = tmp_path / "published" / "train-2" / Path(rec["path"]).name
+    shutil.copytree(rec["path"], folder)
+    torch.save([torch.zeros(2)] if weights == "a list" else {"w": torch.zeros(2)}, folder / "model.pt")
+    with pytest.raises(CorruptRecord, match=str(folder / "model.pt")):  # was a TypeError or RuntimeError
+        load_model({**rec, "path": str(folder), "source": "published"})

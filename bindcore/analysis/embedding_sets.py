@@ -21,7 +21,7 @@ from bindcore.data.clevr3d import make_clevr3d_three
 from bindcore.encoders import embed_dataset
 from bindcore.encoders.cache import embedding_config
 from bindcore.io import atomic_savez
-from bindcore.store import Kind, ResultStore
+from bindcore.store import CorruptRecord, Kind, ResultStore
 
 from .geometry_sets import EmbeddingSet
 from .probes import PROBE_TRAIN_FRACTION, BindingData, LinearProbes, data_origin, scene_split
@@ -281,9 +281,18 @@ def stored_probes(origin: dict[str, Any], values_per_concept: Sequence[int], fit
         atomic_savez(folder / "probes.npz", object=probes.object_weights_, **weights)
         return {"scores": {k: float(v) for k, v in scores.items()}}
 
-    entry = (store or ResultStore()).cached_entry(PROBES_KIND, origin, compute)
+    def read(folder: Path) -> list[np.ndarray]:
+        """The weights ``[object, concept_0, ...]``, each ``[values, d]``."""
+        path, vpc = folder / "probes.npz", list(values_per_concept)
+        rows = {"object": int(np.prod(vpc)), **{f"concept_{i}": v for i, v in enumerate(vpc)}}
+        with np.load(path, allow_pickle=False) as z:
+            w = {n: z[n] for n in z.files}
+        if any(n not in w or w[n].shape != (v, *w["object"].shape[-1:]) for n, v in rows.items()):
+            raise CorruptRecord(path, f"holds {({n: a.shape for n, a in w.items()})}, not probes of {vpc} values "
+                                "(rows) of one width")
+        return [w[n] for n in rows]
+
+    entry = (store or ResultStore()).cached_entry(PROBES_KIND, origin, compute, check=read)
     probes = LinearProbes(list(values_per_concept))
-    with np.load(entry.path / "probes.npz", allow_pickle=False) as z:
-        probes.concept_weights_ = [z[f"concept_{i}"] for i in range(len(values_per_concept))]
-        probes.object_weights_ = z["object"]
+    probes.object_weights_, *probes.concept_weights_ = read(entry.path)
     return probes, entry.result["scores"]

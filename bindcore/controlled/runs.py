@@ -123,5 +123,5 @@ def load_model(record: dict[str, Any], map_location: str = "cpu") -> DualEncoder
     """The trained dual encoder of a stored run (local runs keep their weights)."""
     cfg = TrainConfig.from_dict(record["config"])
     model = cfg.make_model()
-    model.load_state_dict(Entry(Path(record["path"]), record.get("source", "local")).load_state("model.pt", map_location))
+    Entry(Path(record["path"]), record.get("source", "local")).load_into(model, "model.pt", map_location)
     return model.to(map_location).eval()  # (load_state_dict copies into the CPU-built model's own tensors)

@@ -1,6 +1,7 @@
 """The dataset format of the book (:class:`SceneDataset`, the release's ``labels.csv``) and
-its install: written whole into a staging folder on the target's filesystem, swapped in by
-journaled renames (``labels.csv`` last), and put back by :func:`recover_install` after a kill."""
+its install: written whole into a temporary folder on the target's filesystem, then swapped in
+by one ``os.replace`` of the folder or, into an existing folder, of each file (``labels.csv``
+out first and in last); after a kill the next install puts the old dataset back."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bindcore.ids import object_ids
-from bindcore.io import atomic_write_json, check_writable_folder, digest, file_mode, signals_deferred
+from bindcore.io import check_writable_folder, digest, file_mode, flock, signals_deferred
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ DATASET_FILES = ("labels.csv", "metadata.json", "captions.csv", MANIFEST)
 IMAGE_NAME = re.compile(r"^\d+\.png$")
 # staging folders of installs: <out>/.bindcore-install-*, or <parent>/.<out name>.bindcore-install-*
 STAGING = ".bindcore-install-"
-JOURNAL = "install.json"
+OWNER = ".owner"  # in a staging folder: locked (flock) by the process whose install it is, while it runs
 
 
 def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
@@ -144,7 +145,7 @@ class SceneDataset:
 
         out = check_output_folder(out, overwrite, force)
         staging = _staging_folder(out)
-        owner = _own(staging)  # so that a second install into out waits for none of this and removes none of it
+        owner = flock(staging / OWNER, block=False)  # a second install into out is refused, and removes none of it
         new = staging / "new"
         try:
             try:
@@ -168,7 +169,7 @@ class SceneDataset:
                 raise
             _install(staging, out)
         finally:
-            owner.close()
+            os.close(owner)
         return out
 
 
@@ -239,30 +240,12 @@ def _staging_folders(out: Path) -> list[Path]:
     return sorted(p for p in found if p.is_dir())
 
 
-OWNER = ".owner"  # in a staging folder: locked (flock) by the process whose install it is, while it runs
-
-
-def _own(staging: Path) -> Any:
-    """Lock ``staging`` as this process's install; closing the returned file releases it."""
-    import fcntl
-
-    handle = open(staging / OWNER, "w")  # noqa: SIM115 (held for the whole install)
-    fcntl.flock(handle, fcntl.LOCK_EX)
-    return handle
-
-
 def _running(staging: Path) -> bool:
     """Whether the install that owns ``staging`` is still running (holds its lock)."""
-    import fcntl
-
-    try:
-        with open(staging / OWNER) as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False  # no lock file: an install of code before the lock, or killed before it locked
-    return False
+    fd = flock(staging / OWNER, block=False)
+    if fd is not None:
+        os.close(fd)
+    return fd is None
 
 
 def _staging_folder(out: Path) -> Path:
@@ -277,55 +260,42 @@ def _staging_folder(out: Path) -> Path:
     return path
 
 
-def _labels_first(names: list[str]) -> list[str]:
+def _labels_first(names: Sequence[str]) -> list[str]:
     return sorted(names, key=lambda n: (n != "labels.csv", n))
 
 
 def _install(staging: Path, out: Path) -> None:
-    """Swap ``staging/new`` in for ``out``'s dataset files, signals deferred; any error rolls
-    back. The staging folder is gone afterwards."""
-    new = staging / "new"
-    if not out.exists():  # nothing to keep: one rename (out's parent is staging's)
-        try:
-            with signals_deferred():
-                os.rename(new, out)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return
-    old = staging / "old"
-    old.mkdir()
-    journal = {"state": "swapping", "old": [p.name for p in owned_files(out)],
-               "new": sorted(p.name for p in new.iterdir())}
-    atomic_write_json(staging / JOURNAL, journal)
-    needed = True  # the staging folder holds old files that are not back in place
-    try:
-        with signals_deferred():  # a Ctrl-C or SIGTERM takes effect after the swap
-            try:
-                for name in _labels_first(journal["old"]):  # labels.csv first: no labels naming missing images
-                    os.replace(out / name, old / name)
-                for name in reversed(_labels_first(journal["new"])):  # labels.csv last: complete when it appears
-                    os.replace(new / name, out / name)
-                atomic_write_json(staging / JOURNAL, {**journal, "state": "installed"})
-            except BaseException:
-                _roll_back(staging, out, journal)  # if this fails, the journal lets the next write finish it
-                needed = False
-                raise
-            needed = False
-    finally:
-        if not needed:
-            shutil.rmtree(staging, ignore_errors=True)  # the old dataset, once the new one is complete
-
-
-def _roll_back(staging: Path, out: Path, journal: dict[str, Any]) -> None:
-    """Undo an unfinished swap (new files to ``staging/new``, old to ``out``); safe to repeat."""
+    """Swap the complete ``staging/new`` in for ``out``'s dataset files, signals deferred: the
+    folder in one rename when ``out`` does not exist, else the old files out to ``staging/old``
+    (labels.csv first) and the new ones in (labels.csv last). An error puts the old files back.
+    The staging folder is removed (unless putting them back failed: then the next install does)."""
     new, old = staging / "new", staging / "old"
-    new.mkdir(exist_ok=True)
-    for name in _labels_first(journal["new"]):  # a new file not in new/ was moved into out
+    with signals_deferred():  # a Ctrl-C or SIGTERM takes effect after the swap
+        if not out.exists():
+            os.rename(new, out)  # staging is beside out
+        else:
+            old.mkdir()  # the swap begins: a kill from here on is undone by recover_install
+            try:
+                for name in _labels_first([p.name for p in owned_files(out)]):
+                    os.replace(out / name, old / name)
+                for name in reversed(_labels_first(os.listdir(new))):
+                    os.replace(new / name, out / name)
+            except BaseException:
+                _roll_back(staging, out)
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        shutil.rmtree(staging, ignore_errors=True)  # with the old dataset, once the new one is complete
+
+
+def _roll_back(staging: Path, out: Path) -> None:
+    """Undo an unfinished swap (new files back to ``staging/new``, old ones from ``staging/old`` to
+    ``out``); safe to repeat. The new files are those its manifest lists, in ``new`` or already in ``out``."""
+    new, old = staging / "new", staging / "old"
+    for name in _labels_first(sorted(ours(new) or ours(out))):
         if not (new / name).exists() and (out / name).exists():
             os.replace(out / name, new / name)
-    for name in reversed(_labels_first(journal["old"])):  # labels.csv last
-        if (old / name).exists():
-            os.replace(old / name, out / name)
+    for name in reversed(_labels_first(os.listdir(old))):  # labels.csv last
+        os.replace(old / name, out / name)
 
 
 def interrupted_install(folder: str | Path) -> str:
@@ -340,24 +310,18 @@ def interrupted_install(folder: str | Path) -> str:
 
 
 def recover_install(out: str | Path) -> list[Path]:
-    """Clean up after killed installs into ``out`` (a cut swap is undone, leftovers deleted);
-    the staging folders removed, each logged."""
+    """Clean up after killed installs into ``out``: a swap cut short (``old/`` made, the new
+    ``labels.csv`` not yet in) is undone; the staging folders removed, each logged."""
     out = Path(out)
     removed = []
     for staging in _staging_folders(out):
         if _running(staging):  # another process's install, not a killed one
             continue
-        journal_path = staging / JOURNAL
-        try:
-            journal = json.loads(journal_path.read_text()) if journal_path.exists() else None
-        except (OSError, ValueError):
-            journal = None  # written atomically: an unreadable one was never complete, no swap began
-        if journal and journal.get("state") == "swapping":
-            _roll_back(staging, out, journal)
+        if (staging / "old").is_dir() and (staging / "new" / "labels.csv").exists():
+            _roll_back(staging, out)
             log.warning("%s: an install into it was interrupted; its old dataset is put back", out)
         else:
-            log.warning("%s: removed %s, left by an interrupted install (%s)", out, staging.name,
-                        "its new dataset was complete" if journal else "a partial new dataset")
+            log.warning("%s: removed %s, left by an interrupted install", out, staging.name)
         shutil.rmtree(staging)
         removed.append(staging)
     return removed

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bindcore.io import atomic_savez, config_hash
-from bindcore.store import PUBLISHED_ROOT, Kind, ResultStore, default_root, quarantine
+from bindcore.store import PUBLISHED_ROOT, CorruptRecord, Kind, ResultStore, default_root
 
 from .availability import package_version
 from .base import MODALITIES, Encoder
@@ -50,26 +50,10 @@ class EmbeddingCache:
         return self.root / key / "embeddings.npz", self.root / key / "result.json"
 
     def load(self, config: dict[str, Any]) -> np.ndarray | None:
-        """The stored embeddings of ``config``, or None (also, with a logged note, when the
-        file is unreadable or holds NaN or infinite entries)."""
-        entry = self._store.find(self._kind, config)
-        if entry is None:
-            return None
-        npz = entry.path / "embeddings.npz"
-        if not npz.exists():
-            log.warning("stored embeddings %s are missing; recomputing", npz)
-            return None
-        try:
-            with np.load(npz, allow_pickle=False) as z:
-                emb = np.asarray(z["embeddings"], dtype=np.float32)
-        except Exception as exc:  # truncated or foreign: BadZipFile, EOFError, OSError, ValueError, KeyError
-            quarantine(npz, f"unreadable stored embeddings ({type(exc).__name__}: {exc})")
-            return None
-        if not np.isfinite(emb).all():
-            log.warning("stored embeddings %s hold %d NaN or infinite entries; recomputing", npz,
-                        int((~np.isfinite(emb)).sum()))
-            return None
-        return emb
+        """The stored embeddings of ``config``, or None (also when the file is missing, unreadable or
+        holds NaN or infinite entries: reported, a local one moved aside)."""
+        entry = self._store.find(self._kind, config, check=_read)
+        return None if entry is None else _read(entry.path)
 
     def stored(self, config: dict[str, Any], n: int, what: str = "") -> np.ndarray | None:
         """The stored ``[n, d]`` embeddings of ``config`` (``what``: encoder, dataset and modality, for the log),
@@ -92,6 +76,14 @@ class EmbeddingCache:
         npz = atomic_savez(entry.path / "embeddings.npz", embeddings=np.ascontiguousarray(array, dtype=np.float32))
         self._store.finish(entry, {**meta, "key": entry.path.name, "shape": list(array.shape), "dtype": "float32"})
         return npz
+
+
+def _read(folder: Path) -> np.ndarray:
+    """The array of ``folder``'s ``embeddings.npz`` (:class:`~bindcore.store.CorruptRecord` without it)."""
+    with np.load(folder / "embeddings.npz", allow_pickle=False) as z:
+        if "embeddings" not in z.files:
+            raise CorruptRecord(folder / "embeddings.npz", f"no 'embeddings' array (it holds {z.files})")
+        return np.asarray(z["embeddings"], dtype=np.float32)
 
 
 def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCache | None | bool = None,
