@@ -96,6 +96,7 @@ from bindcore.book.prose import glue
 from bindcore.book.tables import show_claims
 from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
+    COMPARISON_SIZES,
     EARLIER_DEPTH,
     FIT_MARGIN,
     FIT_TARGET,
@@ -722,10 +723,10 @@ else:
 # compared only when one architecture, optimiser and schedule trained them; only the step
 # budget, set by the fit rule, differs from point to point. The depth is chosen by a rule
 # written down before the runs it judges (`bindcore.controlled.recipes.comparison_depth`,
-# committed before the three-layer runs at |O| = 100 and 400): the smallest number of
-# layers per encoder at which, at every coverage of |O| = 100, 400 and
-# {glue:text}`paper_space`, a majority of the runs fitted their training task at the fit
-# rule's budget, that budget at most twice the size's base steps. Two layers fail it at
+# committed before the three-layer runs at the two smaller sizes): the smallest number of
+# layers per encoder at which, at every coverage of |O| = {glue:text}`depth_sizes`, a
+# majority of the runs fitted their training task at the fit rule's budget, that budget
+# at most twice the size's base steps. Two layers fail it at
 # |O| = {glue:text}`paper_space` (the fit search, appendix B, lists the attempts); the plan
 # therefore trains every size with three. The rule's status per depth, read from the
 # stored runs:
@@ -761,6 +762,17 @@ glue("scale_seeds", len(SCALE_SEEDS))
 glue("fit_target", FIT_TARGET, ".2f")
 glue("fit_margin", FIT_MARGIN, "g")
 glue("min_test_objects", MIN_TEST_OBJECTS)
+
+
+def sizes_text(sizes: list[int]) -> str:
+    """``100, 400 and 2,500``."""
+    words = [f"{n:,}" for n in sorted(sizes)]
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+glue("depth_sizes", sizes_text([v ** c for c, v in COMPARISON_SIZES]))
+glue("earlier_sizes", sizes_text({r["config"]["n_values"] ** r["config"]["n_concepts"] for r in earlier_recs}
+                                 - {PAPER_OBJECT_SPACES[0]}))
 largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
@@ -794,8 +806,8 @@ if scale_recs:
 # pairs at or above {glue:text}`transition` from there on), how many of its runs there
 # fitted their training task, and its steps, for the plan's three-layer recipe (which the
 # verdict below reads) and, as a second labelled row per size, the earlier two-layer
-# recipe (which trained |O| = 100, 400 and {glue:text}`largest_scale_space` before the
-# depth rule; at |O| = {glue:text}`paper_space` its runs are those that failed the rule):
+# recipe (which trained |O| = {glue:text}`earlier_sizes` before the depth rule; at
+# |O| = {glue:text}`paper_space` its runs are those that failed the rule):
 
 # %% tags=["hide-input", "full-width"]
 by_recipe = {depth_label(PLAN_DEPTH): scale_recs, depth_label(EARLIER_DEPTH): earlier_recs}
@@ -849,8 +861,8 @@ show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
 # rule admits at every size compared. The two-layer row compares sizes whose runs the
 # depth rule rejects at |O| = {glue:text}`paper_space`, and is shown only beside it. The
 # rule across sizes has changed over time; each change, with the verdict on the records of
-# its commit before and after it (from 2026-12-07, a rule change lands before the records
-# it judges):
+# its commit before and after it (since the change that removed the upper-bound rule, a
+# rule change lands in a commit before the records it judges):
 
 # %% tags=["hide-input"]
 display(pd.DataFrame(RULE_CHANGES))
