@@ -475,9 +475,7 @@ def train_runs(
             for r, part in zip(runs, parts):
                 r.parts = part
             due = [r for r in runs if r.cfg.eval_every and n % r.cfg.eval_every == 0 and not pending]
-            stopping = bool(pending) or (stop_after is not None and done >= stop_after)
-            saving = any(checkpoints) and (stopping or bool(cfg.checkpoint_every and n % cfg.checkpoint_every == 0))
-            if stack and (due or saving):
+            if stack and due:
                 stack.copy_to(runs)
             for r in due:
                 check_finite(r.cfg, r.model, n)
@@ -486,6 +484,10 @@ def train_runs(
             if due:
                 bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
                                 loss=f"{float(loss.detach()):.3f}")
+            stopping = bool(pending) or (stop_after is not None and done >= stop_after)
+            saving = any(checkpoints) and (stopping or bool(cfg.checkpoint_every and n % cfg.checkpoint_every == 0))
+            if stack and saving and not due:
+                stack.copy_to(runs)
             for r, ckpt in zip(runs, checkpoints):
                 if saving and ckpt is not None:
                     save_checkpoint(ckpt, r.model, r.opt, n, r.history, r.clock)
