@@ -5,8 +5,8 @@ Runs may differ only in :data:`PER_RUN_FIELDS`.
 
 Where it pays: the GPU step of these small models is bound by the host (kernel launches, not
 arithmetic), and a stack launches about as many kernels as one run (H200, scale recipe at
-|O| = 2,500: 16.4 ms a lone fp32 step, 23.0 ms bf16; a stack of six, 8-9 ms a run-step;
-``benchmarks/device-logs/``). On a CPU each run costs its own arithmetic and stacking saved nothing
+|O| = 2,500: 16.4 ms a lone fp32 step, 23.0 ms bf16; a stack of six in bf16, 9.4 ms a run-step with
+its evaluations; ``benchmarks/device-logs/``). On a CPU each run costs its own arithmetic and stacking saved nothing
 (``benchmarks/bench_stacked.py``: stacked / lone 1.01 and 0.995 for stacks of 3 and 4 of the scale
 recipe, one thread), so there the runs of a stack train one by one."""
 
@@ -97,7 +97,7 @@ class StackedRuns:
         self.model = runs[0].model  # the one model, its parameters replaced by each run's in functional_call
         named = [dict(r.model.named_parameters()) for r in runs]
         self.params = {name: torch.stack([n[name].detach() for n in named]).requires_grad_(True) for name in named[0]}
-        self.opt = make_optimizer(runs[0].cfg, self.model, list(self.params.values()), lead=1)
+        self.opt = make_optimizer(runs[0].cfg, self.params.values(), lead=1)
         for name, p in self.params.items():  # a resumed run's optimizer state
             lone = [r.opt.state.get(n[name]) for r, n in zip(runs, named)]
             if all(lone):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
@@ -291,12 +291,12 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
     return max(0.0, (total - step) / max(1, total - w))
 
 
-def make_optimizer(cfg: TrainConfig, model: torch.nn.Module, params: list[torch.Tensor] | None = None,
-                   lead: int = 0) -> torch.optim.AdamW:
-    """Fused AdamW over both encoders and tau (``params``: instead of ``model``'s, each with ``lead``
-    leading run dimensions). ``decay_scope="all"`` decays every parameter (as the release);
+def make_optimizer(cfg: TrainConfig, model: torch.nn.Module | Iterable[torch.Tensor], lead: int = 0
+                   ) -> torch.optim.AdamW:
+    """Fused AdamW over both encoders and tau (``model``'s parameters, or the tensors given, each with
+    ``lead`` leading run dimensions). ``decay_scope="all"`` decays every parameter (as the release);
     ``"matrices"`` only 2-D ones (not tau, biases or LayerNorm)."""
-    params = list(model.parameters()) if params is None else params
+    params = list(model.parameters() if isinstance(model, torch.nn.Module) else model)
     if cfg.decay_scope == "all":
         groups: Any = params
     else:
