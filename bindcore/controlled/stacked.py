@@ -6,9 +6,12 @@ Runs may differ only in :data:`PER_RUN_FIELDS`.
 Where it pays: the GPU step of these small models is bound by the host (kernel launches, not
 arithmetic), and a stack launches about as many kernels as one run (H200, scale recipe at
 |O| = 2,500: 16.4 ms a lone fp32 step, 23.0 ms bf16; a stack of six in bf16, 9.4 ms a run-step with
-its evaluations; ``benchmarks/device-logs/``). On a CPU each run costs its own arithmetic and stacking saved nothing
-(``benchmarks/bench_stacked.py``: stacked / lone 1.01 and 0.995 for stacks of 3 and 4 of the scale
-recipe, one thread), so there the runs of a stack train one by one."""
+its evaluations, by the hand-written batched forward this map replaced; ``benchmarks/device-logs/``;
+``benchmarks/bench_stacked.py --device cuda`` measures this one). On a CPU each run costs its own arithmetic: the former
+CPU stack (each run's lone loss, one optimizer) measured 1.01 and 0.995 of the same runs one by one for
+stacks of 3 and 4 of the scale recipe and 0.93-0.96 at the quick point, and this map 1.3-1.5 (torch has no
+vmap rule for the CPU's attention kernel; ``benchmarks/bench_stacked.py``, one thread), so there the runs
+of a stack train one by one."""
 
 from __future__ import annotations
 
