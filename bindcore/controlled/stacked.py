@@ -158,12 +158,16 @@ class StackedRuns:
         dummy[0, 0] = space.eos
         tokens, labels, valid = [], [], []
         for d, s in zip(drawn, scenes):
-            parts = [d.get(name, (dummy[:0], torch.zeros(len(s), 0, dtype=torch.bool, device=dev))) for name in names]
-            tokens.append(torch.cat([torch.cat([F.pad(t, (0, width - t.shape[1]), value=space.pad),
-                                                dummy.expand(k - len(t), width)]) for (t, _), k in zip(parts, counts)]))
-            labels.append(torch.cat([F.pad(y, (0, k - y.shape[1])) for (_, y), k in zip(parts, counts)], dim=1))
-            v = [torch.arange(k, device=dev) < len(t) for (t, _), k in zip(parts, counts)]
-            valid.append(torch.cat([m | (torch.arange(k, device=dev) == 0) & ~m.any() for m, k in zip(v, counts)]))
+            run_tokens, run_labels, run_valid = [], [], []
+            for name, k in zip(names, counts):
+                t, y = d.get(name, (dummy[:0], torch.zeros(len(s), 0, dtype=torch.bool, device=dev)))
+                run_tokens += [F.pad(t, (0, width - t.shape[1]), value=space.pad), dummy.expand(k - len(t), width)]
+                run_labels.append(F.pad(y, (0, k - y.shape[1])))
+                # padding out of the softmax; a task this run did not draw keeps one unlabelled column in it
+                run_valid.append(torch.arange(k, device=dev) < max(len(t), 1))
+            tokens.append(torch.cat(run_tokens))
+            labels.append(torch.cat(run_labels, dim=1))
+            valid.append(torch.cat(run_valid))
         scene_tokens = torch.stack([space.tokenize_scenes(s) for s in scenes])
         scene_tokens = scene_tokens[..., :int((scene_tokens != space.pad).sum(-1).max())]
         caps = torch.tensor([r.cfg.logit_scale_cap for r in runs], device=dev)
