@@ -1,17 +1,23 @@
 """Stacked training against the same runs one by one, printed (not asserted).
 
 A recipe (``--profile``: scale by default, or quick, the book's own §5.2 runs) at
-|O| = 2,500 (C = 2, V = 50, coverage 0.5) unless told otherwise, on one CPU thread:
-seconds per training step of one lone run (each seed's lone run, by
+|O| = 2,500 (C = 2, V = 50, coverage 0.5) unless told otherwise, on one CPU thread (or
+``--device cuda``): seconds per training step of one lone run (each seed's lone run, by
 :func:`bindcore.controlled.objective.optimizer_step`) and of stacks of 3 and 4 runs
-(seeds 0..R-1, :func:`bindcore.controlled.stacked.stacked_step`), and the ratio
-stacked / (sum of the same runs' lone steps): below 1, the stack saves time.
-Measurements alternate lone and stacked steps over several rounds; each figure is the
-median over rounds (another process on the machine disturbs single rounds).
+(seeds 0..R-1, :meth:`bindcore.controlled.stacked.StackedRuns.step`: the one model mapped
+over stacked parameters by torch.func), and the ratio stacked / (sum of the same runs'
+lone steps): below 1, the stack saves time. Measurements alternate lone and stacked steps
+over several rounds; each figure is the median over rounds (another process on the
+machine disturbs single rounds).
 
-Usage: ``python benchmarks/bench_stacked.py [--profile scale|quick] [--steps 10] [--rounds 3]
-[--sizes 3 4] [--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
+Usage: ``python benchmarks/bench_stacked.py [--profile scale|quick] [--device cpu|cuda] [--steps 10]
+[--rounds 3] [--sizes 3 4] [--threads 1] [--values 50] [--coverage 0.5] [--batch-size B]``
 (the quick book's points: ``--profile quick --values 10 --coverage 0.8``)
+
+What decided where stacking runs (:mod:`bindcore.controlled.stacked`): before the stacked step
+became a torch.func map, its CPU path (each run's lone loss, one optimizer) measured 1.009 (3
+runs) and 0.995 (4 runs) on the scale profile and 0.93-0.96 at the quick point, one thread of a
+shared two-core machine; on a CPU the runs of a stack now train one by one.
 """
 
 from __future__ import annotations
@@ -24,21 +30,19 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from bindcore.controlled.checkpoints import Clock  # noqa: E402
 from bindcore.controlled.recipes import recipe  # noqa: E402
-from bindcore.controlled.stacked import (  # noqa: E402
-    make_stacked_optimizer,
-    new_run,
-    stack_parameters,
-    stackable,
-    stacked_step,
-)
+from bindcore.controlled.stacked import StackedRuns  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
+    Run,
+    autocast_dtype,
     build_model,
     concept_weight,
     make_optimizer,
@@ -46,49 +50,55 @@ from bindcore.controlled.training import (  # noqa: E402
 )
 
 
+def new_run(cfg, dev):
+    """A fresh run as train_runs starts it (no evaluation set: none is timed)."""
+    model = build_model(cfg, dev)
+    train = cfg.split.train.to(dev)
+    return Run(cfg, model, make_optimizer(cfg, model), [], Clock(), None, train, train, 0)
+
+
 class Lone:
-    """One run stepped as run_training steps it (no evaluation, no schedule)."""
+    """One run stepped as train_runs steps it (no evaluation, no schedule)."""
 
     def __init__(self, cfg, dev):
-        self.cfg, self.dev = cfg, dev
-        self.model = build_model(cfg, dev)
-        self.opt = make_optimizer(cfg, self.model)
-        self.train = cfg.split.train.to(dev)
-        self.w_c = concept_weight(cfg, 0, 0)
+        self.run, self.dev, self.amp = new_run(cfg, dev), dev, autocast_dtype(cfg, dev)
         self.step_no = 0
 
     def step(self):
-        optimizer_step(self.cfg, self.model, self.opt, self.train, self.train, self.step_no, self.dev, None, self.w_c)
+        r = self.run
+        optimizer_step(r.cfg, r.model, r.opt, r.train_objects, r.allowed, self.step_no, self.dev, self.amp,
+                       concept_weight(r.cfg, self.step_no, 0))
         self.step_no += 1
 
 
 class Stack:
-    """R runs stepped as run_stacked steps them (no evaluation, no schedule)."""
+    """R runs stepped as train_runs steps a stack (no evaluation, no schedule)."""
 
     def __init__(self, cfgs, dev):
-        stackable(cfgs)
-        models = [build_model(cfg, dev) for cfg in cfgs]
-        self.runs = [new_run(cfg, m, dev, share=len(cfgs)) for cfg, m in zip(cfgs, models)]
-        self.params = stack_parameters(models)
-        self.opt = make_stacked_optimizer(cfgs[0], self.params)
-        self.positions = models[0].scene.positions.to(dev)
+        self.runs, self.dev, self.amp = [new_run(cfg, dev) for cfg in cfgs], dev, autocast_dtype(cfgs[0], dev)
+        self.stack = StackedRuns(self.runs)
         self.step_no = 0
 
     def step(self):
-        stacked_step(self.runs, self.params, self.opt, self.step_no, None, self.positions)
+        self.stack.step(self.runs, self.step_no, self.dev, self.amp)
         self.step_no += 1
 
 
 def seconds_per_step(trainer, steps: int) -> float:
+    if trainer.dev.type == "cuda":
+        torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(steps):
         trainer.step()
+    if trainer.dev.type == "cuda":
+        torch.cuda.synchronize()
     return (time.perf_counter() - start) / steps
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", choices=["scale", "quick"], default="scale", help="recipe to stack")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (median reported)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[3, 4], help="stack sizes")
@@ -98,14 +108,16 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=None, help="instead of the recipe's")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    dev = torch.device("cpu")
+    dev = torch.device(args.device)
+    warnings.filterwarnings("ignore", "There is a performance drop")  # vmap's loop where torch has no rule
     n_seeds = max(args.sizes)
     extra = {} if args.batch_size is None else {"batch_size": args.batch_size}
     cfgs = [recipe(args.profile, n_values=args.values, coverage=args.coverage, seed=s, **extra) for s in range(n_seeds)]
     c = cfgs[0]
     print(f"{args.profile} recipe: C={c.n_concepts} V={c.n_values} coverage={c.coverage} batch {c.batch_size}, "
           f"d_model {c.d_model}, {c.n_layers} layers, d_ff {c.d_ff}; {torch.get_num_threads()} thread(s), "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}")
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}, {dev}"
+          + (f" ({torch.cuda.get_device_name(dev)}, {autocast_dtype(c, dev) or 'fp32'})" if dev.type == "cuda" else ""))
     lones = [Lone(cfg, dev) for cfg in cfgs]
     stacks = {r: Stack(cfgs[:r], dev) for r in args.sizes}
     for t in [*lones, *stacks.values()]:  # warm-up

@@ -345,7 +345,8 @@ def register_sweep(subparsers) -> None:
                    help="runs at once (local default: CPU cores, 1 on a GPU; ray default: what the cluster holds)")
     p.add_argument("--stack", type=positive_int, default=1,
                    help="token runs that differ only in seed, split, coverage or sampling train together, up to "
-                   "this many in one process (stacked parameters; each run is its own record; default 1: alone)")
+                   "this many in one process (on a CUDA GPU: stacked parameters; elsewhere one by one; each run is its own "
+                   "record; default 1: alone)")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local (default: this machine) or ray (a Ray cluster, or a local Ray instance)")
     p.add_argument("--address", default=None,

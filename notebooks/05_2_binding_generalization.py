@@ -66,7 +66,7 @@ seeds = [0, 1, 2]  # training seeds (every claim about training rests on all of 
 ablations = True  # also run the one-phase and release-negatives variants
 show_scale = True  # show the scale sweep's stored records (published/)
 workers = None  # parallel CPU runs (default: number of cores; 1 on a GPU)
-stack = 3  # runs of one object space and recipe trained together in one process (1: each alone)
+stack = 3  # runs of one object space and recipe trained together on a GPU (1, or a CPU: each alone)
 executor = None  # where the runs execute: "local" (default), "ray" or "ray:<address>" (a Ray cluster)
 device = None  # "cuda" or "cpu" (default: cuda when present)
 
@@ -608,9 +608,9 @@ plt.show()
 # their config (`results/train-2/<hash>/`) with the version of the code that trained them,
 # so re-executing this chapter costs seconds once they exist (a run made by other code is
 # shown with a note naming that code); on a CPU, runs go to parallel one-thread worker
-# processes, each training up to `stack` runs of one object space together (their
-# parameters stacked along a leading dimension; each run is stored as its own record and
-# equals a lone run of its config up to float rounding).
+# processes; on a GPU, up to `stack` runs of one object space train together (the one
+# model mapped over their parameters stacked along a leading dimension; each run is stored
+# as its own record and equals a lone run of its config up to float rounding).
 
 # %%
 records = run_sweep(configs, workers=workers, device=device, executor=executor, stack=stack)

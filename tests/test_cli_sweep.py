@@ -303,7 +303,8 @@ def test_ablation_summary_compares_each_variant_with_the_main_run_of_its_seed():
     assert "below it on 2 of 3 seeds" in text and "below it on 0 of 3 seeds" in text
 
 
-def test_sweep_stack_option_trains_the_seeds_of_a_point_together(tmp_path, capsys):
+def test_sweep_stack_option_trains_the_seeds_of_a_point_together(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("bindcore.controlled.stacked.STACKING_DEVICES", ("cuda", "cpu"))  # as on a GPU
     assert main(["sweep", *TINY, "--set", "coverage=0.5", "--seeds", "0", "1", "--workers", "1", "--stack", "2",
                  "--results", str(tmp_path), "--quiet"]) == 0
     entries = list(ResultStore(tmp_path, published=None).entries(STORE_KIND))

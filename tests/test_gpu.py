@@ -4,6 +4,8 @@
   config reaches on the CPU in fp32, within TOLERANCE on the training-object metrics and
   on the final loss. The runs cannot agree step for step: a CUDA generator draws other
   minibatches than a CPU one from the same seed, and bf16 rounds.
+* A stack of runs on CUDA (the one model mapped over stacked parameters by torch.func)
+  reaches what each run reaches alone there, within TOLERANCE.
 * The encoders run on CUDA and give the CPU's embeddings (cosine > COSINE).
 * A paper-recipe step is timed against the release-style step on the GPU (printed,
   never asserted: speed belongs to benchmarks/).
@@ -20,7 +22,7 @@ import pytest
 import torch
 
 from bindcore.controlled.recipes import recipe
-from bindcore.controlled.training import run_training
+from bindcore.controlled.training import run_training, train_runs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")]
@@ -53,6 +55,15 @@ def test_cuda_training_matches_cpu_fp32(cpu_fp32, precision):
     loss = [h["object_loss"] for h in history if "object_loss" in h][-1]
     ref_loss = [h["object_loss"] for h in ref_history if "object_loss" in h][-1]
     assert abs(loss - ref_loss) <= LOSS_TOLERANCE * abs(ref_loss), f"{precision}: loss {loss:.3f} cpu {ref_loss:.3f}"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_stack_on_cuda_matches_its_lone_runs(precision):
+    cfgs = [recipe("quick", n_values=6, steps=STEPS, eval_every=100, precision=precision, seed=s) for s in (0, 1)]
+    for cfg, out in zip(cfgs, train_runs(cfgs, device="cuda", progress=False)):
+        ref = run_training(cfg, device="cuda", progress=False).metrics
+        for key in ("train_object_2", "train_concept_2", "val_object_2"):
+            assert abs(out.metrics[key] - ref[key]) <= TOLERANCE, f"seed {cfg.seed} {precision} {key}"
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

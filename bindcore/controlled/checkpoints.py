@@ -31,18 +31,19 @@ def code_label() -> str:
 
 class Clock:
     """Wall and CPU seconds of a run, carried over a resume (CPU: this process, all
-    threads), and the code versions that trained it (``trained_by``, in order)."""
+    threads; a run of a stack of ``share`` runs: its share), and the code versions that
+    trained it (``trained_by``, in order)."""
 
-    def __init__(self, before: dict | None = None) -> None:
-        self.before = dict(before or {})
+    def __init__(self, before: dict | None = None, share: int = 1) -> None:
+        self.before, self.share = dict(before or {}), share
         self.trained_by = [str(c) for c in self.before.get("trained_by", [])]
         if code_label() not in self.trained_by[-1:]:
             self.trained_by.append(code_label())
         self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
 
     def so_far(self) -> dict:
-        return {"seconds": self.before.get("seconds", 0.0) + time.perf_counter() - self.wall0,
-                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + time.process_time() - self.cpu0,
+        return {"seconds": self.before.get("seconds", 0.0) + (time.perf_counter() - self.wall0) / self.share,
+                "cpu_seconds": self.before.get("cpu_seconds", 0.0) + (time.process_time() - self.cpu0) / self.share,
                 "trained_by": list(self.trained_by)}
 
 

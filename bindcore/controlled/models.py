@@ -335,7 +335,12 @@ class Encoder(nn.Module):
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, mapped: bool = False) -> torch.Tensor:
+        """``mapped``: a run of a stack under ``torch.func.vmap`` (:mod:`bindcore.controlled.stacked`):
+        the padded path with no check and no branch on values, every position through every layer."""
+        if mapped:
+            keep = tokens != self.cfg.pad_id
+            return self._layers(tokens, keep, keep.sum(1), None)
         if tokens.dim() != 2:
             raise ValueError(f"tokens must be [B, L], got {tuple(tokens.shape)}")
         keep = tokens != self.cfg.pad_id
@@ -354,14 +359,16 @@ class Encoder(nn.Module):
         """The padded path (GPU): trailing PAD columns dropped, feed-forward on non-PAD tokens only,
         last layer at EOS only."""
         tokens, keep = tokens[:, :width], keep[:, :width]
-        x = self.embed(tokens) + self.positions[:width]
-        attend = keep[:, None, None, :]
         flat_keep = keep.reshape(-1)
-        idx = None if bool(flat_keep.all()) else flat_keep.nonzero().squeeze(1)
+        return self._layers(tokens, keep, lengths, None if bool(flat_keep.all()) else flat_keep.nonzero().squeeze(1))
+
+    def _layers(self, tokens: torch.Tensor, keep: torch.Tensor, lengths: torch.Tensor,
+                idx: torch.Tensor | None) -> torch.Tensor:
+        x = self.embed(tokens) + self.positions[:tokens.shape[1]]
+        attend = keep[:, None, None, :]
         for block in self.blocks[:-1]:
             x = block(x, attend, idx)
-        pooled = self.blocks[-1].forward_at(x, attend, lengths - 1)
-        return self.head(pooled)
+        return self.head(self.blocks[-1].forward_at(x, attend, lengths - 1))
 
 
 class DualEncoder(nn.Module):
@@ -372,6 +379,11 @@ class DualEncoder(nn.Module):
         self.scene = Encoder(cfg)
         self.query = Encoder(cfg)
         self.tau = nn.Parameter(torch.tensor(float(tau_init)))
+
+    def forward(self, scenes: torch.Tensor, queries: torch.Tensor, mapped: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scene and query tokens through their towers (``mapped``: :meth:`Encoder.forward`'s)."""
+        return self.scene(scenes, mapped), self.query(queries, mapped)
 
     def logit_scale(self, cap: float) -> torch.Tensor:
         return self.tau.exp().clamp(max=cap)

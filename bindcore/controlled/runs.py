@@ -63,33 +63,34 @@ def train(
     progress: bool = True,
     keep_weights: bool = True,
 ) -> dict[str, Any]:
-    """Train ``cfg`` unless the store already holds its result; return the result record.
+    """Train ``cfg`` unless the store already holds its result; return the result record
+    (:meth:`bindcore.store.ResultStore.cached_entry`: while it trains, another process asking for
+    the same config waits, then returns this run's stored result). A killed run resumes from its
+    last good checkpoint (``checkpoint.pt`` in its store entry, else the one before it)."""
 
-    A killed run resumes from its last good checkpoint (``checkpoint.pt`` in its store
-    entry, else the one before it). While it trains, the run holds the entry's
-    claim (:meth:`bindcore.store.ResultStore.claim`): another process asking for the same
-    config meanwhile waits, then returns this run's stored result.
-    """
-    store = store or ResultStore()
-    kind = cfg.store_kind
-    found = store.find(kind, cfg.to_dict())
-    if found is not None:
-        return found.record()
-    dev = resolve_device(device)
-    with store.claim(kind, cfg.to_dict()):
-        found = store.find(kind, cfg.to_dict())  # finished by another process while this one waited
-        if found is not None:
-            return found.record()
-        entry = store.prepare(kind, cfg.to_dict())
-        ckpt = entry.path / "checkpoint.pt"
-        out = run_training(cfg, device=dev, checkpoint=ckpt, progress=progress)
-        if keep_weights:
-            atomic_torch_save(entry.path / "model.pt", out.model.state_dict())
-        record = train_record(cfg, out, dev)
-        store.finish(entry, record)
-        ckpt.unlink(missing_ok=True)
-        previous_checkpoint(ckpt).unlink(missing_ok=True)
+    def compute(path: Path) -> dict[str, Any]:
+        dev = resolve_device(device)
+        return finished_run(cfg, run_training(cfg, device=dev, checkpoint=path / "checkpoint.pt", progress=progress),
+                            path, dev, keep_weights)
+
+    entry = (store or ResultStore()).cached_entry(cfg.store_kind, cfg.to_dict(), compute)
+    if entry.source == "local":
+        clear_checkpoints(entry.path)
     return entry.record()
+
+
+def finished_run(cfg: TrainConfig, out: TrainOutput, path: Path, dev: torch.device, keep_weights: bool
+                 ) -> dict[str, Any]:
+    """A finished run's record, its weights written in its entry folder ``path`` if ``keep_weights``."""
+    if keep_weights:
+        atomic_torch_save(path / "model.pt", out.model.state_dict())
+    return train_record(cfg, out, dev)
+
+
+def clear_checkpoints(path: Path) -> None:
+    """Remove a stored run's checkpoints (``checkpoint.pt`` and the one before it) from its folder."""
+    (path / "checkpoint.pt").unlink(missing_ok=True)
+    previous_checkpoint(path / "checkpoint.pt").unlink(missing_ok=True)
 
 
 def train_record(cfg: TrainConfig, out: TrainOutput, dev: torch.device) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
@@ -291,15 +291,17 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
     return max(0.0, (total - step) / max(1, total - w))
 
 
-def make_optimizer(cfg: TrainConfig, model: DualEncoder) -> torch.optim.AdamW:
-    """Fused AdamW over both encoders and tau. ``decay_scope="all"`` decays every parameter (as the
-    release); ``"matrices"`` only 2-D ones (not tau, biases or LayerNorm)."""
+def make_optimizer(cfg: TrainConfig, model: torch.nn.Module | Iterable[torch.Tensor], lead: int = 0
+                   ) -> torch.optim.AdamW:
+    """Fused AdamW over both encoders and tau (``model``'s parameters, or the tensors given, each with
+    ``lead`` leading run dimensions). ``decay_scope="all"`` decays every parameter (as the release);
+    ``"matrices"`` only 2-D ones (not tau, biases or LayerNorm)."""
+    params = list(model.parameters() if isinstance(model, torch.nn.Module) else model)
     if cfg.decay_scope == "all":
-        groups = model.parameters()
+        groups: Any = params
     else:
-        params = list(model.parameters())
-        groups = [{"params": [p for p in params if p.dim() >= 2]},
-                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        groups = [{"params": [p for p in params if p.dim() - lead >= 2]},
+                  {"params": [p for p in params if p.dim() - lead < 2], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay,
                              fused=True)
 
@@ -375,11 +377,33 @@ class TrainOutput:
     metrics: dict[str, float]
     baseline: dict[str, float]
     history: list[dict[str, float]]
-    seconds: float  # wall time of all calls that trained this run (resumes included)
+    seconds: float  # wall time of all calls that trained this run (resumes included; in a stack, its share)
     steps_run: int  # optimiser steps of this call
     concept_loss_from: int | None = None
     cpu_seconds: float = 0.0  # CPU time of all calls that trained this run
     trained_by: list[str] = field(default_factory=list)  # the code versions that trained it, resumes included
+
+
+@dataclass
+class Run:
+    """One run of the training loop: its config, model and optimizer (in a stack, copies of its slices
+    where evaluations and checkpoints read them), and what it has recorded."""
+
+    cfg: TrainConfig
+    model: DualEncoder
+    opt: torch.optim.Optimizer
+    history: list
+    clock: Clock
+    es: EvalSet
+    train_objects: torch.Tensor
+    allowed: torch.Tensor  # the objects candidates are drawn from
+    concept_from: int | None
+    parts: dict[str, float] = field(default_factory=dict)  # the last step's loss parts
+
+    def output(self, metrics: dict[str, float], baseline: dict[str, float], done: int) -> TrainOutput:
+        spent = self.clock.so_far()
+        return TrainOutput(self.model, metrics, baseline, self.history, spent["seconds"], done, self.concept_from,
+                           spent["cpu_seconds"], spent["trained_by"])
 
 
 def run_training(
@@ -390,60 +414,104 @@ def run_training(
     stop_after: int | None = None,
     on_eval: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainOutput:
-    """Train one dual encoder for ``cfg.steps`` steps, evaluating every ``eval_every`` steps and at the
-    end (each seen by ``on_eval(step, metrics)``). ``checkpoint``: resume from it if present and save
-    every ``checkpoint_every`` steps. ``stop_after``: stop after that many steps of this call."""
+    """Train one dual encoder (:func:`train_runs` of one config)."""
+    return train_runs([cfg], device, [checkpoint], progress, stop_after, on_eval)[0]
+
+
+def train_runs(
+    cfgs: list[TrainConfig],
+    device: str | torch.device | None = None,
+    checkpoints: list[Path | None] | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_eval: Callable[[int, dict[str, float]], None] | None = None,
+) -> list[TrainOutput]:
+    """Train each config for its ``steps`` steps, evaluating every ``eval_every`` steps and at the end
+    (each seen by ``on_eval(step, metrics)``); several configs train as one stack
+    (:class:`bindcore.controlled.stacked.StackedRuns`, each run's time its share of the stack's).
+    ``checkpoints`` (one per config): resume from them if present (a stack: if all are at one step,
+    else it starts afresh) and save every ``checkpoint_every`` steps. ``stop_after``: stop after that
+    many steps of this call."""
     dev = resolve_device(str(device) if device is not None else None)
-    train_objects = cfg.split.train.to(dev)
-    negatives = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
-    model, opt, start, history, before = start_state(cfg, dev, checkpoint)
+    checkpoints = list(checkpoints) if checkpoints is not None else [None] * len(cfgs)
+    started = [start_state(cfg, dev, ckpt) for cfg, ckpt in zip(cfgs, checkpoints)]
+    if len({s[2] for s in started}) > 1:
+        log.warning("the runs' checkpoints are at different steps (%s): the stack starts afresh",
+                    sorted(s[2] for s in started))
+        started = [start_state(cfg, dev, None) for cfg in cfgs]
+    runs, start = [], started[0][2]
+    for cfg, (model, opt, _, history, before) in zip(cfgs, started):
+        train_objects = cfg.split.train.to(dev)
+        allowed = torch.arange(cfg.space.n_objects, device=dev) if cfg.heldout_as_negatives else train_objects
+        runs.append(Run(cfg, model, opt, history, Clock(before, share=len(cfgs)), make_eval_set(cfg, cfg.split, dev),
+                        train_objects, allowed, concept_loss_onset(cfg, history)))
+    from .stacked import StackedRuns
+
+    stack = StackedRuns(runs) if len(runs) > 1 else None
+    cfg, opt = runs[0].cfg, stack.opt if stack else runs[0].opt
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac))
     if start:  # (the first scheduler set each group's initial_lr, which a resumed one needs)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.steps, cfg.warmup_frac),
                                                   last_epoch=start - 1)
-    es, amp, clock = make_eval_set(cfg, cfg.split, dev), autocast_dtype(cfg, dev), Clock(before)
-    log.info("dual encoder: %d parameters per encoder", count_parameters(model.scene))
+    amp = autocast_dtype(cfg, dev)
+    log.info("dual encoder: %d parameters per encoder", count_parameters(runs[0].model.scene))
     bar = progress_bar(range(start, cfg.steps), enabled=progress, initial=start, total=cfg.steps,
-                       desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}", mininterval=1.0)
-    done, concept_from, stopped = 0, concept_loss_onset(cfg, history), []
+                       desc=f"train V={cfg.n_values} C={cfg.n_concepts} cov={cfg.coverage:g}"
+                       + (f" +{len(runs) - 1} runs" if stack else ""), mininterval=1.0)
+    done, stopped = 0, []
     with signals_between_steps() as pending:
         for step in bar:
-            loss, parts = optimizer_step(cfg, model, opt, train_objects, negatives, step, dev, amp,
-                                         concept_weight(cfg, step, concept_from))
+            if stack:
+                loss, parts = stack.step(runs, step, dev, amp)
+            else:
+                r = runs[0]
+                loss, part = optimizer_step(cfg, r.model, r.opt, r.train_objects, r.allowed, step, dev, amp,
+                                            concept_weight(cfg, step, r.concept_from))
+                parts = [part]
             sched.step()
             done, n = done + 1, step + 1
             if n == cfg.steps and not pending:
                 break
-            if cfg.eval_every and n % cfg.eval_every == 0 and not pending:
-                check_finite(cfg, model, n)
-                seen = _evaluation(cfg, model, es, n, history, parts, on_eval)
-                concept_from = concept_loss_onset(cfg, history)
+            for r, part in zip(runs, parts):
+                r.parts = part
+            due = [r for r in runs if r.cfg.eval_every and n % r.cfg.eval_every == 0 and not pending]
+            if stack and due:
+                stack.copy_to(runs)
+            for r in due:
+                check_finite(r.cfg, r.model, n)
+                seen = _evaluation(r, n, r.parts, on_eval)
+                r.concept_from = concept_loss_onset(r.cfg, r.history)
+            if due:
                 bar.set_postfix(val_obj2=f"{seen.get('val_object_2', seen.get('val_object_1', 0)):.2f}",
                                 loss=f"{float(loss.detach()):.3f}")
             stopping = bool(pending) or (stop_after is not None and done >= stop_after)
-            if checkpoint is not None and (stopping or (cfg.checkpoint_every and n % cfg.checkpoint_every == 0)):
-                save_checkpoint(checkpoint, model, opt, n, history, clock)
+            saving = any(checkpoints) and (stopping or bool(cfg.checkpoint_every and n % cfg.checkpoint_every == 0))
+            if stack and saving and not due:
+                stack.copy_to(runs)
+            for r, ckpt in zip(runs, checkpoints):
+                if saving and ckpt is not None:
+                    save_checkpoint(ckpt, r.model, r.opt, n, r.history, r.clock)
             if stopping:
                 stopped = list(pending)
                 break
-    if stopped or (stop_after is not None and done >= stop_after and done + start < cfg.steps):
-        bar.close()
-        deliver(stopped)  # Ctrl-C or SIGTERM during a step: raised here, after its last checkpoint
-        spent = clock.so_far()
-        return TrainOutput(model, {}, {}, history, spent["seconds"], done, concept_from, spent["cpu_seconds"])
     bar.close()
-    check_finite(cfg, model, cfg.steps)
-    final = _evaluation(cfg, model, es, cfg.steps, history, {}, on_eval)
-    spent = clock.so_far()
-    return TrainOutput(model, final, bag_of_concepts_baseline(cfg, es), history, spent["seconds"], done,
-                       concept_from, spent["cpu_seconds"], spent["trained_by"])
+    if stack:
+        stack.copy_to(runs)
+    if stopped or (stop_after is not None and done >= stop_after and done + start < cfg.steps):
+        deliver(stopped)  # Ctrl-C or SIGTERM during a step: raised here, after its last checkpoint
+        return [r.output({}, {}, done) for r in runs]
+    for r in runs:
+        check_finite(r.cfg, r.model, cfg.steps)
+    return [r.output(_evaluation(r, cfg.steps, {}, on_eval), bag_of_concepts_baseline(r.cfg, r.es), done)
+            for r in runs]
 
 
-def _evaluation(cfg: TrainConfig, model: DualEncoder, es: EvalSet, step: int, history: list,
-                parts: dict[str, float], on_eval: Callable[[int, dict[str, float]], None] | None) -> dict[str, float]:
-    """Evaluate at ``step``, append to ``history`` (with loss ``parts``), call ``on_eval``; the metrics."""
-    metrics = evaluate(cfg, model, es)
-    history.append({"step": step, **metrics, **parts})
+def _evaluation(run: Run, step: int, parts: dict[str, float],
+                on_eval: Callable[[int, dict[str, float]], None] | None) -> dict[str, float]:
+    """Evaluate ``run`` at ``step``, append to its history (with loss ``parts``), call ``on_eval``; the
+    metrics."""
+    metrics = evaluate(run.cfg, run.model, run.es)
+    run.history.append({"step": step, **metrics, **parts})
     if on_eval:
         on_eval(step, metrics)
     return metrics
