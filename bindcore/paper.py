@@ -137,10 +137,6 @@ PAPER_APPROXIMATOR_WIDTHS = (64, 4096)
 # widest MLP and the largest fraction (secondary notes)
 PAPER_PRETRAINED_CONCEPTS = {"level": 0.80, "above fraction": 0.3}
 PAPER_PRETRAINED_OBJECTS = {"level": 0.20, "width": 4096, "fraction": 0.9}
-PAPER_PRETRAINED_COMPLEXITY = (
-    f">= {PAPER_PRETRAINED_CONCEPTS['level']:.2f} concepts above fraction {PAPER_PRETRAINED_CONCEPTS['above fraction']}; "
-    f"objects about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']} and "
-    f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (secondary notes)")
 
 # §5.2 (summary + notes): the coverages swept; the largest object spaces; the coverage
 # from which held-out object recognition is near perfect

@@ -85,22 +85,17 @@ def _is_dino(s: Any) -> bool:
     return s.pretrained and s.encoder.startswith("DINOv2")
 
 
-def _text_space(b: Build) -> list[int]:
-    return list(b.geometry["text_space"])
-
-
-def _probes_as_release(params: dict[str, Any]) -> bool:
-    return int(params["probe_epochs"]) == RELEASE["probe epochs"] and float(params["probe_lr"]) == RELEASE["probe lr"]
-
-
-def _probe_difference(params: dict[str, Any]) -> str:
-    return (f"probes: {int(params['probe_epochs']):,} epochs at lr {float(params['probe_lr']):g} (release: "
-            f"{RELEASE['probe epochs']:,} at {RELEASE['probe lr']:g})")
+def _probe_diff(b: Build) -> list[str]:
+    """How §4's probes differ from the release's (none: ``[]``)."""
+    epochs, lr = int(b.geometry["probe_epochs"]), float(b.geometry["probe_lr"])
+    if epochs == RELEASE["probe epochs"] and lr == RELEASE["probe lr"]:
+        return []
+    return [f"probes: {epochs:,} epochs at lr {lr:g} (release: {RELEASE['probe epochs']:,} at {RELEASE['probe lr']:g})"]
 
 
 def _data_difference(s: Any, b: Build) -> list[str]:
     if s.source == "text":
-        a, n = _text_space(b)
+        a, n = b.geometry["text_space"]
         return [f"our adjective and noun lists, {a} x {n} (the release's lists differ)"]
     if s.dataset == "CLEVR-like 3-D":
         return ["CLEVR-like scenes ray-cast here (the authors': Blender renders)"]
@@ -220,10 +215,6 @@ def _patterned(b: Build, item: PaperItem, what: str) -> dict[str, Any]:
     ours = {"images": (t * p) ** 2, "object types": t, "patterns": p}[what]
     return _row(item, SUBSTITUTE, ours, "patterned objects ray-cast here (bindcore.data.patterned)",
                 "a substitute of the generated natural images")
-
-
-def _probe_diff(b: Build) -> list[str]:
-    return [] if _probes_as_release(b.geometry) else [_probe_difference(b.geometry)]
 
 
 CLOSED_FORM = [f"components by closed-form least squares (release: AdamW, {RELEASE['component steps']:,} steps, "

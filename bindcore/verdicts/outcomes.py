@@ -165,7 +165,10 @@ def _failed(judged: pd.DataFrame) -> str:
 def _unjudged(rows: pd.DataFrame) -> str:
     """The claims without a verdict, counted with their first reason ("" when none)."""
     rest = rows[~rows["status"].isin([SHOWN, NOT_SHOWN])]
-    return f"; {len(rest)} not judged ({rest['status'].iloc[0]}: {_short(rest['why'].iloc[0], 90)})" if len(rest) else ""
+    if not len(rest):
+        return ""
+    first = rest.iloc[0]
+    return f"; {len(rest)} not judged ({first['status']}: {_short(first['why'] or first['ours'], 90)})"
 
 
 def _reason(h: Headline, judged: pd.DataFrame, rows: pd.DataFrame) -> str:
@@ -226,7 +229,7 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
 
 def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per headline finding (:data:`COLUMNS`) from ``{chapter: claim frame}`` and
-    appendix E's ``pixel`` claims; the reason and command where not reproduced like for like."""
+    appendix E's ``pixel`` claims, each with its reason (and the command where not run here)."""
     frames = dict(claims)
     if pixel is not None:
         frames["appendix E"] = pixel_frame(pixel)
