@@ -101,11 +101,11 @@ def fmt_range(value: Any) -> str:
     decimals, a count with thousands separators, a range "0.91–0.93"; "–" for None or NaN."""
     if isinstance(value, tuple):
         return "–".join(fmt_range(v) for v in value)
-    if value is None or isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return "–" if value is None else str(value)
+    if not math.isfinite(value):
         return "–"
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return f"{value:,}"
-    return f"{value:.2f}" if isinstance(value, numbers.Real) and not isinstance(value, bool) else str(value)
+    return f"{value:,}" if isinstance(value, numbers.Integral) else f"{value:.2f}"
 
 
 # D.4, from the paper summary: generated natural images

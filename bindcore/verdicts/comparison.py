@@ -62,16 +62,10 @@ class Build:
     chapters: list[str] = field(default_factory=list)
 
 
-def _chapter(section: str) -> str:
-    for key, nb in NOTEBOOK.items():
-        if section.startswith(key) or key in section:
-            return nb
-    return ""
-
-
 def _book(section: str, args: str = "") -> str:
     """The papermill command that runs the chapter of ``section`` (with ``args``)."""
-    return f"`papermill notebooks/{_chapter(section)}.ipynb out.ipynb{' ' + args if args else ''}`"
+    nb = next(nb for key, nb in NOTEBOOK.items() if section.startswith(key))
+    return f"`papermill notebooks/{nb}.ipynb out.ipynb{' ' + args if args else ''}`"
 
 
 # ---------------------------------------------------------------------------------
@@ -167,8 +161,7 @@ def _set_row(b: Build, item: PaperItem, ours_of: Any, protocol: list[str] | None
                     f"run {_book(item.section)} where the weights are (e.g. Colab)")
     ours = ours_of(i)
     if ours is None or (isinstance(ours, float) and not np.isfinite(ours)):
-        return _row(item, NOT_RUN, label=b.sets[i].label, note="not measured on this set (no single-object images)",
-                    command="")
+        return _row(item, NOT_RUN, label=b.sets[i].label, note="not measured on this set (no single-object images)")
     diff = diff + (protocol or [])
     return _row(item, SUBSTITUTE if diff else LIKE, ours, b.sets[i].label, "; ".join(diff))
 
