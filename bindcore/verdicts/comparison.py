@@ -16,6 +16,7 @@ from bindcore.controlled.search import BINDS_AT
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
+    PAPER_DATASET_SIZES,
     PAPER_EDITING_CASE,
     PAPER_PRETRAINED_CONCEPTS,
     RELEASE,
@@ -94,7 +95,7 @@ def _data_difference(s: Any, b: Build) -> list[str]:
     if s.dataset == "CLEVR-like 3-D":
         return ["CLEVR-like scenes ray-cast here (the authors': Blender renders)"]
     if s.dataset == "CLEVR-2D":
-        return ["CLEVR-2D drawn here (the release's 576 label pairs)"]
+        return [f"CLEVR-2D drawn here (the release's {PAPER_DATASET_SIZES['CLEVR-2D']['scenes']} label pairs)"]
     return []
 
 
@@ -108,7 +109,7 @@ def find_set(b: Build, data: str, model: str) -> tuple[int | None, list[str], st
         cand = [i for i, s in enumerate(sets) if s.source == "text" and s.pretrained == pretrained]
         cand.sort(key=lambda i: not _is_clip(sets[i]))  # CLIP first
         if not cand:
-            return None, [], "no text encoder of this kind here", _book("§4.1")
+            return None, [], "no text encoder of this kind here", ""
         i = cand[0]
         diff = _data_difference(sets[i], b)
         if pretrained and not _is_clip(sets[i]):
