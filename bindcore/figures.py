@@ -464,12 +464,13 @@ def plot_pixel_levels(table: Any, levels: Sequence[str] | None = None):
 
 def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> None:
     """Figure 9: the global product's held-out recognition against the model's, a colour per size (its
-    correlation in the legend, below the axes)."""
+    rank correlation, the one figure 9's verdict reads, in the legend, below the axes)."""
     corr = correlations.set_index("objects")
     drawn = table.dropna(subset=["model: held-out objects", "global product: held-out objects"])
     for i, (objects, sub) in enumerate(drawn.groupby("objects", sort=True)):  # the sizes with a dot, counted
-        r = corr.loc[objects, "Pearson r"] if objects in corr.index else np.nan
-        label = f"{fmt_objects(objects)} ({len(sub)} models" + (f", r = {r:.2f})" if np.isfinite(r) else ")")
+        rho = corr.loc[objects, "Spearman rho"] if objects in corr.index else np.nan
+        label = (f"{fmt_objects(objects)} ({len(sub)} models"
+                 + (f", rank correlation {rho:.2f})" if np.isfinite(rho) else ")"))
         ax.scatter(sub["model: held-out objects"], sub["global product: held-out objects"], s=36,
                    color=PALETTE[i % len(PALETTE)], edgecolors="black", linewidths=0.4, label=label)
     ax.plot([0, 1], [0, 1], ":", color=REFERENCE_COLOUR, lw=1)

@@ -4,6 +4,8 @@ secondary notes; :data:`RELEASE` holds settings of the released code (never comp
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,9 @@ PAPER_RECONSTRUCTION = {
     ("CLEVR", "CLIP ViT-B/32"): (0.78, 0.83, 0.94, 0.96),
     ("text", "random init"): (0.47, 0.69, 0.42, 0.82),
 }
-RECONSTRUCTION_METRICS = ("R² objects (avg)", "R² objects (avg + pos)", "retrieval", "probing")
+# the metrics of those columns, each with the (estimator, column) of our decomposition frame it is compared with
+RECONSTRUCTION_METRICS = {"R² objects (avg)": ("avg", "r2_eval"), "R² objects (avg + pos)": ("pos-avg", "r2_eval"),
+                          "retrieval": ("avg", "retrieval"), "probing": ("avg", "probe_object")}
 
 # §4.1 (summary), CLIP ViT-B/32: the bag of concepts explains up to this R² ...
 PAPER_CONCEPT_R2 = {"text": 0.84, "CLEVR": 0.71}
@@ -52,6 +56,7 @@ PAPER_OBJECTS_OVER_CONCEPTS = 0.10
 # and with single-object embeddings (CLEVR and CLEVR-2D); the same numbers are the D.2
 # table's obj-avg and single columns
 PAPER_EDIT_RETRIEVAL_SUMMARY = {"scene-averaged": 1.00, "single-object": 0.97}
+EDIT_SUMMARY_BANKS = {"scene-averaged": "obj-avg", "single-object": "single"}  # our bank of each
 
 # §4.2 / D.1 subtraction, CLIP ViT-B/32: (concept, object) decoding accuracy
 PAPER_ATTRIBUTION = {
@@ -92,12 +97,15 @@ def fmt_objects(n: Any) -> str:
 
 
 def fmt_range(value: Any) -> str:
-    """A paper number or range as the paper writes it ("0.91–0.93"); "–" for None."""
-    if value is None:
-        return "–"
+    """A number or range as the book writes it, the paper's and ours alike: a fraction to two
+    decimals, a count with thousands separators, a range "0.91–0.93"; "–" for None or NaN."""
     if isinstance(value, tuple):
-        return "–".join(f"{v:.2f}" for v in value)
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
+        return "–".join(fmt_range(v) for v in value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return "–" if value is None else str(value)
+    if not math.isfinite(value):
+        return "–"
+    return f"{value:,}" if isinstance(value, numbers.Integral) else f"{value:.2f}"
 
 
 # D.4, from the paper summary: generated natural images
@@ -129,10 +137,6 @@ PAPER_APPROXIMATOR_WIDTHS = (64, 4096)
 # widest MLP and the largest fraction (secondary notes)
 PAPER_PRETRAINED_CONCEPTS = {"level": 0.80, "above fraction": 0.3}
 PAPER_PRETRAINED_OBJECTS = {"level": 0.20, "width": 4096, "fraction": 0.9}
-PAPER_PRETRAINED_COMPLEXITY = (
-    f">= {PAPER_PRETRAINED_CONCEPTS['level']:.2f} concepts above fraction {PAPER_PRETRAINED_CONCEPTS['above fraction']}; "
-    f"objects about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']} and "
-    f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (secondary notes)")
 
 # §5.2 (summary + notes): the coverages swept; the largest object spaces; the coverage
 # from which held-out object recognition is near perfect
@@ -211,7 +215,9 @@ RELEASE = {
 @dataclass(frozen=True)
 class PaperItem:
     """One number the paper reports (``value``: float, int or (low, high)) or one claim (``value``
-    None, ``statement``); ``kind``: "result", "dataset", "setting" or "claim"."""
+    None, ``statement``); ``kind``: "result", "dataset", "setting" or "claim"; ``measure``: what
+    of ours it is compared with, ``(name, *arguments)``, a name of
+    :data:`bindcore.verdicts.comparison.MEASURES`."""
 
     section: str
     data: str
@@ -221,6 +227,7 @@ class PaperItem:
     source: str
     kind: str = "result"
     statement: str = ""
+    measure: tuple[Any, ...] = ()
 
     @property
     def key(self) -> str:
@@ -231,91 +238,103 @@ class PaperItem:
         """The paper's value (or statement) as a table shows it."""
         if self.value is None:
             return self.statement
-        if isinstance(self.value, tuple):
-            return "–".join(f"{v:g}" for v in self.value) if self.kind == "setting" else fmt_range(self.value)
-        if isinstance(self.value, int):
-            return f"{self.value:,}"
-        return f"{self.value:g}" if self.kind == "setting" else f"{self.value:.2f}"
+        if self.kind == "setting" and not isinstance(self.value, int):
+            return "–".join(f"{v:g}" for v in self.value) if isinstance(self.value, tuple) else f"{self.value:g}"
+        return fmt_range(self.value)
 
 
 CLIP = "CLIP ViT-B/32"
 
 
 def paper_items() -> list[PaperItem]:
-    """Every number and every claim of this module's tables, once, in the paper's order."""
+    """Every number and every claim of this module's tables, once, in the paper's order, each
+    with the ``measure`` of ours it is compared with."""
     out: list[PaperItem] = []
     add = out.append
     for name, sizes in PAPER_DATASET_SIZES.items():
+        captions = "adjectives" in sizes
+        measure = (("caption_space", sizes["adjectives"], sizes["nouns"]) if captions else
+                   ("pug_images",) if name == "PUG:SPARE" else ("release_labels",))
         for what, v in sizes.items():
-            add(PaperItem("C.1" if "captions" not in name else "C.3", name, "–", what, v, SUMMARY, "dataset"))
+            add(PaperItem("C.3" if captions else "C.1", name, "–", what, v, SUMMARY, "dataset", measure=(*measure, what)))
     for (data, model), vals in PAPER_RECONSTRUCTION.items():
-        for metric, v in zip(RECONSTRUCTION_METRICS, vals):
-            add(PaperItem("§4.1 reconstruction", data, model, metric, v, NOTES))
+        for (metric, (estimator, column)), v in zip(RECONSTRUCTION_METRICS.items(), vals):
+            add(PaperItem("§4.1 reconstruction", data, model, metric, v, NOTES,
+                          measure=("decomposition", estimator, column)))
     for data, v in PAPER_CONCEPT_R2.items():
-        add(PaperItem("§4.1 variance", data, CLIP, "R² bag of concepts (up to)", v, SUMMARY))
+        add(PaperItem("§4.1 variance", data, CLIP, "R² bag of concepts (up to)", v, SUMMARY, measure=("concept_r2",)))
     add(PaperItem("§4.1 variance", "text and CLEVR", CLIP, "R² objects minus concepts (about)",
-                  PAPER_OBJECTS_OVER_CONCEPTS, SUMMARY))
+                  PAPER_OBJECTS_OVER_CONCEPTS, SUMMARY, measure=("objects_over_concepts", "text")))
     for bank, v in PAPER_EDIT_RETRIEVAL_SUMMARY.items():
         add(PaperItem("§4.1 editing", "CLEVR" if bank == "scene-averaged" else "CLEVR and CLEVR-2D", CLIP,
-                      f"edit retrieval ({bank} object embeddings)", v, SUMMARY))
+                      f"edit retrieval ({bank} object embeddings)", v, SUMMARY,
+                      measure=("editing", "retrieval_exact", EDIT_SUMMARY_BANKS[bank], "CLEVR")))
     for modality, rows in PAPER_ATTRIBUTION.items():
         for variant, (c, o) in rows.items():
-            for metric, v in (("concepts", c), ("objects", o)):
+            for metric, column, v in (("concepts", "concept", c), ("objects", "object", o)):
                 add(PaperItem("§4.2 / D.1 subtraction", PAPER_ATTRIBUTION_DATA[modality], CLIP,
-                              f"{variant}: {metric}", v, SUMMARY_AND_NOTES))
+                              f"{variant}: {metric}", v, SUMMARY_AND_NOTES, measure=("attribution", variant, column)))
     for (data, model), row in PAPER_EDITING.items():
         for metric, vals in row.items():
             for bank, v in zip(EDIT_BANKS, vals):
                 if v is not None:
-                    add(PaperItem("D.2 editing (k = 1)", data, model, f"{metric} ({bank})", v, NOTES))
+                    add(PaperItem("D.2 editing (k = 1)", data, model, f"{metric} ({bank})", v, NOTES,
+                                  measure=("editing", "retrieval_exact" if metric == "retrieval" else "probe_concepts",
+                                           bank)))
     for occ, row in PAPER_THREE_OBJECTS.items():
         where = "three-object CLEVR, occluded" if occ else "three-object CLEVR"
         if row["probing"] is not None:
-            add(PaperItem("D.3", where, CLIP, "probing", row["probing"], SUMMARY))
-        add(PaperItem("D.3", where, CLIP, "retrieval", row["retrieval"], SUMMARY))
+            add(PaperItem("D.3", where, CLIP, "probing", row["probing"], SUMMARY,
+                          measure=("three_objects", occ, "probing objects")))
+        add(PaperItem("D.3", where, CLIP, "retrieval", row["retrieval"], SUMMARY,
+                      measure=("three_objects", occ, "retrieval objects (all scenes)")))
         if occ:
             add(PaperItem("D.3", "three-object CLEVR", CLIP, "R² objects vs concepts", None, SUMMARY, "claim",
-                          row["r2"]))
+                          row["r2"], measure=("three_objects_r2",)))
     for what, v in PAPER_NATURAL_IMAGES.items():
-        add(PaperItem("D.4", "generated natural images", "–", what, v, SUMMARY, "dataset"))
+        add(PaperItem("D.4", "generated natural images", "–", what, v, SUMMARY, "dataset", measure=("patterned", what)))
     add(PaperItem("D.4", "generated natural images", CLIP, "decomposition and editing retrieval", None, SUMMARY,
-                  "claim", PAPER_NATURAL_CLAIM))
+                  "claim", PAPER_NATURAL_CLAIM, measure=("natural",)))
     add(PaperItem("D.5", "CLEVR, CLEVR-2D, PUG:SPARE, text", "CLIP, DINOv2", "MDS picture", None, SUMMARY, "claim",
-                  PAPER_MDS))
+                  PAPER_MDS, measure=("mds",)))
     add(PaperItem("§5.1", "captions", CLIP, "held-out concept recognition above fraction "
                   f"{PAPER_PRETRAINED_CONCEPTS['above fraction']} (at least)", PAPER_PRETRAINED_CONCEPTS["level"],
-                  SUMMARY))
+                  SUMMARY, measure=("pretrained", "concepts")))
     add(PaperItem("§5.1", "captions", CLIP, f"held-out object recognition, width {PAPER_PRETRAINED_OBJECTS['width']}, "
-                  f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (about)", PAPER_PRETRAINED_OBJECTS["level"], NOTES))
+                  f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']} (about)", PAPER_PRETRAINED_OBJECTS["level"], NOTES,
+                  measure=("pretrained", "objects")))
     add(PaperItem("§5.1 / D.6 / D.7", "captions", "CLIP, DINOv2", "XGBoost, random forest, global product", None,
-                  SUMMARY, "claim", "fail on objects like the MLP; " + PAPER_PRODUCT_ON_PRETRAINED))
-    add(PaperItem("§5.1 / App. D", "–", "approximators", "steps", PAPER_APPROXIMATOR_PROTOCOL["steps"], SUMMARY,
-                  "setting"))
-    add(PaperItem("§5.1 / App. D", "–", "approximators", "batch size", PAPER_APPROXIMATOR_PROTOCOL["batch_size"],
-                  SUMMARY, "setting"))
-    add(PaperItem("§5.1 / App. D", "–", "approximators", "learning rates",
-                  (min(PAPER_APPROXIMATOR_PROTOCOL["lrs"]), max(PAPER_APPROXIMATOR_PROTOCOL["lrs"])), SUMMARY,
-                  "setting"))
-    add(PaperItem("§5.1 / C.4", "–", "approximators", "MLP widths", PAPER_APPROXIMATOR_WIDTHS, SUMMARY, "setting"))
-    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders", "coverages swept", PAPER_COVERAGES,
-                  SUMMARY, "setting"))
-    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders",
-                  "held-out object recognition at high coverage (near)", 1.0, SUMMARY))
-    add(PaperItem("§5.2", f"|O| = {PAPER_OBJECT_SPACES[1]:,}", "controlled dual encoders",
-                  "coverage of the jump to near-perfect recognition", PAPER_COVERAGE_ONSET[125_000], NOTES))
-    add(PaperItem("§5.2", f"|O| >= {PAPER_OBJECT_SPACES[0]:,}", "controlled dual encoders",
-                  "coverage needed (about)", PAPER_COVERAGE_ONSET[2_500], NOTES))
-    add(PaperItem("§5.2", "controlled scenes", "controlled dual encoders", "concepts vs binding", None, SUMMARY,
-                  "claim", "concept recognition generalizes at lower coverage than binding"))
-    add(PaperItem("§5.3", "controlled scenes", "controlled dual encoders", "MLP width", None, SUMMARY, "claim",
-                  PAPER_WIDTH))
-    add(PaperItem("§5.4", "controlled scenes", "controlled dual encoders", "functional form", None, SUMMARY, "claim",
-                  PAPER_FORM))
-    add(PaperItem("§5.4 figure 9", "controlled scenes", "controlled dual encoders", "global product vs the model",
-                  None, SUMMARY, "claim", PAPER_FIGURE9))
+                  SUMMARY, "claim", "fail on objects like the MLP; " + PAPER_PRODUCT_ON_PRETRAINED,
+                  measure=("pretrained", "families")))
+    lrs = PAPER_APPROXIMATOR_PROTOCOL["lrs"]
+    for section, what, key, v in (
+            ("§5.1 / App. D", "steps", "steps", PAPER_APPROXIMATOR_PROTOCOL["steps"]),
+            ("§5.1 / App. D", "batch size", "batch_size", PAPER_APPROXIMATOR_PROTOCOL["batch_size"]),
+            ("§5.1 / App. D", "learning rates", "lrs", (min(lrs), max(lrs))),
+            ("§5.1 / C.4", "MLP widths", "widths", PAPER_APPROXIMATOR_WIDTHS)):
+        add(PaperItem(section, "–", "approximators", what, v, SUMMARY, "setting", measure=("approximators", key)))
+    controlled = "controlled dual encoders"
+    add(PaperItem("§5.2", "controlled scenes", controlled, "coverages swept", PAPER_COVERAGES, SUMMARY, "setting",
+                  measure=("coverages",)))
+    add(PaperItem("§5.2", "controlled scenes", controlled, "held-out object recognition at high coverage (near)", 1.0,
+                  SUMMARY, measure=("at_chosen_coverage",)))
+    add(PaperItem("§5.2", f"|O| = {PAPER_OBJECT_SPACES[1]:,}", controlled,
+                  "coverage of the jump to near-perfect recognition", PAPER_COVERAGE_ONSET[125_000], NOTES,
+                  measure=("transition", PAPER_OBJECT_SPACES[1], False)))
+    add(PaperItem("§5.2", f"|O| >= {PAPER_OBJECT_SPACES[0]:,}", controlled, "coverage needed (about)",
+                  PAPER_COVERAGE_ONSET[2_500], NOTES, measure=("transition", PAPER_OBJECT_SPACES[0], True)))
+    add(PaperItem("§5.2", "controlled scenes", controlled, "concepts vs binding", None, SUMMARY, "claim",
+                  "concept recognition generalizes at lower coverage than binding", measure=("in_section_5_2",)))
+    for section, metric, statement, frame in (("§5.3", "MLP width", PAPER_WIDTH, "§5.3"),
+                                              ("§5.4", "functional form", PAPER_FORM, "§5.4"),
+                                              ("§5.4 figure 9", "global product vs the model", PAPER_FIGURE9,
+                                               "figure 9")):
+        add(PaperItem(section, "controlled scenes", controlled, metric, None, SUMMARY, "claim", statement,
+                      measure=("claim_counts", frame)))
+    pixels = "vision encoders trained from scratch"
     for what in ("values per concept", "layers"):
-        add(PaperItem("App. E", "pixel scenes", "vision encoders trained from scratch", what, PAPER_PIXELS[what],
-                      SUMMARY, "setting"))
-    add(PaperItem("App. E", "pixel scenes", "vision encoders trained from scratch", "binding function", None,
-                  SUMMARY, "claim", PAPER_PIXELS_CLAIM))
+        add(PaperItem("App. E", "pixel scenes", pixels, what, PAPER_PIXELS[what], SUMMARY, "setting",
+                      measure=("pixel_chapter",)))
+    add(PaperItem("App. E", "pixel scenes", pixels, "binding function", None, SUMMARY, "claim", PAPER_PIXELS_CLAIM,
+                  measure=("pixel_chapter",)))
     return out

@@ -200,8 +200,9 @@ inits.pivot_table(index=["model", "family"], columns="init",
 # here come from one recipe. For each, the global product is fitted on scenes of the
 # model's own training objects (at most the chapter's `max_objects` objects, all their
 # ordered pairs), read on scenes of its own held-out objects, against the model's
-# held-out object recognition in §5.2. Each dot is a model; the correlations are per
-# object-space size.
+# held-out object recognition in §5.2. Each dot is a model. The legend gives each
+# object-space size's rank correlation (Spearman), the one figure 9's claim reads; the
+# table under the figure gives the linear one (Pearson) beside it.
 
 # %% tags=["full-width"]
 fig9_runs, fig9_recipe = figure9_runs(profile, P["models"])

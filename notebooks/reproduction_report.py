@@ -93,7 +93,10 @@ comparison = comparison_table(R["build"])
 # only another pretrained encoder could be judged and every such claim is shown (or one
 # is not: this says nothing about the paper's encoder), *not run here* with the reason
 # and the command that runs it. Each claim is judged against a null of the same shape (its
-# columns `null` and `margin` in the claims table below). §5.2 reads the published
+# columns `null` and `margin` in the claims table below). Each row gives its reason in one
+# line, generated from the same verdicts: which claims are not shown and by how much (their
+# null and margin, or their numbers beside their rule), or which precondition failed, and
+# the setup difference the chapter names as the first suspect. §5.2 reads the published
 # scale records where this build has them.
 
 # %% tags=["remove-cell"]

@@ -244,6 +244,14 @@ def test_form_claims():
         [CL.UNTESTABLE] * 2
 
 
+def test_the_global_product_is_named_by_the_form_that_stands():
+    """§5.4 read "global product 0.75" where 0.75 was the additive + global product family
+    (the pure product: 0.13): the claim names the form whose number it shows."""
+    table = forms({ADD: (0.95, 0.2), GP: (0.95, 0.13), SGP: (0.95, 0.75), MLP: (0.95, 0.8)})
+    ours = form_claims(table, "quick").set_index("claim").loc["the global product is best", "ours"]
+    assert ours == f"best: {MLP} (0.80); {SGP} 0.75"
+
+
 def test_form_claims_on_their_null():
     """Products that beat the additive probe but stay at the bag ceiling of the same
     scenes (the quick models' 0.60-0.62) recover no binding, and none is best."""

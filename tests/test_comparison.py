@@ -192,3 +192,11 @@ def test_section_5_2_rows_read_the_published_scale_records(tmp_path):
     assert row["our data | encoder"] == "scale recipe (published records)"
     near = t.loc[("§5.2", "controlled scenes", "held-out object recognition at high coverage (near)")]
     assert near["ours"].startswith("|O| = 100: strict 0.95 (bag ceiling 0.55)")
+
+
+def test_without_a_text_encoder_each_command_is_one_command(tmp_path):
+    """The text rows wrapped a whole papermill command inside another one's arguments."""
+    t = CMP.comparison_table(build([planted("CLEVR-2D", "ViT-B/32 (random init)", "image", False, 2)], tmp_path))
+    text = t[t["data"] == "text"]
+    assert (text["group"] == CMP.NOT_RUN).all() and (text["command"].str.count("`") == 2).all()
+    assert (t["command"].str.count("`") <= 2).all()

@@ -185,7 +185,7 @@ def test_figure_9_keeps_the_page_width_however_many_sizes_it_holds():
     sizes = (100, 400, 2_500, 10_000)
     table = pd.DataFrame([{"objects": n, "model: held-out objects": rng.uniform(),
                            "global product: held-out objects": rng.uniform()} for n in sizes for _ in range(4)])
-    corr = pd.DataFrame({"objects": sizes, "Pearson r": rng.uniform(-1, 1, len(sizes))})
+    corr = pd.DataFrame({"objects": sizes, "Spearman rho": rng.uniform(-1, 1, len(sizes))})
     fig, ax = plt.subplots(figsize=(6.2, 5))  # the chapter's size
     plot_figure9(ax, table, corr)
     _ok(fig)

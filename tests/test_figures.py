@@ -86,7 +86,28 @@ def test_figure9_counts_the_models_it_draws_and_names_only_the_sizes_it_draws():
                           "model: held-out objects": [0.2, 0.5, 0.9, 0.4, 0.6],
                           "global product: held-out objects": [0.1, np.nan, 0.8, np.nan, np.nan]})
     fig, ax = plt.subplots()
-    plot_figure9(ax, table, pd.DataFrame({"objects": [100], "Pearson r": [0.9]}))
+    plot_figure9(ax, table, pd.DataFrame({"objects": [100], "Spearman rho": [0.9]}))
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["|O| = 100 (2 models, r = 0.90)"]  # the 2,500 models have no fit: no dot, no entry
+    # the rank correlation figure 9's verdict reads, named; the 2,500 models have no fit: no dot, no entry
+    assert labels == ["|O| = 100 (2 models, rank correlation 0.90)"]
+    plt.close(fig)
+
+
+def test_figure_9_legend_gives_the_correlation_its_verdict_reads():
+    """The legend gave Pearson's r (2,500: 0.63) where the verdict reads the rank correlation
+    (0.91): the legend's number is the verdict's, named as a rank correlation."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from bindcore.book.tables import figure9_correlations
+    from bindcore.figures import plot_figure9
+    from bindcore.verdicts.approximators import figure9_claims
+
+    x = np.linspace(0.05, 1.0, 8)
+    table = pd.DataFrame({"objects": 2500, "model: held-out objects": x, "global product: held-out objects": x ** 6})
+    fig, ax = plt.subplots()
+    plot_figure9(ax, table, figure9_correlations(table))
+    (label,) = [t.get_text() for t in ax.get_legend().get_texts()]
+    verdict = figure9_claims(table, "quick")["ours"].iloc[0]
+    assert verdict.startswith("rank correlation 1.00") and label == "|O| = 2,500 (8 models, rank correlation 1.00)"
     plt.close(fig)

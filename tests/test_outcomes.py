@@ -150,3 +150,39 @@ def test_every_outcome_row_fits_in_a_few_lines():
     for _, row in table.iterrows():
         assert len(row["paper"]) <= 130, row["finding"]
         assert len(row["ours"]) <= 260, row["finding"]
+
+
+def test_no_outcome_row_without_a_reason():
+    """The report's reason cell was empty for every finding the chapters judged (§5.2, §5.3,
+    §5.4, appendix E): each row states why, whatever its outcome."""
+    from bindcore.paper import PAPER_CLAIMS_APPENDIX_E
+
+    pixel = pd.DataFrame([{"claim": c, "paper": p, "level": "clean", "ours": "x", "null": "bag ceiling 0.60",
+                           "margin": "+0.20 (needs >= 0.1)", "verdict": v, "profile": "quick"}
+                          for (c, p), v in zip(PAPER_CLAIMS_APPENDIX_E, (CL.SHOWN, CL.NOT_SHOWN, CL.SHOWN))])
+    failed = claims_of(encoder="MiniLM")
+    failed["§5.1"] = pretrained_claims(pretrained(0.95, 0.1, encoder="MiniLM", control=0.9), "quick")
+    failed["§5.4"] = form_claims(forms({MLP: (0.9, 0.9)}).assign(**{"model: validation swap pairs": 0.05}), "quick")
+    for claims in (claims_of(), failed):
+        table = OC.outcome_table(claims, "quick", pixel=pixel)
+        assert set(table["outcome"]) >= {OC.REPRODUCED, OC.NOT_REPRODUCED}
+        empty = table.loc[table["reason, command"].str.strip() == "", "finding"].tolist()
+        assert not empty, f"outcome rows without a reason: {empty}"
+
+
+def test_a_reason_names_the_failed_claims_by_how_much_and_the_suspect():
+    """§5.1 showed "at least 0.83" beside the paper's 0.80 with no word that the untrained tower
+    reaches 1.00; §5.3 omitted the approximator budget its chapter calls the first suspect."""
+    claims = claims_of(encoder="MiniLM")
+    claims["§5.1"] = pretrained_claims(pretrained(0.83, 0.1, encoder="MiniLM", control=1.0), "quick")
+    table = OC.outcome_table(claims, "quick").set_index("finding")["reason, command"]
+    assert "“concepts generalize” (MiniLM): " in table["§5.1 CLIP's binding complexity"]
+    assert "null 1.00, margin -0.17 (needs >= 0.2)" in table["§5.1 CLIP's binding complexity"]
+    width = table["§5.3 low complexity"]
+    assert width.startswith("1 of this finding's 1 judged claims not shown: “a small MLP suffices” (m)")
+    assert "null bag ceiling 0.60, margin -0.60 (needs >= 0.1)" in width
+    assert width.endswith(f"first suspect: {OC.headlines()[4].suspect}") and "approximators' budget" in width
+    # a failed precondition is named with its number
+    claims["§5.3"] = width_claims(widths({4: 0.0, 256: 0.0}).assign(**{"model: validation swap pairs": 0.05}), "quick")
+    reason = OC.outcome_table(claims, "quick").set_index("finding").loc["§5.3 low complexity", "reason, command"]
+    assert reason.startswith("precondition failed: ") and "validation swap pairs 0.05 < 0.5" in reason

@@ -342,6 +342,8 @@ def test_claims_follow_the_numbers():
     approx = pd.DataFrame(rows).assign(**{CEILING: 0.6})
     claims = pixel_claims(summary, approx, "quick")
     assert set(claims["verdict"]) <= set(STATUSES) and {"null", "margin"} <= set(claims.columns)
+    # the number beside strict recognition is the ceiling the rule reads, named (it showed the floor)
+    assert claims["ours"].iloc[0] == "coverage 0.8: swap pairs 0.50, strict 0.80 vs bag ceiling 0.60"
     verdict = {(r["claim"].split()[0], r["level"]): r["verdict"] for r in claims.to_dict("records")}
     assert verdict[("held-out", "clean")] == "shown"
     assert verdict[("held-out", "overlap")] == "not shown"  # no swap pair: a bag could do this

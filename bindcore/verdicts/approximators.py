@@ -290,9 +290,9 @@ def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float
         if not len(glob) or len(best) < 2 or not best["heldout_object"].notna().any():
             row("the global product is best", "–", UNTESTABLE, "needs a global product and another family")
         else:
-            top_fam = best["heldout_object"].idxmax()
+            top_fam, glob_fam = best["heldout_object"].idxmax(), glob["heldout_object"].idxmax()
             g, b = glob["heldout_object"].max(), best["heldout_object"].max()
-            ours = f"best: {top_fam} ({b:.2f}); global product {g:.2f}"
+            ours = f"best: {top_fam} ({b:.2f}); {glob_fam} {g:.2f}"  # the global product's form that stands, named
             if not _ok(ceil):
                 row("the global product is best", ours, UNTESTABLE, no_ceiling)
             else:

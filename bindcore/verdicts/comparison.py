@@ -4,6 +4,7 @@ encoder never stands in for a pretrained one."""
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,12 +16,13 @@ from bindcore.controlled.search import BINDS_AT
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
     PAPER_APPROXIMATOR_WIDTHS,
-    PAPER_COVERAGES,
+    PAPER_DATASET_SIZES,
     PAPER_EDITING_CASE,
     PAPER_PRETRAINED_CONCEPTS,
     RELEASE,
     PaperItem,
     fmt_objects,
+    fmt_range,
     paper_items,
 )
 
@@ -61,16 +63,10 @@ class Build:
     chapters: list[str] = field(default_factory=list)
 
 
-def _chapter(section: str) -> str:
-    for key, nb in NOTEBOOK.items():
-        if section.startswith(key) or key in section:
-            return nb
-    return ""
-
-
 def _book(section: str, args: str = "") -> str:
     """The papermill command that runs the chapter of ``section`` (with ``args``)."""
-    return f"`papermill notebooks/{_chapter(section)}.ipynb out.ipynb{' ' + args if args else ''}`"
+    nb = next(nb for key, nb in NOTEBOOK.items() if section.startswith(key))
+    return f"`papermill notebooks/{nb}.ipynb out.ipynb{' ' + args if args else ''}`"
 
 
 # ---------------------------------------------------------------------------------
@@ -84,27 +80,22 @@ def _is_dino(s: Any) -> bool:
     return s.pretrained and s.encoder.startswith("DINOv2")
 
 
-def _text_space(b: Build) -> list[int]:
-    return list(b.geometry["text_space"])
-
-
-def _probes_as_release(params: dict[str, Any]) -> bool:
-    return int(params["probe_epochs"]) == RELEASE["probe epochs"] and float(params["probe_lr"]) == RELEASE["probe lr"]
-
-
-def _probe_difference(params: dict[str, Any]) -> str:
-    return (f"probes: {int(params['probe_epochs']):,} epochs at lr {float(params['probe_lr']):g} (release: "
-            f"{RELEASE['probe epochs']:,} at {RELEASE['probe lr']:g})")
+def _probe_diff(b: Build) -> list[str]:
+    """How §4's probes differ from the release's (none: ``[]``)."""
+    epochs, lr = int(b.geometry["probe_epochs"]), float(b.geometry["probe_lr"])
+    if epochs == RELEASE["probe epochs"] and lr == RELEASE["probe lr"]:
+        return []
+    return [f"probes: {epochs:,} epochs at lr {lr:g} (release: {RELEASE['probe epochs']:,} at {RELEASE['probe lr']:g})"]
 
 
 def _data_difference(s: Any, b: Build) -> list[str]:
     if s.source == "text":
-        a, n = _text_space(b)
+        a, n = b.geometry["text_space"]
         return [f"our adjective and noun lists, {a} x {n} (the release's lists differ)"]
     if s.dataset == "CLEVR-like 3-D":
         return ["CLEVR-like scenes ray-cast here (the authors': Blender renders)"]
     if s.dataset == "CLEVR-2D":
-        return ["CLEVR-2D drawn here (the release's 576 label pairs)"]
+        return [f"CLEVR-2D drawn here (the release's {PAPER_DATASET_SIZES['CLEVR-2D']['scenes']} label pairs)"]
     return []
 
 
@@ -118,7 +109,7 @@ def find_set(b: Build, data: str, model: str) -> tuple[int | None, list[str], st
         cand = [i for i, s in enumerate(sets) if s.source == "text" and s.pretrained == pretrained]
         cand.sort(key=lambda i: not _is_clip(sets[i]))  # CLIP first
         if not cand:
-            return None, [], "no text encoder of this kind here", _book("§4.1")
+            return None, [], "no text encoder of this kind here", ""
         i = cand[0]
         diff = _data_difference(sets[i], b)
         if pretrained and not _is_clip(sets[i]):
@@ -154,239 +145,300 @@ def _value(df: pd.DataFrame, metric: str, **where: Any) -> float:
 
 def _row(item: PaperItem, group: str, ours: Any = "", label: str = "", note: str = "", command: str = ""
          ) -> dict[str, Any]:
+    """One row of :data:`COLUMNS`; ``ours``: a number, range or text (:func:`~bindcore.paper.fmt_range`
+    writes it in :func:`comparison_table`)."""
     if group not in GROUPS:
         raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
     return dict(zip(COLUMNS, (group, item.section, item.data, item.model, item.metric, item.shown, ours, label,
                               note, command, item.source)))
 
 
-def _set_row(b: Build, item: PaperItem, ours_of: Any, protocol: list[str] | None = None) -> dict[str, Any]:
-    """A row for an item measured on one of the §4 embedding sets."""
-    i, diff, why, args = find_set(b, item.data if item.data != "text and CLEVR" else "text", item.model)
+def _set_row(b: Build, item: PaperItem, ours_of: Any, protocol: list[str] | None = None, data: str = ""
+             ) -> dict[str, Any]:
+    """A row for an item measured on the §4 embedding set standing for ``data`` (default the item's)."""
+    i, diff, why, args = find_set(b, data or item.data, item.model)
     if i is None:
         return _row(item, NOT_RUN, note=why, command=_book(item.section, args) if args else
                     f"run {_book(item.section)} where the weights are (e.g. Colab)")
     ours = ours_of(i)
     if ours is None or (isinstance(ours, float) and not np.isfinite(ours)):
-        return _row(item, NOT_RUN, label=b.sets[i].label, note="not measured on this set (no single-object images)",
-                    command="")
+        return _row(item, NOT_RUN, label=b.sets[i].label, note="not measured on this set (no single-object images)")
     diff = diff + (protocol or [])
     return _row(item, SUBSTITUTE if diff else LIKE, ours, b.sets[i].label, "; ".join(diff))
 
 
 # ---------------------------------------------------------------------------------
-# the items, section by section
+# the measures: one function per name of PaperItem.measure, called with its arguments
 # ---------------------------------------------------------------------------------
-def _datasets(b: Build, item: PaperItem) -> dict[str, Any]:
-    from bindcore.data import make_text_space
+def _release_labels(b: Build, item: PaperItem, what: str) -> dict[str, Any]:
+    """C.1, CLEVR and CLEVR-2D: a count of the release's own label set, the same data for a count
+    whatever the images (named in the row)."""
     from bindcore.data.vocab import CLEVR_COLORS, CLEVR_SHAPES, clevr_release_order
 
-    if item.data in ("CLEVR", "CLEVR-2D"):
-        authors = item.data == "CLEVR" and any(s.dataset == AUTHORS_CLEVR for s in b.sets)
-        order = clevr_release_order()
-        ours = {"scenes": len(order), "colours": len(CLEVR_COLORS), "shapes": len(CLEVR_SHAPES),
-                "objects": len({tuple(o) for o in order.reshape(-1, 2).tolist()})}[item.metric]
-        if authors:
-            return _row(item, LIKE, ours, "the authors' labels")
-        # a count of the release's own label set (clevr_release_order): the same data for a
-        # count, whatever the images; the images are named in the row
-        what = "CLEVR-like scenes ray-cast here" if item.data == "CLEVR" else "CLEVR-2D drawn here"
-        return _row(item, LIKE, ours, f"the release's label pairs ({what})")
-    if item.data == "PUG:SPARE":
-        pug = [s for s in b.sets if s.dataset == "PUG:SPARE"]
-        if not pug:
-            return _row(item, NOT_RUN, note="the authors' PUG:SPARE images are not here",
-                        command=_book("§4.1", "-p pug_dir /path/to/folder"))
-        s = pug[0]
-        ours = {"scenes": len(s.Z), "species": s.values_per_concept[0], "colours": s.values_per_concept[1]}[item.metric]
-        return _row(item, LIKE, ours, "the authors' images")
-    if item.data.startswith("captions"):
-        a, n = (10, 10) if "C.3" in item.data else (20, 20)
-        ds = make_text_space(a, n)
-        two = int((ds.n_objects_per_scene == 2).sum())
-        ours = {"two-object scenes": two, "single-object scenes": len(ds) - two, "adjectives": a, "nouns": n}[item.metric]
-        return _row(item, SUBSTITUTE, ours, f"make_text_space({a}, {n})", "our adjective and noun lists")
-    # D.4: the patterned-object substitute
+    order = clevr_release_order()
+    ours = {"scenes": len(order), "colours": len(CLEVR_COLORS), "shapes": len(CLEVR_SHAPES),
+            "objects": len({tuple(o) for o in order.reshape(-1, 2).tolist()})}[what]
+    if item.data == "CLEVR" and any(s.dataset == AUTHORS_CLEVR for s in b.sets):
+        return _row(item, LIKE, ours, "the authors' labels")
+    images = "CLEVR-like scenes ray-cast here" if item.data == "CLEVR" else "CLEVR-2D drawn here"
+    return _row(item, LIKE, ours, f"the release's label pairs ({images})")
+
+
+def _pug_images(b: Build, item: PaperItem, what: str) -> dict[str, Any]:
+    pug = [s for s in b.sets if s.dataset == "PUG:SPARE"]
+    if not pug:
+        return _row(item, NOT_RUN, note="the authors' PUG:SPARE images are not here",
+                    command=_book("§4.1", "-p pug_dir /path/to/folder"))
+    s = pug[0]
+    ours = {"scenes": len(s.Z), "species": s.values_per_concept[0], "colours": s.values_per_concept[1]}[what]
+    return _row(item, LIKE, ours, "the authors' images")
+
+
+def _caption_space(b: Build, item: PaperItem, a: int, n: int, what: str) -> dict[str, Any]:
+    from bindcore.data import make_text_space
+
+    ds = make_text_space(a, n)
+    two = int((ds.n_objects_per_scene == 2).sum())
+    ours = {"two-object scenes": two, "single-object scenes": len(ds) - two, "adjectives": a, "nouns": n}[what]
+    return _row(item, SUBSTITUTE, ours, f"make_text_space({a}, {n})", "our adjective and noun lists")
+
+
+def _patterned(b: Build, item: PaperItem, what: str) -> dict[str, Any]:
+    """D.4's counts on the patterned-object substitute."""
     t, p = int(b.additional_params["natural_types"]), int(b.additional_params["natural_patterns"])
-    ours = {"images": (t * p) ** 2, "object types": t, "patterns": p}[item.metric]
+    ours = {"images": (t * p) ** 2, "object types": t, "patterns": p}[what]
     return _row(item, SUBSTITUTE, ours, "patterned objects ray-cast here (bindcore.data.patterned)",
                 "a substitute of the generated natural images")
 
 
-def _section4(b: Build, item: PaperItem) -> dict[str, Any]:
-    dec, att, edi = b.decomposition, b.attribution, b.editing
-    probe_diff = [] if _probes_as_release(b.geometry) else [_probe_difference(b.geometry)]
-    if item.section == "§4.1 reconstruction":
-        est, metric = {"R² objects (avg)": ("avg", "r2_eval"), "R² objects (avg + pos)": ("pos-avg", "r2_eval"),
-                       "retrieval": ("avg", "retrieval"), "probing": ("avg", "probe_object")}[item.metric]
-        return _set_row(b, item, lambda i: _value(dec[i], metric, kind="objects", estimator=est),
-                        probe_diff if item.metric == "probing" else [])
-    closed = [f"components by closed-form least squares (release: AdamW, {RELEASE['component steps']:,} steps, which "
-              "stops short of the least-squares solution)"]
-    if item.section == "§4.1 variance":
-        if "minus" in item.metric:
-            return _set_row(b, item, lambda i: _value(dec[i], "r2_eval", kind="objects", estimator="pos-lstsq")
-                            - _value(dec[i], "r2_eval", kind="concepts", estimator="pos-lstsq"), closed)
-        return _set_row(b, item, lambda i: max(_value(dec[i], "r2_eval", kind="concepts", estimator=e)
-                                               for e in ("avg", "pos-avg", "lstsq", "pos-lstsq")), closed)
-    if item.section == "§4.1 editing":
-        bank = "obj-avg" if "averaged" in item.metric else "single"
-        data = "CLEVR"
-        it = PaperItem(item.section, data, item.model, item.metric, item.value, item.source, item.kind)
-        row = _set_row(b, it, lambda i: _value(edi[i], "retrieval_exact", bank=bank, k=1.0, case=PAPER_EDITING_CASE))
-        row["data"] = item.data
-        if row["group"] != NOT_RUN:
-            row["our data | encoder"] += f" ({PAPER_EDITING_CASE} edits, exact-order hit as the release)"
-        return row
-    if item.section.startswith("§4.2"):
-        variant, metric = item.metric.split(": ")
-        col = {"concepts": "concept", "objects": "object"}[metric]
-        diff = closed + probe_diff + (["controls: the mean over derangements (release: one permutation)"]
-                                      if variant.startswith("permuted") else [])
+CLOSED_FORM = [f"components by closed-form least squares (release: AdamW, {RELEASE['component steps']:,} steps, "
+               "which stops short of the least-squares solution)"]
 
-        def ours(i: int) -> float:
-            a = att[i].assign(name=att[i]["variant"].str.replace(" (control)", "", regex=False))
-            return _value(a, col, name=variant)
 
-        return _set_row(b, item, ours, diff)
-    # D.2 editing
-    kind, bank = item.metric.split(" (")
-    bank = bank.rstrip(")")
-    col = "retrieval_exact" if kind == "retrieval" else "probe_concepts"
-    row = _set_row(b, item, lambda i: _value(edi[i], col, bank=bank, k=1.0, case=PAPER_EDITING_CASE),
-                   probe_diff if kind == "probing" else [])
+def _decomposition(b: Build, item: PaperItem, estimator: str, column: str) -> dict[str, Any]:
+    return _set_row(b, item, lambda i: _value(b.decomposition[i], column, kind="objects", estimator=estimator),
+                    _probe_diff(b) if column == "probe_object" else [])
+
+
+def _concept_r2(b: Build, item: PaperItem) -> dict[str, Any]:
+    """§4.1: the best R² of the bag of concepts over the four estimators."""
+    return _set_row(b, item, lambda i: max(_value(b.decomposition[i], "r2_eval", kind="concepts", estimator=e)
+                                           for e in ("avg", "pos-avg", "lstsq", "pos-lstsq")), CLOSED_FORM)
+
+
+def _objects_over_concepts(b: Build, item: PaperItem, data: str) -> dict[str, Any]:
+    def gap(i: int) -> float:
+        return (_value(b.decomposition[i], "r2_eval", kind="objects", estimator="pos-lstsq")
+                - _value(b.decomposition[i], "r2_eval", kind="concepts", estimator="pos-lstsq"))
+
+    return _set_row(b, item, gap, CLOSED_FORM, data)
+
+
+def _editing(b: Build, item: PaperItem, column: str, bank: str, data: str = "") -> dict[str, Any]:
+    """§4.1 and D.2: editing at k = 1 on the release's case, read as the release reads it."""
+    probing = column == "probe_concepts"
+    row = _set_row(b, item, lambda i: _value(b.editing[i], column, bank=bank, k=1.0, case=PAPER_EDITING_CASE),
+                   _probe_diff(b) if probing else [], data)
     if row["group"] != NOT_RUN:
-        row["our data | encoder"] += (f" ({PAPER_EDITING_CASE} edits" + (", exact-order hit as the release)"
-                                                                          if kind == "retrieval" else
-                                                                          ", the joint concept probes as the release)"))
+        row["our data | encoder"] += (f" ({PAPER_EDITING_CASE} edits, "
+                                      + ("the joint concept probes" if probing else "exact-order hit") + " as the release)")
     return row
+
+
+def _attribution(b: Build, item: PaperItem, variant: str, column: str) -> dict[str, Any]:
+    controls = ["controls: the mean over derangements (release: one permutation)"] \
+        if variant.startswith("permuted") else []
+
+    def ours(i: int) -> float:
+        a = b.attribution[i]
+        return _value(a.assign(name=a["variant"].str.replace(" (control)", "", regex=False)), column, name=variant)
+
+    return _set_row(b, item, ours, CLOSED_FORM + _probe_diff(b) + controls)
 
 
 def _pretrained_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["weights"] == "pretrained"] if len(table) and "weights" in table else table.iloc[:0]
 
 
-def _appendix_d(b: Build, item: PaperItem) -> dict[str, Any]:
-    no_image = "no pretrained image encoder here (CLIP's weights need the Hugging Face Hub; the random-init control " \
-               "is no substitute)"
-    cmd = f"run {_book(item.section)} where the weights are (e.g. Colab)"
-    if item.section == "D.3":
-        pre = _pretrained_rows(b.three)
-        if not len(pre):
-            return _row(item, NOT_RUN, note=no_image, command=cmd)
-        occ = "occluded" in item.data
-        r = pre[pre["occlusion"] == occ].iloc[0] if (pre["occlusion"] == occ).any() else None
-        label = f"{r['dataset']} | {r['encoder']}" if r is not None else ""
-        diff = "CLEVR-like three-object scenes ray-cast here (the authors': Blender)"
-        if item.value is None:
-            ours = "; ".join(f"{'occluded' if x['occlusion'] else 'no occlusion'}: objects "
-                             f"{x['R² held-out objects (avg)']:.2f} vs concepts {x['R² held-out concepts (avg)']:.2f}"
-                             for _, x in pre.iterrows())
-            return _row(item, SUBSTITUTE, ours, label, diff + "; held-out R² (§4.1: in-sample)")
-        col = "probing objects" if item.metric == "probing" else "retrieval objects (all scenes)"
-        return _row(item, SUBSTITUTE, r[col] if r is not None else np.nan, label,
-                    diff + ("; the object probe" if item.metric == "probing" else ""))
-    if item.section == "D.4":
-        pre = _pretrained_rows(b.natural)
-        if not len(pre):
-            return _row(item, NOT_RUN, note=no_image, command=cmd)
-        r = pre.iloc[0]
-        ours = (f"retrieval {r['retrieval']:.2f} (chance {r['retrieval chance']:.3f}), edits {r['edit retrieval']:.2f} "
-                f"(chance {r['edit chance']:.3f})")
-        return _row(item, SUBSTITUTE, ours, f"{r['dataset']} | {r['encoder']}", "patterned objects ray-cast here")
-    # D.5
+NO_IMAGE = ("no pretrained image encoder here (CLIP's weights need the Hugging Face Hub; the random-init control "
+            "is no substitute)")
+
+
+def _no_image(item: PaperItem) -> dict[str, Any]:
+    return _row(item, NOT_RUN, note=NO_IMAGE, command=f"run {_book(item.section)} where the weights are (e.g. Colab)")
+
+
+THREE_OBJECTS = "CLEVR-like three-object scenes ray-cast here (the authors': Blender)"
+
+
+def _three(b: Build, occluded: bool) -> tuple[Any, str]:
+    pre = _pretrained_rows(b.three)
+    r = pre[pre["occlusion"] == occluded].iloc[0] if (pre["occlusion"] == occluded).any() else None
+    return r, (f"{r['dataset']} | {r['encoder']}" if r is not None else "")
+
+
+def _three_objects(b: Build, item: PaperItem, occluded: bool, column: str) -> dict[str, Any]:
+    if not len(_pretrained_rows(b.three)):
+        return _no_image(item)
+    r, label = _three(b, occluded)
+    return _row(item, SUBSTITUTE, r[column] if r is not None else np.nan, label,
+                THREE_OBJECTS + ("; the object probe" if column == "probing objects" else ""))
+
+
+def _three_objects_r2(b: Build, item: PaperItem) -> dict[str, Any]:
+    pre = _pretrained_rows(b.three)
+    if not len(pre):
+        return _no_image(item)
+    ours = "; ".join(f"{'occluded' if x['occlusion'] else 'no occlusion'}: objects "
+                     f"{fmt_range(x['R² held-out objects (avg)'])} vs concepts {fmt_range(x['R² held-out concepts (avg)'])}"
+                     for _, x in pre.iterrows())
+    return _row(item, SUBSTITUTE, ours, _three(b, False)[1], THREE_OBJECTS + "; held-out R² (§4.1: in-sample)")
+
+
+def _natural(b: Build, item: PaperItem) -> dict[str, Any]:
+    pre = _pretrained_rows(b.natural)
+    if not len(pre):
+        return _no_image(item)
+    r = pre.iloc[0]
+    ours = (f"retrieval {fmt_range(r['retrieval'])} (chance {r['retrieval chance']:.3f}), edits "
+            f"{fmt_range(r['edit retrieval'])} (chance {r['edit chance']:.3f})")
+    return _row(item, SUBSTITUTE, ours, f"{r['dataset']} | {r['encoder']}", "patterned objects ray-cast here")
+
+
+def _mds(b: Build, item: PaperItem) -> dict[str, Any]:
     pre = _pretrained_rows(b.grid)
-    image = pre[~pre["dataset"].str.startswith("captions")] if len(pre) else pre
-    if not len(image):
-        return _row(item, NOT_RUN, note=no_image, command=cmd)
+    if not len(pre) or pre["dataset"].str.startswith("captions").all():
+        return _no_image(item)
     col = "grid-neighbour recall (full d)"
-    ours = "; ".join(f"{r['dataset']} | {r['encoder']}: {r[col]:.2f} (chance {r['chance']:.2f})"
+    ours = "; ".join(f"{r['dataset']} | {r['encoder']}: {fmt_range(r[col])} (chance {fmt_range(r['chance'])})"
                      for _, r in pre.iterrows())
     return _row(item, SUBSTITUTE, ours, "the §4 sets", "grid-neighbour recall for the MDS picture")
 
 
-def _section5(b: Build, item: PaperItem) -> dict[str, Any]:
+def _approximators(b: Build, item: PaperItem, key: str) -> dict[str, Any]:
+    """§5.1's approximator protocol (``key`` of the chapter's parameters) beside the paper's."""
+    ours = b.pretrained_params[key]
+    ours = (min(ours), max(ours)) if isinstance(ours, (list, tuple)) else ours
+    same = ours == item.value
+    shown = "–".join(f"{v:g}" for v in ours) if isinstance(ours, tuple) else "full batch" if ours is None else ours
+    return _row(item, LIKE if same else SUBSTITUTE, shown, f"profile '{b.profile}'",
+                "" if same else f"the '{b.profile}' profile's protocol (the 'paper' profile has the paper's)")
+
+
+def _pretrained(b: Build, item: PaperItem, what: str) -> dict[str, Any]:
+    """§5.1 on the first pretrained text encoder: the widest MLP's lowest held-out concepts above the
+    paper's fraction (``what`` "concepts"), its held-out objects at the largest fraction
+    ("objects"), or every family's best at the largest fraction ("families")."""
     t, p = b.pretrained, b.pretrained_params
-    if item.kind == "setting" and item.section.startswith("§5.1"):
-        ours = {"steps": p["steps"], "batch size": p["batch_size"], "learning rates": (min(p["lrs"]), max(p["lrs"])),
-                "MLP widths": (min(p["widths"]), max(p["widths"]))}[item.metric]
-        paper = {"steps": PAPER_APPROXIMATOR_PROTOCOL["steps"], "batch size": PAPER_APPROXIMATOR_PROTOCOL["batch_size"],
-                 "learning rates": (min(PAPER_APPROXIMATOR_PROTOCOL["lrs"]), max(PAPER_APPROXIMATOR_PROTOCOL["lrs"])),
-                 "MLP widths": PAPER_APPROXIMATOR_WIDTHS}[item.metric]
-        same = ours == paper
-        shown = "–".join(f"{v:g}" for v in ours) if isinstance(ours, tuple) else ("full batch" if ours is None
-                                                                                  else f"{ours:,}")
-        return _row(item, LIKE if same else SUBSTITUTE, shown, f"profile '{b.profile}'",
-                    "" if same else f"the '{b.profile}' profile's protocol (the 'paper' profile has the paper's)")
-    if item.section.startswith("§5.1"):
-        names = list(dict.fromkeys(t["encoder"])) if len(t) else []
-        pre = [n for n in names if "random init" not in n]
-        if not pre:
-            return _row(item, NOT_RUN, note="no pretrained text encoder here", command=_book("§5.1"))
-        sub = t[t["encoder"] == pre[0]]
-        diff = [] if pre[0].startswith("CLIP") else [f"{pre[0]} for CLIP's text tower"]
-        diff += [f"our adjective and noun lists, {p['text_space'][0]} x {p['text_space'][1]}"]
-        if p["steps"] != PAPER_APPROXIMATOR_PROTOCOL["steps"] or max(p["widths"]) != PAPER_APPROXIMATOR_WIDTHS[1]:
-            diff.append(f"the '{b.profile}' protocol: {p['steps']:,} steps, widths up to {max(p['widths']):,}")
-        mlp = sub[sub["family"] == "MLP"]
-        wide = mlp[mlp["width"] == mlp["width"].max()]
-        if "concept" in item.metric:
-            above = wide[wide["fraction"] > PAPER_PRETRAINED_CONCEPTS["above fraction"]]
-            ours = above["heldout_concept"].min() if len(above) else np.nan
-        elif "object" in item.metric:
-            top = wide[wide["fraction"] == wide["fraction"].max()]
-            ours = top["heldout_object"].iloc[0] if len(top) else np.nan
-        else:
-            top = sub[sub["fraction"] == sub["fraction"].max()]
-            ours = "; ".join(f"{f}: objects {o:.2f}, concepts {c:.2f}" for f, o, c in
-                             top.groupby("family")[["heldout_object", "heldout_concept"]].max().itertuples())
-            diff.append("DINOv2 only where §5.1 runs on the authors' images with its weights")
-        return _row(item, SUBSTITUTE, ours, pre[0], "; ".join(diff))
-    if item.section == "§5.2":
-        sizes = sorted({v ** c for c, v in b.sweep_params["sizes"]})
-        covs = list(b.sweep_params["coverages"])
-        recipe = f"the '{b.profile}' training recipe (the paper's Table 9 is not available)"
-        if item.kind == "setting":
-            same = (min(covs), max(covs)) == PAPER_COVERAGES
-            return _row(item, LIKE if same else SUBSTITUTE, f"{min(covs):g}–{max(covs):g}", f"profile '{b.profile}'",
-                        "" if same else f"coverages {covs}")
-        summary, where = _generalization_summary(b)
-        scale_recipe = "the scale training recipe (the paper's Table 9 is not available)"
-        if item.data.startswith("|O|"):
-            need = int(item.data.split()[-1].replace(",", ""))
-            if summary is not None:
-                picked = summary[summary["objects"] >= need] if ">=" in item.data else \
-                    summary[summary["objects"] == need]
-                if len(picked):
-                    ours = "; ".join(
-                        f"{fmt_objects(r['objects'])}: swap pairs >= {BINDS_AT:g} from coverage {r['transition coverage']:g}"
-                        if np.isfinite(r["transition coverage"]) else
-                        f"{fmt_objects(r['objects'])}: no transition up to coverage {r['largest coverage']:g}"
-                        for _, r in picked.iterrows())
-                    return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
-            have = [s for s in sizes if s >= need] if ">=" in item.data else [s for s in sizes if s == need]
-            if not have:
-                paper = chapter_parameters("binding_generalization", "paper")
-                c, v = next(((c, v) for v in sorted({v for _, v in paper["sizes"]}, reverse=True)
-                             for c in range(1, 8) if v ** c == need), max(paper["sizes"], key=lambda cv: cv[1] ** cv[0]))
-                return _row(item, NOT_RUN, note=f"no object space of {fmt_objects(need)} in this build (sizes {sizes})",
-                            command=f"`bindcore sweep --profile paper --concepts {c} --values {v} --coverages "
-                                    + " ".join(f"{x:g}" for x in paper["coverages"]) + "` (GPU hours)")
-            return _row(item, SUBSTITUTE, "in the §5.2 section below", ", ".join(fmt_objects(s) for s in have), recipe)
-        if summary is not None and "high coverage" in item.metric:
-            ours = "; ".join(f"{fmt_objects(r['objects'])}: strict {r['objects at chosen coverage']:.2f} (bag ceiling "
-                             f"{r['bag ceiling at chosen coverage']:.2f}), swap pairs "
-                             f"{r['swap pairs at chosen coverage']:.2f} at coverage {r['chosen coverage']:g}"
-                             for _, r in summary.iterrows())
-            return _row(item, SUBSTITUTE, ours, where, scale_recipe if where.startswith("scale") else recipe)
-        return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| in {sizes}", recipe)
-    key = {"§5.3": "§5.3", "§5.4": "§5.4", "§5.4 figure 9": "figure 9"}[item.section]
+    pre = [n for n in dict.fromkeys(t["encoder"] if len(t) else []) if "random init" not in n]
+    if not pre:
+        return _row(item, NOT_RUN, note="no pretrained text encoder here", command=_book("§5.1"))
+    sub = t[t["encoder"] == pre[0]]
+    diff = [] if pre[0].startswith("CLIP") else [f"{pre[0]} for CLIP's text tower"]
+    diff += [f"our adjective and noun lists, {p['text_space'][0]} x {p['text_space'][1]}"]
+    if p["steps"] != PAPER_APPROXIMATOR_PROTOCOL["steps"] or max(p["widths"]) != PAPER_APPROXIMATOR_WIDTHS[1]:
+        diff.append(f"the '{b.profile}' protocol: {p['steps']:,} steps, widths up to {max(p['widths']):,}")
+    mlp = sub[sub["family"] == "MLP"]
+    wide = mlp[mlp["width"] == mlp["width"].max()]
+    if what == "concepts":
+        above = wide[wide["fraction"] > PAPER_PRETRAINED_CONCEPTS["above fraction"]]
+        ours = above["heldout_concept"].min() if len(above) else np.nan
+    elif what == "objects":
+        top = wide[wide["fraction"] == wide["fraction"].max()]
+        ours = top["heldout_object"].iloc[0] if len(top) else np.nan
+    else:
+        top = sub[sub["fraction"] == sub["fraction"].max()]
+        ours = "; ".join(f"{f}: objects {fmt_range(o)}, concepts {fmt_range(c)}" for f, o, c in
+                         top.groupby("family")[["heldout_object", "heldout_concept"]].max().itertuples())
+        diff.append("DINOv2 only where §5.1 runs on the authors' images with its weights")
+    return _row(item, SUBSTITUTE, ours, pre[0], "; ".join(diff))
+
+
+def _recipe(b: Build, where: str = "") -> str:
+    """The training recipe of the §5.2 numbers read ``where``."""
+    if where.startswith("scale"):
+        return "the scale training recipe (the paper's Table 9 is not available)"
+    return f"the '{b.profile}' training recipe (the paper's Table 9 is not available)"
+
+
+def _sizes(b: Build) -> list[int]:
+    return sorted({v ** c for c, v in b.sweep_params["sizes"]})
+
+
+def _coverages(b: Build, item: PaperItem) -> dict[str, Any]:
+    covs = list(b.sweep_params["coverages"])
+    same = (min(covs), max(covs)) == item.value
+    return _row(item, LIKE if same else SUBSTITUTE, f"{min(covs):g}–{max(covs):g}", f"profile '{b.profile}'",
+                "" if same else f"coverages {covs}")
+
+
+def _in_section_5_2(b: Build, item: PaperItem) -> dict[str, Any]:
+    return _row(item, SUBSTITUTE, "in the §5.2 section below", f"|O| in {_sizes(b)}", _recipe(b))
+
+
+def _at_chosen_coverage(b: Build, item: PaperItem) -> dict[str, Any]:
+    """§5.2's "near 1.0": per size, strict held-out recognition beside the bag ceiling the rule
+    reads, and swap pairs, at the coverage chosen on validation objects."""
+    summary, where = _generalization_summary(b)
+    if summary is None:
+        return _in_section_5_2(b, item)
+    ours = "; ".join(f"{fmt_objects(r['objects'])}: strict {fmt_range(r['objects at chosen coverage'])} (bag ceiling "
+                     f"{fmt_range(r['bag ceiling at chosen coverage'])}), swap pairs "
+                     f"{fmt_range(r['swap pairs at chosen coverage'])} at coverage {r['chosen coverage']:g}"
+                     for _, r in summary.iterrows())
+    return _row(item, SUBSTITUTE, ours, where, _recipe(b, where))
+
+
+def _transition(b: Build, item: PaperItem, objects: int, at_least: bool) -> dict[str, Any]:
+    """§5.2: the transition coverage of the size ``objects`` (``at_least``: of every size from it on)."""
+    summary, where = _generalization_summary(b)
+    if summary is not None:
+        picked = summary[summary["objects"] >= objects] if at_least else summary[summary["objects"] == objects]
+        if len(picked):
+            ours = "; ".join(
+                f"{fmt_objects(r['objects'])}: swap pairs >= {BINDS_AT:g} from coverage {r['transition coverage']:g}"
+                if np.isfinite(r["transition coverage"]) else
+                f"{fmt_objects(r['objects'])}: no transition up to coverage {r['largest coverage']:g}"
+                for _, r in picked.iterrows())
+            return _row(item, SUBSTITUTE, ours, where, _recipe(b, where))
+    sizes = _sizes(b)
+    have = [s for s in sizes if s >= objects] if at_least else [s for s in sizes if s == objects]
+    if have:
+        return _row(item, SUBSTITUTE, "in the §5.2 section below", ", ".join(fmt_objects(s) for s in have), _recipe(b))
+    paper = chapter_parameters("binding_generalization", "paper")
+    c, v = next(((c, v) for v in sorted({v for _, v in paper["sizes"]}, reverse=True)
+                 for c in range(1, 8) if v ** c == objects), max(paper["sizes"], key=lambda cv: cv[1] ** cv[0]))
+    return _row(item, NOT_RUN, note=f"no object space of {fmt_objects(objects)} in this build (sizes {sizes})",
+                command=f"`bindcore sweep --profile paper --concepts {c} --values {v} --coverages "
+                        + " ".join(f"{x:g}" for x in paper["coverages"]) + "` (GPU hours)")
+
+
+def _claim_counts(b: Build, item: PaperItem, key: str) -> dict[str, Any]:
+    """§5.3, §5.4, figure 9: how many of the chapter's claims have each status."""
     frame = b.claims.get(key)
     if frame is None or not len(frame):
         return _row(item, NOT_RUN, note="no claim frame in this build", command=_book(item.section))
-    counts = frame["status"].value_counts().to_dict()
-    ours = ", ".join(f"{v} {k}" for k, v in counts.items())
+    ours = ", ".join(f"{v} {k}" for k, v in frame["status"].value_counts().to_dict().items())
     return _row(item, SUBSTITUTE, ours, "the controlled models of §5.2", f"the '{b.profile}' training recipe")
+
+
+def _pixel_chapter(b: Build, item: PaperItem) -> dict[str, Any]:
+    pixels = [c for c in b.chapters if c.startswith("e_")]
+    if not pixels:
+        return _row(item, NOT_RUN, note="no chapter of this book trains encoders on pixels yet",
+                    command="(appendix E is not implemented here)")
+    return _row(item, SUBSTITUTE, f"see the chapter {pixels[0]}", pixels[0], "its own comparison")
+
+
+MEASURES = {
+    "release_labels": _release_labels, "pug_images": _pug_images, "caption_space": _caption_space,
+    "patterned": _patterned, "decomposition": _decomposition, "concept_r2": _concept_r2,
+    "objects_over_concepts": _objects_over_concepts, "editing": _editing, "attribution": _attribution,
+    "three_objects": _three_objects, "three_objects_r2": _three_objects_r2, "natural": _natural, "mds": _mds,
+    "approximators": _approximators, "pretrained": _pretrained, "coverages": _coverages,
+    "at_chosen_coverage": _at_chosen_coverage, "transition": _transition, "in_section_5_2": _in_section_5_2,
+    "claim_counts": _claim_counts, "pixel_chapter": _pixel_chapter,
+}
 
 
 def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
@@ -400,26 +452,10 @@ def _generalization_summary(b: Build) -> tuple[pd.DataFrame | None, str]:
 
 
 def comparison_table(b: Build) -> pd.DataFrame:
-    """One row (:data:`COLUMNS`) per item of :func:`~bindcore.paper.paper_items`."""
-    rows = []
-    for item in paper_items():
-        if item.kind == "dataset":
-            rows.append(_datasets(b, item))
-        elif item.section.startswith(("§4", "D.2")):
-            rows.append(_section4(b, item))
-        elif item.section.startswith(("D.3", "D.4", "D.5")):
-            rows.append(_appendix_d(b, item))
-        elif item.section.startswith("App. E"):
-            pixels = [c for c in b.chapters if c.startswith("e_")]
-            rows.append(_row(item, SUBSTITUTE, f"see the chapter {pixels[0]}", pixels[0], "its own comparison")
-                        if pixels else _row(item, NOT_RUN, note="no chapter of this book trains encoders on pixels "
-                                            "yet", command="(appendix E is not implemented here)"))
-        else:
-            rows.append(_section5(b, item))
+    """One row (:data:`COLUMNS`) per item of :func:`~bindcore.paper.paper_items`, from its measure."""
+    rows = [MEASURES[item.measure[0]](b, item, *item.measure[1:]) for item in paper_items()]
     df = pd.DataFrame(rows, columns=COLUMNS)
-    df["ours"] = [f"{v:.2f}" if isinstance(v, (float, np.floating)) and np.isfinite(v) else
-                  "–" if isinstance(v, (float, np.floating)) else
-                  f"{v:,}" if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in df["ours"]]
+    df["ours"] = [fmt_range(v) if isinstance(v, (numbers.Number, tuple)) else v for v in df["ours"]]
     return df
 
 

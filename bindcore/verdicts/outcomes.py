@@ -15,7 +15,7 @@ from bindcore.paper import (
     PAPER_PRETRAINED_OBJECTS,
 )
 
-from .core import BINDS_AT, NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
+from .core import NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
 from .generalization import transition_sentence
 
 REPRODUCED = "reproduced"
@@ -41,11 +41,13 @@ class Headline:
     extra: tuple[str, ...] = ()  # further frames read beside the first present one
     line: str = ""  # the paper's statement in one line, for the outcome table (default: ``paper``)
     headline: bool = True  # a headline finding of the paper's body (False: an appendix D finding)
+    suspect: str = ""  # the setup difference the chapter names as the first suspect where a claim fails
 
 
 def headlines() -> list[Headline]:
     """The paper's headline findings and appendix D's, in the paper's order."""
     from bindcore.paper import (
+        PAPER_APPROXIMATOR_PROTOCOL,
         PAPER_ATTRIBUTION,
         PAPER_CLAIMS_5_2,
         PAPER_CLAIMS_APPENDIX_D,
@@ -58,6 +60,8 @@ def headlines() -> list[Headline]:
     )
 
     text = PAPER_ATTRIBUTION["text"]
+    budget = (f"the approximators' budget: a fraction of the paper's {PAPER_APPROXIMATOR_PROTOCOL['steps']:,} steps, "
+              "on at most `max_objects` of a model's objects")
     return [
         Headline("§4.1 additivity",
                  f"scene embeddings are close to sums of object components: the bag of objects explains about "
@@ -84,10 +88,12 @@ def headlines() -> list[Headline]:
                  "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_5_2),
                  ("§5.2 (scale)", "§5.2"), None, "05_2_binding_generalization",
                  line=f"held-out objects recognised near 1.0 above a coverage that falls as |O| grows (about "
-                      f"{PAPER_COVERAGE_ONSET[2_500]} at |O| >= {PAPER_OBJECT_SPACES[0]:,})"),
-        Headline("§5.3 low complexity", PAPER_WIDTH, ("§5.3",), None, "05_3_binding_function_complexity"),
+                      f"{PAPER_COVERAGE_ONSET[2_500]} at |O| >= {PAPER_OBJECT_SPACES[0]:,})",
+                 suspect="the training recipe: small models trained on a CPU (the paper's Table 9 is not available)"),
+        Headline("§5.3 low complexity", PAPER_WIDTH, ("§5.3",), None, "05_3_binding_function_complexity",
+                 suspect=budget),
         Headline("§5.4 multiplicative form", PAPER_FORM, ("§5.4",), None, "05_4_functional_form",
-                 extra=("figure 9",)),
+                 extra=("figure 9",), suspect=budget + " (the models of §5.3)"),
         Headline("appendix D.3 and D.5: three objects, occlusion, MDS",
                  "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_APPENDIX_D),
                  ("D.3 / D.5",), None, "d_additional", headline=False,
@@ -97,7 +103,9 @@ def headlines() -> list[Headline]:
         Headline("appendix E: binding from pixels",
                  "; ".join(f"{claim}: {statement}" for claim, statement in PAPER_CLAIMS_APPENDIX_E),
                  ("appendix E",), None, "e_pixel_encoders",
-                 line="pixel encoders trained from scratch bind, with a simple, multiplicative binding map"),
+                 line="pixel encoders trained from scratch bind, with a simple, multiplicative binding map",
+                 suspect="the quick pixel recipe: a small object space, small images and a small scene tower, one "
+                         "seed per point"),
     ]
 
 
@@ -131,51 +139,97 @@ def _short(text: str, most: int = 110) -> str:
 
 
 def _ours(rows: pd.DataFrame) -> str:
-    """How many judged claims are shown, and the first that is not (else the first), in a line."""
+    """The numbers of the first judged claim that is not shown (else of the first), in a line."""
     judged = rows[rows["status"].isin([SHOWN, NOT_SHOWN])]
     if not len(judged):
         return f"{len(rows)} claim{'s' if len(rows) != 1 else ''}, none judged"
     failed = judged[judged["status"] == NOT_SHOWN]
     first = (failed if len(failed) else judged).iloc[0]
-    return (f"{int((judged['status'] == SHOWN).sum())} of {len(judged)} shown; {first['claim']} "
-            f"({first['subject']}): {_short(first['ours'])}")
+    return f"{first['claim']} ({first['subject']}): {_short(first['ours'])}"
+
+
+def _failed(judged: pd.DataFrame) -> str:
+    """Which judged claims are not shown and by how much: per claim its subjects, and the first
+    one's numbers as its rule read them (null and margin where it has them, else ours and the rule)."""
+    parts = []
+    for claim, rows in judged[judged["status"] == NOT_SHOWN].groupby("claim", sort=False):
+        r = rows.iloc[0]
+        more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+        by = (f"{_short(r['ours'], 80)}; null {r['null']}, margin {r['margin']}" if r["margin"] != "–"
+              else f"{_short(r['ours'], 80)} (rule: {_short(r['why'], 90)})")
+        parts.append(f"“{claim}” ({r['subject']}{more}): {by}")
+    return (f"{int((judged['status'] == NOT_SHOWN).sum())} of this finding's {len(judged)} judged claims not shown: "
+            + "; ".join(parts))
+
+
+def _unjudged(rows: pd.DataFrame) -> str:
+    """The claims without a verdict, counted with their first reason ("" when none)."""
+    rest = rows[~rows["status"].isin([SHOWN, NOT_SHOWN])]
+    if not len(rest):
+        return ""
+    first = rest.iloc[0]
+    return f"; {len(rest)} not judged ({first['status']}: {_short(first['why'] or first['ours'], 90)})"
+
+
+def _reason(h: Headline, judged: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """Why a finding with verdicts has its outcome: every judged claim shown, or which are not and
+    by how much with the suspect the chapter names; the claims without a verdict counted."""
+    if (judged["status"] == SHOWN).all():
+        return f"this finding's {len(judged)} judged claims all shown" + _unjudged(rows)
+    return _failed(judged) + _unjudged(rows) + (f"; first suspect: {h.suspect}" if h.suspect else "")
+
+
+def _others(h: Headline, claims: dict[str, pd.DataFrame], keys: str) -> str:
+    """The verdicts of the finding's frames not read (a profile's own sweep beside published records)."""
+    out = ""
+    for k in h.frames:
+        f = claims.get(k)
+        if k not in keys.split(", ") and f is not None and len(f):
+            judged = f[f["status"].isin([SHOWN, NOT_SHOWN])]
+            out += (f"; {', '.join(dict.fromkeys(f['profile'].astype(str)))} ({k}): "
+                    f"{int((judged['status'] == SHOWN).sum())} of {len(judged)} judged claims shown")
+    return out
 
 
 def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> dict[str, Any]:
     """The outcome of one finding: reproduced if its judged rows on the paper's kind all hold,
-    else by its substitute rows, else not testable here (no model binds) or not run."""
+    else by its substitute rows, else not testable here (no model binds) or not run; its reason
+    in one line, generated from the same verdicts."""
     rows, keys = _rows(h, claims)
     paper = h.line or h.paper
     command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -f notebooks/profiles/paper/{h.notebook}.yaml`"
+
+    def row(ours: str, source: str, outcome: str, reason: str) -> dict[str, Any]:
+        return dict(zip(COLUMNS, (h.finding, paper, ours, source, outcome, reason)))
+
     if not len(rows):
-        return dict(zip(COLUMNS, (h.finding, paper, "–", f"profile '{profile}'", NOT_RUN,
-                                  f"no claim frame of this finding in this build; {command}")))
+        return row("–", f"profile '{profile}'", NOT_RUN, f"no claim frame of this finding in this build; {command}")
     judged = rows[rows["status"].isin([SHOWN, NOT_SHOWN])]
     native, sub = judged[judged["evidence"] == NATIVE], judged[judged["evidence"] == SUBSTITUTE]
-    sources = ", ".join(dict.fromkeys(rows["profile"].astype(str)))
-    source = f"{sources} ({keys})"
+    source = f"{', '.join(dict.fromkeys(rows['profile'].astype(str)))} ({keys})"
     if len(native):
         outcome = REPRODUCED if (native["status"] == SHOWN).all() else NOT_REPRODUCED
         summary = claims[keys.split(", ")[0]].attrs.get("summary")
         ours = transition_sentence(summary, PAPER_CLAIMS_5_2[1][1]) if summary else _ours(native)
-        return dict(zip(COLUMNS, (h.finding, paper, ours, source, outcome, "")))
+        mine = rows[rows["evidence"] == NATIVE]
+        return row(ours, source, outcome, _reason(h, native, mine) + _others(h, claims, keys))
     if len(sub):
         outcome = ON_SUBSTITUTE if (sub["status"] == SHOWN).all() else NOT_ON_SUBSTITUTE
         names = ", ".join(dict.fromkeys(sub["subject"]))
-        return dict(zip(COLUMNS, (h.finding, paper, _ours(sub), f"{source}; substitute: {names}", outcome,
-                                  "the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
-                                  f"Colab): {command}")))
+        failed = "" if outcome == ON_SUBSTITUTE else _failed(sub) + "; "
+        return row(_ours(sub), f"{source}; substitute: {names}", outcome,
+                   f"{failed}the paper's encoder did not run here (its weights need the Hugging Face Hub, e.g. "
+                   f"Colab): {command}")
     if (rows["status"] == NOT_TESTABLE).any():
-        return dict(zip(COLUMNS, (h.finding, paper, _ours(rows), source, NOT_TESTABLE_HERE,
-                                  f"the finding is about models that bind, and no model here binds (held-out swap "
-                                  f"pairs below {BINDS_AT:g}); {command}")))
+        why = rows.loc[rows["status"] == NOT_TESTABLE, "why"].iloc[0]
+        return row(_ours(rows), source, NOT_TESTABLE_HERE, f"precondition failed: {_short(why, 160)}; {command}")
     whys = "; ".join(dict.fromkeys(_short(w, 160) for w in rows.loc[rows["status"] == UNTESTABLE, "why"].astype(str)))
-    return dict(zip(COLUMNS, (h.finding, paper, _ours(rows), source, NOT_RUN, f"{whys}; {command}")))
+    return row(_ours(rows), source, NOT_RUN, f"{whys}; {command}")
 
 
 def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per headline finding (:data:`COLUMNS`) from ``{chapter: claim frame}`` and
-    appendix E's ``pixel`` claims; the reason and command where not reproduced like for like."""
+    appendix E's ``pixel`` claims, each with its reason (and the command where not run here)."""
     frames = dict(claims)
     if pixel is not None:
         frames["appendix E"] = pixel_frame(pixel)
