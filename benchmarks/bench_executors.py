@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bindcore.controlled.recipes import recipe  # noqa: E402
-from bindcore.executors import LocalExecutor, RayExecutor  # noqa: E402
+from bindcore.runner import LocalExecutor, RayExecutor  # noqa: E402
 from bindcore.store import ResultStore  # noqa: E402
 from bindcore.sweep import run_sweep  # noqa: E402
 

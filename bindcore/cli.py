@@ -326,7 +326,7 @@ def non_negative_number(text: str) -> float:
 
 
 def register_sweep(subparsers) -> None:
-    from bindcore.executors import EXECUTORS
+    from bindcore.runner import EXECUTORS
 
     p = subparsers.add_parser(
         "sweep",
@@ -392,7 +392,7 @@ def sweep_executor(args: argparse.Namespace):
     """The executor of a sweep command, its options checked and, for Ray, connected:
     a missing Ray, an address with no cluster behind it or a GPU device without GPUs
     per run are refused before any work."""
-    from bindcore.executors import LocalExecutor, RayExecutor, _import_ray
+    from bindcore.runner import LocalExecutor, RayExecutor, _import_ray
 
     ray_only = {"--address": args.address, "--cpus-per-run": args.cpus_per_run, "--gpus-per-run": args.gpus_per_run}
     if args.executor == "local":
@@ -416,7 +416,7 @@ def sweep_executor(args: argparse.Namespace):
 def _run_sweep(args: argparse.Namespace) -> int:
     import time
 
-    from bindcore.executors import SweepError
+    from bindcore.runner import SweepError
     from bindcore.runtime import set_threads
     from bindcore.store import ResultStore
     from bindcore.sweep import run_sweep

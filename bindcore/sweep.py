@@ -1,26 +1,17 @@
 """Parameter sweeps over training configs (§5.2): stored runs return at once, the rest go to an
-executor as ``train`` tasks; and the tables that summarise them."""
+executor as :func:`train_task` tasks; and the tables that summarise them."""
 
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterable
 from itertools import product
 from typing import Any
 
 from .controlled.runs import seconds_per_step, train
 from .controlled.training import TrainConfig, check_fields
-from .executors import (
-    Task,
-    check_same_version,
-    make_executor,
-    run_tasks,
-    store_payload,
-    with_workers,
-    worker_store,
-)
 from .io import config_hash
+from .runner import Task, cpu_budget, make_executor, portable_store, run_tasks, with_workers, worker_store
 from .runtime import format_duration, resolve_device
 from .store import ResultStore
 
@@ -44,8 +35,6 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
 
 def default_workers(n_pending: int, device: str | None = None) -> int:
     """Local runs at once: one on a GPU, else one per usable CPU core (at most ``n_pending``)."""
-    from bindcore.executors import cpu_budget
-
     if resolve_device(device).type == "cuda":
         return 1
     return max(1, min(n_pending, cpu_budget()))
@@ -80,36 +69,27 @@ def training_estimate(configs: list[TrainConfig], device: str | None = None, wor
     return seconds, line
 
 
-def train_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """Worker side of a ``train`` task: train (or read) ``payload``'s config in the store it names;
-    the record as JSON."""
-    cfg = TrainConfig.from_dict(payload["config"])
-    check_same_version(cfg.store_kind, payload.get("kind"))
-    rec = train(cfg, store=worker_store(payload), device=payload.get("device"),
-                progress=payload.get("progress", False))
-    return {**rec, "worker": socket.gethostname()}
+def train_task(cfg: TrainConfig, store: ResultStore, kind: str, device: str | None, progress: bool) -> None:
+    """Worker side of a sweep run: train (or read) ``cfg`` in ``store`` (:func:`~bindcore.runner.worker_store`;
+    ``kind``: the driver's name of its store kind)."""
+    train(cfg, store=worker_store(store, cfg.store_kind, kind), device=device, progress=progress)
 
 
-def train_stack_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """Worker side of a ``train_stack`` task: train ``payload["configs"]`` as one stack, each stored as
-    its own record; their config hashes as JSON."""
+def train_stack_task(cfgs: list[TrainConfig], store: ResultStore, kind: str, device: str | None,
+                     progress: bool) -> None:
+    """Worker side of a stack of sweep runs: train ``cfgs`` as one stack, each stored as its own record."""
     from .controlled.stacked import train_stacked
 
-    cfgs = [TrainConfig.from_dict(c) for c in payload["configs"]]
-    check_same_version(cfgs[0].store_kind, payload.get("kind"))
-    recs = train_stacked(cfgs, store=worker_store(payload), device=payload.get("device"),
-                         progress=payload.get("progress", False))
-    return {"runs": [config_hash(c.to_dict()) for c in cfgs], "stacked": [bool(r.get("stacked_with")) for r in recs],
-            "worker": socket.gethostname()}
+    train_stacked(cfgs, store=worker_store(store, cfgs[0].store_kind, kind), device=device, progress=progress)
 
 
 def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | None = None,
                 progress: bool = False, stack: int = 1) -> list[Task]:
     """The tasks of ``configs``, each entry's folder prepared with its log there. ``stack`` > 1: token
-    runs that can share a stack go in ``train_stack`` tasks of up to ``stack`` runs."""
+    runs that can share a stack go in :func:`train_stack_task` tasks of up to ``stack`` runs."""
     from .controlled.stacked import stacks
 
-    where = {**store_payload(store), "device": device, "progress": progress}
+    there = portable_store(store)
     tokens = [c for c in configs if type(c) is TrainConfig] if stack > 1 else []
     groups = [g for g in stacks(tokens, stack) if len(g) > 1] if tokens else []
     stacked = {config_hash(c.to_dict()) for g in groups for c in g}
@@ -118,15 +98,15 @@ def train_tasks(configs: list[TrainConfig], store: ResultStore, device: str | No
         kind = group[0].store_kind
         entries = [store.prepare(kind, c.to_dict()) for c in group]
         label = f"{kind}/stack of {len(group)}: " + ", ".join(config_hash(c.to_dict())[:8] for c in group)
-        tasks.append(Task("train_stack", {"configs": [c.to_dict() for c in group], **where, "kind": kind.name},
-                          label, entries[0].path / "worker.log"))
+        tasks.append(Task(train_stack_task, (group, there, kind.name, device, progress), label,
+                          entries[0].path / "worker.log"))
     for cfg in configs:
         if config_hash(cfg.to_dict()) in stacked:
             continue
         kind = cfg.store_kind
         entry = store.prepare(kind, cfg.to_dict())
-        tasks.append(Task("train", {"config": cfg.to_dict(), **where, "kind": kind.name},
-                          f"{kind}/{config_hash(cfg.to_dict())}", entry.path / "worker.log"))
+        tasks.append(Task(train_task, (cfg, there, kind.name, device, progress), f"{kind}/{config_hash(cfg.to_dict())}",
+                          entry.path / "worker.log"))
     return tasks
 
 
@@ -145,7 +125,7 @@ def run_sweep(
     ``estimate``: first print the runs to train and :func:`training_estimate`. ``stack`` > 1: token runs
     that can share a stack train together (:func:`train_tasks`). ``executor``: ``"local"`` (default;
     ``workers`` at once, default :func:`default_workers`), ``"ray"``, ``"ray:<address>"`` or an
-    executor object. Failures raise :class:`bindcore.executors.SweepError` after the others finish.
+    executor object. Failures raise :class:`bindcore.runner.SweepError` after the others finish.
     """
     store = store or ResultStore()
     ex = make_executor(executor, workers)

@@ -13,7 +13,7 @@ def side_by_side_jobs() -> int:
     """Chapters a whole-book test executes at once: two where two cores are free, else one
     (the suite's two longest tests; the one-at-a-time path is covered by tests/test_book.py's
     fake-repository builds)."""
-    from bindcore.executors import cpu_budget
+    from bindcore.runner import cpu_budget
 
     return min(2, cpu_budget())
 

@@ -346,14 +346,10 @@ def test_stored_sweep_is_keyed_by_origin_where_the_data_names_one(small_data, tm
     """Data that names what made it (a model's weights, stored embeddings) is keyed by
     that name: the same weights embedded on another machine or thread count give other
     last bits, and must find the record stored there; another origin is other data."""
+    import pickle
     from dataclasses import replace
 
-    from bindcore.analysis.complexity import (
-        binding_data_hash,
-        load_binding_data,
-        save_binding_data,
-        stored_sweep,
-    )
+    from bindcore.analysis.complexity import binding_data_hash, stored_sweep
     from bindcore.store import ResultStore
 
     store = ResultStore(tmp_path, published=None)
@@ -371,10 +367,9 @@ def test_stored_sweep_is_keyed_by_origin_where_the_data_names_one(small_data, tm
     assert len(list((tmp_path / "approximators-1").iterdir())) == 2
     # a subset is other data; its origin says which rows
     assert binding_data_hash(named.subset(np.arange(10))) != binding_data_hash(named)
-    # the origin travels with the data to a worker (.npz, no pickle) and keys it the same there
-    back = load_binding_data(save_binding_data(named, tmp_path / "d.npz"))
+    # the origin travels with the data to a worker process (pickled with its task) and keys it the same there
+    back = pickle.loads(pickle.dumps(named))
     assert back.origin == origin and binding_data_hash(back) == binding_data_hash(named)
-    assert load_binding_data(save_binding_data(small_data, tmp_path / "e.npz")).origin is None
 
 
 def test_true_embedding_ceiling_reads_the_data_itself(additive_data):

@@ -62,8 +62,8 @@ def test_sweep_in_parallel_subprocesses_matches_in_process_training(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_failed_run_is_named_with_its_hash_and_log_and_the_others_go_on(tmp_path, workers):
-    from bindcore.executors import SweepError
     from bindcore.io import config_hash
+    from bindcore.runner import SweepError
 
     store = ResultStore(tmp_path, published=None)
     bad, good = grid(recipe("smoke", steps=4, eval_every=2, eval_scenes=16), coverage=[0.5, 0.75])

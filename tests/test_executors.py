@@ -1,10 +1,12 @@
-"""Executors (bindcore.executors) on this machine: choosing one, the sweep's progress bar,
-a killed local worker failing alone, the CLI's executor options, and approximator
-sweeps spread over worker processes. Ray itself: tests/test_ray_executor.py."""
+"""The runner (bindcore.runner) on this machine: choosing an executor, the progress bar
+and failure report, a killed local worker failing alone, the CLI's executor options, and
+approximator sweeps spread over worker processes. Ray itself: tests/test_ray_executor.py;
+the book's chapters side by side: tests/test_book.py."""
 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import sys
@@ -14,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from bindcore import runner
 from bindcore.cli import main
 from bindcore.controlled.recipes import recipe
 from bindcore.controlled.training import STORE_KIND
-from bindcore.executors import (
+from bindcore.io import config_hash
+from bindcore.runner import (
     LocalExecutor,
     RayExecutor,
     SweepError,
@@ -26,7 +30,6 @@ from bindcore.executors import (
     ray_installed,
     run_tasks,
 )
-from bindcore.io import config_hash
 from bindcore.store import ResultStore
 from bindcore.sweep import run_sweep
 
@@ -74,33 +77,40 @@ def test_a_gpu_device_on_ray_needs_gpus_per_run(tmp_path, capsys):
     assert "--gpus-per-run" in capsys.readouterr().err
 
 
-class FakeExecutor:
-    """Reports what a test tells it to: one finished, one failed task."""
+class RecordingBar:
+    """Stands in for the progress bar: keeps every postfix it is given."""
 
-    name = "fake"
-    workers = 2
+    def __init__(self, **kwargs):
+        self.postfixes = []
 
-    def describe(self) -> str:
-        return "fake"
+    def set_postfix_str(self, text, refresh=True):
+        self.postfixes.append(text)
 
-    def run(self, tasks, report):
-        for t in tasks:
-            report.started(t)
-        self.seen = report.bar.postfix
-        report.finished(tasks[0], {"ok": 1})
-        report.failed(tasks[1], "ValueError: no")
-        self.after = report.bar.postfix
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
 
 
-def test_one_bar_counts_runs_done_running_and_failed(tmp_path):
-    tasks = [Task("train", {}, f"train-2/{i}", tmp_path / f"{i}.log") for i in range(2)]
-    ex = FakeExecutor()
-    with pytest.raises(SweepError, match="1 of 2 sweep run") as info:
-        run_tasks(tasks, ex, progress=True)
-    assert ex.seen == "running 2, failed 0" and ex.after == "running 0, failed 1"
-    assert "train-2/1: ValueError: no (log: " in str(info.value) and "1.log" in str(info.value)
+def test_one_bar_counts_runs_running_and_failed_and_failures_are_named_once_the_others_end(tmp_path, monkeypatch):
+    bar = RecordingBar()
+    monkeypatch.setattr(runner, "progress_bar", lambda **kw: bar)
+    tasks = [Task(operator.add, (1, 2), "add", tmp_path / "add.log"),
+             Task(operator.truediv, (1, 0), "divide", tmp_path / "divide.log"),
+             Task(operator.add, (3, 4), "after", tmp_path / "after.log", after_earlier=True)]
+    with pytest.raises(SweepError, match="2 of 3 sweep run") as info:
+        run_tasks(tasks, LocalExecutor(2))
+    assert "running 2, failed 0" in bar.postfixes and bar.postfixes[-1] == "running 0, failed 1"
+    failed, not_run = info.value.failures
+    assert str(failed) == f"divide: ZeroDivisionError: division by zero (log: {tmp_path / 'divide.log'})"
+    assert "Traceback" in failed.task.log.read_text() and "add on" in (tmp_path / "add.log").read_text()
+    assert not_run.task.label == "after" and "not run" in not_run.error  # it waits for every task before it
+    # a result comes back from the worker process; in this process too
+    assert run_tasks(tasks[:1], LocalExecutor(2), progress=False) == {"add": 3}
+    assert run_tasks([tasks[0], tasks[2]], LocalExecutor(1), progress=False) == {"add": 3, "after": 7}
     with pytest.raises(ValueError, match="distinct labels"):
-        run_tasks([tasks[0], tasks[0]], ex)
+        run_tasks([tasks[0], tasks[0]], LocalExecutor(2))
 
 
 def _kill_when_training(store: ResultStore, cfg, done: threading.Event) -> None:
@@ -173,5 +183,4 @@ def test_approximator_sweeps_in_worker_processes_store_what_this_process_would(t
         return [{k: v for k, v in r.items() if not k.endswith("seconds")} for records in sweeps for r in records]
 
     assert numbers(here) == numbers(there) and len(numbers(there)) == 4
-    assert not list((tmp_path / "b").rglob("binding.npz"))  # the data's hand-over file is gone
     assert stored_sweeps(jobs, store=store) == there  # stored: read back in this process

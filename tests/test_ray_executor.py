@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bindcore.executors import RayExecutor, SweepError
+from bindcore.runner import RayExecutor, SweepError
 from bindcore.store import ResultStore
 from bindcore.sweep import grid, run_sweep
 
@@ -103,7 +103,7 @@ def test_a_task_killed_mid_run_is_retried_and_resumes(local_ray, tmp_path):
     assert 0 < rec["steps_run"] < cfg.steps  # resumed from a checkpoint, not from step 0
     log = (entry / "worker.log").read_text()
     # the killed worker's claim went with its process: the retry took it at once
-    assert log.count("task train on") == 2 and "resuming from" in log and "waiting for" not in log
+    assert log.count("train_task on") == 2 and "resuming from" in log and "waiting for" not in log
 
 
 def test_two_tasks_of_one_config_never_train_it_at_once(local_ray, tmp_path):

@@ -264,15 +264,15 @@ def test_off_a_gpu_the_runs_of_a_stack_train_one_by_one(tmp_path, monkeypatch):
 
 
 def test_a_sweep_with_stack_trains_stackable_runs_together(tmp_path, stacking_here):
-    from bindcore.executors import LocalExecutor
+    from bindcore.runner import LocalExecutor
     from bindcore.sweep import run_sweep, train_tasks
 
     store = ResultStore(tmp_path, published=None)
     seeds = [tiny(seed=s, steps=4) for s in (0, 1, 2)]
     other = tiny(steps=4, d_ff=16)  # another width: a stack of its own, of one, so trained alone
     tasks = train_tasks(seeds + [other], store, stack=2)
-    assert [t.name for t in tasks] == ["train_stack", "train", "train"]
-    assert [len(t.payload["configs"]) for t in tasks[:1]] == [2]
+    assert [t.fn.__name__ for t in tasks] == ["train_stack_task", "train_task", "train_task"]
+    assert [len(t.args[0]) for t in tasks[:1]] == [2]
     recs = run_sweep(seeds + [other], store=store, executor=LocalExecutor(workers=1), progress=False,
                      estimate=False, stack=2)
     assert [r["config"] for r in recs] == [c.to_dict() for c in seeds + [other]]

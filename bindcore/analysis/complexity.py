@@ -3,21 +3,18 @@ executor), tree components, own-split fits, and the ceiling the frozen probes se
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bindcore.io import arrays_hash, atomic_savez, config_hash, digest
+from bindcore.io import arrays_hash, config_hash, digest
 from bindcore.store import Kind, ResultStore, has_weights
 
 from .approximators import (
     TREE_GRIDS,
-    Protocol,
     fit_trees,
     get_protocol,
     make_specs,
@@ -26,7 +23,7 @@ from .approximators import (
     train_models,
 )
 from .approximators.trees import FOREST_TARGETS
-from .probes import BindingData, functional_binding, object_level_split, split_by_objects
+from .probes import functional_binding, object_level_split, split_by_objects
 
 # approximator sweeps in the result store: bump the version when their results change
 APPROX_STORE_KIND = Kind("approximators-1")
@@ -70,14 +67,15 @@ def _computed(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str], protocol: Any,
                  widths: Any = None, tree_grid: Any = None, device: str | None = None, store: Any = None,
-                 **kwargs: Any) -> list[dict[str, Any]]:
+                 progress: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
     """The records of ``sweep_fractions``, stored under :func:`sweep_key`."""
     store = store or ResultStore()
     key = sweep_key(data, fractions, families, protocol, widths=widths, tree_grid=tree_grid, **kwargs)
 
     def compute() -> dict[str, Any]:
         return _computed(sweep_fractions(data, fractions, families, widths=widths, protocol=protocol,
-                                         tree_grid=tree_grid, device=device, progress=True, estimate=True, **kwargs))
+                                         tree_grid=tree_grid, device=device, progress=progress, estimate=True,
+                                         **kwargs))
 
     return store.cached(APPROX_STORE_KIND, key, compute)["records"]
 
@@ -85,43 +83,12 @@ def stored_sweep(data: Any, fractions: Sequence[float], families: Sequence[str],
 # ---------------------------------------------------------------------------------
 # independent stacked sweeps (one per binding data set) on an executor
 # ---------------------------------------------------------------------------------
-def save_binding_data(data: BindingData, path: Path) -> Path:
-    """``data``'s arrays and ``origin`` (JSON) as an ``.npz`` without pickle; ``info`` is dropped."""
-    probes = {f"concept_probe_{i}": p for i, p in enumerate(data.concept_probes)}
-    origin = {} if data.origin is None else {"origin": np.asarray(json.dumps(data.origin, sort_keys=True))}
-    return atomic_savez(path, objects=data.objects, embeddings=data.embeddings, object_probe=data.object_probe,
-                        values_per_concept=np.asarray(data.values_per_concept), name=np.asarray(data.name),
-                        **probes, **origin)
+def approximator_task(job: dict[str, Any], store: ResultStore, kind: str, device: str | None) -> None:
+    """Worker side of :func:`stored_sweeps`: the :func:`stored_sweep` of ``job`` (``kind``: the
+    driver's name of :data:`APPROX_STORE_KIND`)."""
+    from bindcore.runner import worker_store
 
-
-def load_binding_data(path: str | Path) -> BindingData:
-    with np.load(path, allow_pickle=False) as z:
-        values = [int(v) for v in z["values_per_concept"]]
-        origin = json.loads(str(z["origin"])) if "origin" in z.files else None
-        return BindingData(z["objects"], z["embeddings"], values, [z[f"concept_probe_{i}"] for i in range(len(values))],
-                           z["object_probe"], str(z["name"]), origin=origin)
-
-
-def approximator_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """Executor task ``approximators``: one stored sweep, its data read from the ``.npz``."""
-    from bindcore.executors import check_same_version, worker_store
-
-    check_same_version(APPROX_STORE_KIND, payload.get("kind"))
-    store, key, data_path = worker_store(payload), payload["key"], Path(payload["data"])
-
-    def compute(_: Path) -> dict[str, Any]:
-        data = load_binding_data(data_path)
-        if binding_data_hash(data) != key["data"]:
-            raise ValueError(f"{data_path} does not hold the binding data of this sweep (content hash differs)")
-        args = {k: v for k, v in key.items() if k not in ("data", "name")}
-        proto = args.pop("protocol")
-        protocol = Protocol(**{**proto, "lrs": tuple(proto["lrs"])})
-        return _computed(sweep_fractions(data, protocol=protocol, device=payload.get("device"), progress=False,
-                                         estimate=True, **args))
-
-    found = store.cached_entry(APPROX_STORE_KIND, key, compute)
-    data_path.unlink(missing_ok=True)
-    return {"path": str(found.path), "models": len(found.result["records"])}
+    stored_sweep(**job, device=device, store=worker_store(store, APPROX_STORE_KIND, kind), progress=False)
 
 
 def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, store: Any = None,
@@ -130,7 +97,7 @@ def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, sto
     """The records of :func:`stored_sweep` of each job (its keyword arguments), in order: in
     this process by default (stacking keeps the cores busy), else one task each on
     ``executor`` (one-thread local workers or Ray)."""
-    from bindcore.executors import Task, make_executor, run_tasks, store_payload, with_workers
+    from bindcore.runner import Task, make_executor, portable_store, run_tasks, with_workers
 
     store = store or ResultStore()
     ex = make_executor(executor, workers)
@@ -138,16 +105,15 @@ def stored_sweeps(jobs: Sequence[dict[str, Any]], device: str | None = None, sto
     if ex.name == "local" and ex.workers == 1:
         return [stored_sweep(**job, device=device, store=store) for job in jobs]
     keys = [sweep_key(**job) for job in jobs]
-    where = {**store_payload(store), "device": device, "kind": APPROX_STORE_KIND.name}
+    there = portable_store(store)
     tasks: dict[str, Task] = {}
     for job, key in zip(jobs, keys):
         h = config_hash(key)
         if h in tasks or store.find(APPROX_STORE_KIND, key) is not None:
             continue
         entry = store.prepare(APPROX_STORE_KIND, key)
-        data_path = save_binding_data(job["data"], entry.path / "binding.npz")
-        tasks[h] = Task("approximators", {"key": key, "data": str(data_path), **where},
-                        f"{APPROX_STORE_KIND}/{h}", entry.path / "worker.log")
+        tasks[h] = Task(approximator_task, (job, there, APPROX_STORE_KIND.name, device), f"{APPROX_STORE_KIND}/{h}",
+                        entry.path / "worker.log")
     run_tasks(list(tasks.values()), ex, progress=progress, desc="approximator sweeps")
     return [store.find(APPROX_STORE_KIND, key).result["records"] for key in keys]
 

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -17,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindcore.executors import CPUS_ENV
 from bindcore.io import atomic_write_bytes, digest
+from bindcore.runner import CPUS_ENV
 from bindcore.runtime import check_profile, openmp_environment
 from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, TALLY_ENV, shown_path, tally_counts
 
@@ -380,93 +379,32 @@ def _report(run: NotebookRun) -> None:
 
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
                           force: bool, root: Path, inputs: str, jobs: int) -> list[NotebookRun]:
-    """Execute ``names``, up to ``jobs`` at once in ``_toc.yml`` order, each in its own process with
-    ``cores // jobs`` cores (``$BINDCORE_CPUS``); a page reading other chapters waits for all before it.
-    Logs go to ``<out_dir>/.logs/<name>.log``; once the others finish, a failure raises
-    :class:`NotebookExecutionError` with the end of its log."""
-    import signal
-    import subprocess
+    """Execute ``names``, up to ``jobs`` at once in ``_toc.yml`` order, each in a worker process of
+    :mod:`bindcore.runner` with ``cores // jobs`` cores (``$BINDCORE_CPUS``); a page reading other
+    chapters waits for all before it. Logs go to ``<out_dir>/.logs/<name>.log``; once the others
+    finish, a failure raises :class:`NotebookExecutionError` with the end of its log."""
+    from bindcore.runner import LocalExecutor, SweepError, Task, cpu_budget, run_tasks
 
-    from bindcore.executors import cpu_budget
-
-    env = {**os.environ, CPUS_ENV: str(max(1, cpu_budget() // jobs))}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_DIR.parent), env.get("PYTHONPATH")) if p)
     logs = out_dir / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
-    waits = {n: waits_for_earlier(n) for n in names}
-    pending, running, finished, failed = list(names), {}, {}, []
+    tasks = [Task(_execute, (name, profile, out_dir, parameters.get(name), force, root, inputs), name,
+                  logs / f"{name}.log", after_earlier=waits_for_earlier(name)) for name in names]
+    for task in tasks:
+        task.log.write_text("", encoding="utf-8")
+    print(f"[book] executing {len(names)} chapters, {jobs} at once (logs: {shown_path(logs)})", flush=True)
     try:
-        _schedule(names, pending, running, finished, failed, waits, jobs, logs, env, {
-            "profile": profile, "out_dir": str(out_dir), "force": force, "root": str(root), "inputs": inputs},
-            parameters)
-    finally:  # Ctrl-C, SIGTERM or an error here: no chapter process (nor its kernel) outlives the build
-        for proc, _ in running.values():
-            _signal_group(proc, signal.SIGINT)  # the chapter's own cleanup may run
-        for name, (proc, log) in running.items():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-            log.close()
-            for work in out_dir.glob(f".{name}.*"):  # the work folder of an execution cut short
+        runs = run_tasks(tasks, LocalExecutor(jobs, threads=max(1, cpu_budget() // jobs)), desc="[book] chapters")
+    except SweepError as exc:
+        raise NotebookExecutionError("\n\n".join(
+            f"{f.task.label}: {f.error}\n{f.task.log.read_text(encoding='utf-8')[-3000:]}" for f in exc.failures
+        )) from None
+    finally:  # the work folder of an execution cut short (Ctrl-C, SIGTERM)
+        for name in names:
+            for work in out_dir.glob(f".{name}.*"):
                 shutil.rmtree(work, ignore_errors=True)
-    if failed or pending:
-        raise NotebookExecutionError("\n\n".join(failed) + (f"\nnot executed: {', '.join(pending)}" if pending else ""))
-    return [finished[n] for n in names]
-
-
-def _signal_group(proc: Any, sig: int) -> None:
-    """Send ``sig`` to the process group of ``proc`` (a chapter and its kernel), if it still exists."""
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _schedule(names: list[str], pending: list[str], running: dict[str, Any], finished: dict[str, NotebookRun],
-              failed: list[str], waits: dict[str, bool], jobs: int, logs: Path, env: dict[str, str],
-              common: dict[str, Any], parameters: Mapping[str, Any]) -> None:
-    """The loop of :func:`_execute_side_by_side`: start what may start, collect what ended."""
-    import subprocess
-
-    while pending or running:
-        for name in list(pending):
-            if len(running) >= jobs:
-                break
-            if waits[name] and any(e not in finished for e in names[:names.index(name)]):
-                continue
-            job = {"name": name, "parameters": parameters.get(name), **common}
-            log = (logs / f"{name}.log").open("w", encoding="utf-8")
-            print(f"[book] {name}: started beside {len(running)} other(s) (log: {shown_path(logs / (name + '.log'))})",
-                  flush=True)
-            # a session of its own: its kernel is in its process group, which an interrupt stops whole
-            running[name] = (subprocess.Popen([sys.executable, "-m", "bindcore.book.build", json.dumps(job)], env=env,
-                                              stdout=log, stderr=subprocess.STDOUT, text=True,
-                                              start_new_session=True), log)
-            pending.remove(name)
-        if not running:  # only pages waiting on a failed chapter are left
-            break
-        time.sleep(0.2)
-        for name, (proc, log) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            log.close()
-            del running[name]
-            text = (logs / f"{name}.log").read_text(encoding="utf-8")
-            last = text.strip().splitlines()[-1] if text.strip() else ""
-            if proc.returncode != 0 or not last.startswith("{"):
-                failed.append(f"{name} (exit {proc.returncode}):\n{text[-3000:]}")
-                continue
-            done = json.loads(last)
-            finished[name] = NotebookRun(name, Path(done["path"]), done["cached"], done["seconds"])
-            _report(finished[name])
-
-
-def _execute_job(job: dict[str, Any]) -> NotebookRun:
-    """One chapter of :func:`_execute_side_by_side`, in this process."""
-    return _execute(job["name"], job["profile"], Path(job["out_dir"]), job["parameters"], job["force"],
-                    Path(job["root"]), job["inputs"])
+    for name in names:
+        _report(runs[name])
+    return [runs[name] for name in names]
 
 
 RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute build, in its build folder
@@ -572,10 +510,3 @@ def write_build_times(times: dict[str, Any], folder: Path) -> Path:
     print(f"[book]   {'total':<40} {times['total_seconds']:8.1f} s", flush=True)
     print(f"[book] measured times: {path}", flush=True)
     return path
-
-
-if __name__ == "__main__":  # one chapter of a build that runs chapters side by side
-    import sys as _sys
-
-    _run = _execute_job(json.loads(_sys.argv[1]))
-    print(json.dumps({"path": str(_run.path), "cached": _run.cached, "seconds": _run.seconds}), flush=True)
