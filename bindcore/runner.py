@@ -126,15 +126,6 @@ def child_main() -> None:
     result.close()
 
 
-def check_store_folder(root: str | Path) -> Path:
-    """The store folder a task was given; it must exist where the task runs (on a cluster, shared)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"results folder {root} does not exist on {socket.gethostname()}: on a cluster "
-                                "the results must be a folder every node shares (--results or BINDCORE_RESULTS)")
-    return root
-
-
 def portable_store(store: ResultStore) -> ResultStore:
     """``store`` as a task on another machine finds it: absolute folders (its own created here)."""
     store.root.mkdir(parents=True, exist_ok=True)
@@ -148,8 +139,11 @@ def worker_store(store: ResultStore, kind: Any, driver: str) -> ResultStore:
     if driver != kind.name:
         raise RuntimeError(f"{socket.gethostname()} stores {kind}, the sweep {driver}: install the same bindcore "
                            "on every node")
+    if not store.root.is_dir():
+        raise FileNotFoundError(f"results folder {store.root} does not exist on {socket.gethostname()}: on a "
+                                "cluster the results must be a folder every node shares (--results or BINDCORE_RESULTS)")
     published = store.published if store.published is not None and store.published.is_dir() else None
-    return ResultStore(check_store_folder(store.root), published=published)
+    return ResultStore(store.root, published=published)
 
 
 # ---------------------------------------------------------------------------------
@@ -343,10 +337,11 @@ class RayExecutor:
         ray = _import_ray()
         self.start()
         self.check_resources()
-        remote = ray.remote(run_here).options(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run,
-                                              max_retries=self.max_retries, retry_exceptions=False)
+        remote = ray.remote(run_here)
+        options = dict(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_retries=self.max_retries,
+                       retry_exceptions=False)
         threads = max(1, int(self.cpus_per_run))
-        yield lambda task: remote.options(name=f"bindcore {task.label}").remote(task, threads).future()
+        yield lambda task: remote.options(name=f"bindcore {task.label}", **options).remote(task, threads).future()
 
     def error(self, exc: BaseException) -> str:
         ray = _import_ray()
@@ -423,7 +418,7 @@ def run_tasks(tasks: Sequence[Task], executor: Any, progress: bool = True, desc:
                         results[task.label] = done.result()
                     except Exception as exc:
                         failures.append(Failure(task, executor.error(exc)))
-                        log.warning("%s failed, the others go on: %s", desc, failures[-1])
+                        log.warning("%s: a run failed, the others go on: %s", desc, failures[-1])
                     bar.update(1)
                     show(len(running))
     finally:

@@ -556,12 +556,14 @@ def test_a_chapter_failing_beside_others_names_itself_and_the_rest_still_finish(
 
 
 def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, tmp_path, monkeypatch):
+    import signal
     import subprocess
+    import threading
     import time
 
     for name in ("ch1", "ch2"):
         (fake_repo / "notebooks" / f"{name}.py").write_text(NOTEBOOK.replace("print(profile)", "import time\ntime.sleep(60)"))
-    started, real_popen, real_sleep, ticks = [], subprocess.Popen, time.sleep, []
+    started, real_popen, pressed = [], subprocess.Popen, []
 
     def popen(*args, **kwargs):
         started.append(real_popen(*args, **kwargs))
@@ -569,18 +571,25 @@ def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, 
 
     executed = tmp_path / "build" / "executed" / "smoke"
 
-    def sleep(seconds):
-        working = [p for p in executed.glob(".ch*")] if executed.is_dir() else []
-        if len(working) == 2 and not ticks:  # both chapters are executing: Ctrl-C
-            ticks.append(seconds)
-            raise KeyboardInterrupt
-        real_sleep(seconds)
+    def ctrl_c_once_both_chapters_execute():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if executed.is_dir() and len(list(executed.glob(".ch*"))) == 2:
+                pressed.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
 
     monkeypatch.setattr(subprocess, "Popen", popen)
-    monkeypatch.setattr(time, "sleep", sleep)
-    with pytest.raises(KeyboardInterrupt):
-        book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
-    assert ticks and len(started) == 2 and all(p.poll() is not None for p in started)
+    presser = threading.Thread(target=ctrl_c_once_both_chapters_execute)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            book.execute_book("smoke", tmp_path / "build", root=fake_repo, jobs=2)
+    finally:
+        presser.join()
+    assert pressed and len(started) == 2 and all(p.poll() is not None for p in started)
+    assert not list(executed.glob("*.ipynb"))  # stopped, not left to finish
     assert not [p.name for p in executed.iterdir() if p.name.startswith(".ch")]  # no chapter's work folder left
 
 
