@@ -114,7 +114,7 @@ from bindcore.controlled.recipes import (
 )
 from bindcore.controlled.runs import load_model, train
 from bindcore.controlled.scenes import sample_scenes
-from bindcore.controlled.search import BINDS_AT
+from bindcore.controlled.search import BINDS_AT, read_attempts
 from bindcore.controlled.training import STORE_KIND, TrainConfig, object_query_additivity
 from bindcore.experiments.generalization import (
     chapter_recipe,
@@ -745,9 +745,13 @@ if P["show_scale"]:
                                          f"{PLAN_DEPTH} layers, the smallest depth not ruled out"))
 
 # %% [markdown]
-# At |O| = {glue:text}`largest_scale_space` the three-layer recipe has no runs yet
-# ({glue:text}`largest_space_fit` of the earlier two-layer recipe fitted its training task
-# there): that size has no transition on the plan's recipe, unknown until its runs fit.
+# At |O| = {glue:text}`largest_scale_space` the three-layer recipe has no runs of the plan
+# yet ({glue:text}`largest_space_fit` of the earlier two-layer recipe fitted its training
+# task there, and the fit search's attempts at that size with three layers, appendix B,
+# read {glue:text}`largest_space_deep`): that size has no transition on the plan's
+# recipe, unknown until its runs fit. What would make it train (the learning rate's peak
+# and warm-up, the batch, the logit-scale cap, Adam's second moment) is a lever screen on
+# training objects that a CPU budget has not run yet.
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
@@ -776,6 +780,12 @@ glue("earlier_sizes", sizes_text({r["config"]["n_values"] ** r["config"]["n_conc
 largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
+deep = [a for a in read_attempts(None, "fit-search.json")
+        if a["changes"].get("n_values", 0) ** a["changes"].get("n_concepts", 2) == largest_space
+        and a["changes"].get("n_layers") == PLAN_DEPTH]
+glue("largest_space_deep", "; ".join(
+    f"{a['name']}: training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in a["runs"])
+    + (f" at {a['changes']['steps']:,} steps" if "steps" in a["changes"] else "") for a in deep) or "none run")
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
