@@ -1,5 +1,6 @@
-"""Stable content hashes and atomic writes (a temporary file in the target folder, then one
-``os.replace``, with the mode other new files get). Nothing is pickled."""
+"""Stable content hashes and atomic writes (a temporary file in the target folder, locked while it is
+written, then one ``os.replace``, with the mode other new files get; the temporaries of a killed write
+are removed by the next write into that folder). Nothing is pickled."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -15,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+log = logging.getLogger(__name__)
 
 def canonical_numbers(obj: Any) -> Any:
     """``obj`` with every ``-0.0`` (in dicts, lists, tuples) as ``0.0``, all else unchanged."""
@@ -106,15 +110,79 @@ def file_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~umask()
 
 
+# the temporary file of an atomic write of NAME: ".NAME.<8 characters of tempfile.mkstemp>.tmp"
+TEMPORARY = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is that of an :func:`atomic_write`'s temporary file."""
+    return TEMPORARY.match(name) is not None
+
+
+def _remove_if_unlocked(path: Path) -> bool:
+    """Remove the temporary ``path`` unless its writer still holds it locked; whether it was removed."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)  # read-write: on NFS an exclusive lock needs it
+    except OSError:
+        return False  # gone, a link, or not ours to remove
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its write is running
+        try:
+            if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                return False
+            path.unlink()
+        except OSError:
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> list[Path]:
+    """Remove the temporary files that killed :func:`atomic_write` calls left in ``folder`` (those of
+    ``name`` only, if given): each one no running write holds locked. The removed paths, each logged."""
+    folder = Path(folder)
+    try:
+        with os.scandir(folder) as entries:
+            found = [Path(e.path) for e in entries if (m := TEMPORARY.match(e.name)) is not None
+                     and (name is None or m["name"] == name) and e.is_file(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+    removed = [p for p in found if _remove_if_unlocked(p)]
+    for p in removed:
+        log.warning("removed %s, the temporary file of a write that was cut short", p)
+    return removed
+
+
+def _locked_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path`` (descriptor, name), locked (``flock``) so that
+    :func:`remove_stale_temporaries` leaves it while this process writes it."""
+    while True:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        except FileNotFoundError:
+            pass  # taken for a stale one between its creation and the lock
+        os.close(fd)
+
+
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: str | Path | None = None) -> Path:
     """``write(f)`` into a temporary file moved onto ``path`` in one step (on error ``path`` is
-    unchanged); ``backup``: first move the old ``path`` there, so a good copy always exists."""
+    unchanged); ``backup``: first move the old ``path`` there, so a good copy always exists. The
+    temporary file is locked until it is moved; those of ``path``'s earlier writes that a kill cut
+    short are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path.parent, path.name)
+    fd, tmp = _locked_temporary(path)
     try:
         os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb", closefd=False) as f:
             write(f)
         if backup is not None and path.exists():
             os.replace(path, backup)
@@ -122,6 +190,8 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], None], backup: s
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)  # the lock goes with it, once the file has its name
     return path
 
 

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes, atomic_write_json, config_hash, flock
+from .io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    canonical_json,
+    config_hash,
+    flock,
+    remove_stale_temporaries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +179,20 @@ READ_MARK = ".read"
 
 class NotStored(LookupError):
     """An entry not in the store, asked for while ``$BINDCORE_STORED_ONLY`` is 1."""
+
+
+class NotStorable(ValueError):
+    """A computed record that the store refuses to keep (its data file ``name`` is ``why``): it would be
+    refused when read, so every later call would compute it again."""
+
+    def __init__(self, entry: Entry, name: str, why: str) -> None:
+        try:
+            config = canonical_json(entry.config)
+        except (OSError, ValueError):
+            config = "(config.json unreadable)"
+        config = config if len(config) <= 400 else config[:400] + "..."
+        super().__init__(f"{entry.kind} record {entry.path.name} not stored ({name}: {why}; a record like that is "
+                         f"never served, so it would be computed again on every call); config {config}")
 
 
 class ClaimBusy(TimeoutError):
@@ -485,6 +506,7 @@ class ResultStore:
                             "chapter that computes it in the same build first")
         d = self.local_dir(kind, config)
         d.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(d)  # of a write into this entry that a kill cut short
         path = d / "config.json"
         if path.exists():
             try:
@@ -496,7 +518,16 @@ class ResultStore:
         return Entry(d, "local", kind)
 
     def finish(self, entry: Entry, result: dict[str, Any]) -> None:
-        """Write ``result.json``: ``result`` plus machine, time, :func:`provenance` and weights sizes."""
+        """Write ``result.json``: ``result`` plus machine, time, :func:`provenance` and weights sizes.
+        A record whose data files (``kind.data``) are missing, unreadable or hold NaN or infinite numbers
+        is not stored: :class:`NotStorable`, naming the kind and the config (its data files removed)."""
+        if entry.kind is not None and entry.kind.data:
+            try:
+                _check_data(entry)
+            except CorruptRecord as exc:
+                for name in entry.kind.data:
+                    (entry.path / name).unlink(missing_ok=True)
+                raise NotStorable(entry, exc.path.name, exc.why) from None
         record = {**result, "machine": machine_info(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "code": provenance()}
         weights = {name: (entry.path / name).stat().st_size for name in (entry.kind.weights if entry.kind else ())

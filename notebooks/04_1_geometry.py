@@ -17,7 +17,8 @@
 # **The paper's claim.** A frozen encoder's embedding of a two-object scene is close to
 # a *sum of object components*: averaging the embeddings of all scenes that contain an
 # object gives a vector for that object, and the sum of a scene's object vectors
-# reconstructs its embedding (CLIP: R² {glue:text}`paper_r2_text` on captions,
+# reconstructs its embedding (CLIP ViT-B/32 as the release loads it, open_clip
+# `ViT-B-32-quickgelu` / `openai`: R² {glue:text}`paper_r2_text` on captions,
 # {glue:text}`paper_r2_clevr` on CLEVR), retrieves the right scene among all scenes
 # ({glue:text}`paper_ret_text` / {glue:text}`paper_ret_clevr`) and is read correctly by
 # linear probes ({glue:text}`paper_probe_text` / {glue:text}`paper_probe_clevr`).
@@ -26,10 +27,11 @@
 # {glue:text}`paper_boc_image` of image embeddings, a bag of objects about
 # {glue:text}`paper_boo_more` more. The components can be used to *edit* a scene
 # (appendix D.2): subtracting one object's vector and adding another's,
-# `z - k (u(a) - u(a'))`, moves the embedding to the counterfactual scene (CLIP on
-# CLEVR: retrieval {glue:text}`paper_edit_avg` with averaged components,
-# {glue:text}`paper_edit_single` with single-object embeddings; on PUG:SPARE, where the
-# two objects never share a value, down to {glue:text}`paper_edit_pug`).
+# `z - k (u(a) - u(a'))`, moves the embedding to the counterfactual scene (the same
+# CLIP, `ViT-B-32-quickgelu` / `openai`, on CLEVR: retrieval {glue:text}`paper_edit_avg`
+# with averaged components, {glue:text}`paper_edit_single` with single-object
+# embeddings; on PUG:SPARE, where the two objects never share a value, down to
+# {glue:text}`paper_edit_pug`).
 #
 # **What this chapter does.** For every embedding set it can make here, captions of the
 # adjective-noun space, CLEVR-2D and CLEVR-like 3-D images and the controlled dual

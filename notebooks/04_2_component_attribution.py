@@ -16,7 +16,8 @@
 #
 # **The paper's claim (§4.2, appendix D.1).** If scene embeddings are sums of object
 # components, then removing those components should remove what probes read from
-# them. For CLIP ViT-B/32, subtracting each scene's *concept* components takes concept
+# them. For CLIP ViT-B/32 (open_clip `ViT-B-32-quickgelu` / `openai`, the model the release
+# loads), subtracting each scene's *concept* components takes concept
 # decoding from {glue:text}`paper_c_orig_text` to {glue:text}`paper_c_minus_text` on
 # captions ({glue:text}`paper_c_orig_image` to {glue:text}`paper_c_minus_image` on
 # images) while object decoding stays high ({glue:text}`paper_o_minus_text` /

@@ -14,7 +14,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/05_1_pretrained_binding_complexity.ipynb)
 #
-# **The paper's claim.** Linear probes read objects out of CLIP's text embeddings (§4),
+# **The paper's claim.** Linear probes read objects out of the text embeddings of CLIP ViT-B/32
+# (open_clip `ViT-B-32-quickgelu` / `openai`, the model the release loads; §4),
 # yet CLIP's *binding function* — the map from a caption's concepts to its embedding —
 # does not generalize: approximators fitted on captions of some objects predict the
 # embeddings of captions of unseen objects well enough for their *concepts* (at least

@@ -15,7 +15,8 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bindcore-book/binding-concepts/blob/main/notebooks/d_additional.ipynb)
 #
 # **The paper's claims.** *D.3:* the additive picture of §4.1 is not an artefact of
-# two-object scenes. On CLEVR scenes with three objects, CLIP's image embeddings are still
+# two-object scenes. On CLEVR scenes with three objects, the image embeddings of CLIP ViT-B/32
+# (open_clip `ViT-B-32-quickgelu` / `openai`, the model the release loads) are still
 # read well by linear probes ({glue:text}`paper_probe_low`–{glue:text}`paper_probe_high`,
 # also when one object partly hides another), sums of object components reconstruct them
 # better than sums of concept components, and the reconstructions still retrieve the

@@ -101,7 +101,7 @@ def test_random_init_is_named_as_such():
     assert "random init" in enc.name and "CLIP" not in enc.name
     assert json.loads(json.dumps(ident)) == ident
     assert not enc.loaded  # identity never builds the model
-    assert E.RandomInitClipEncoder("ViT-B-32").name == "ViT-B/32 (random init)"
+    assert E.RandomInitClipEncoder("ViT-B-32-quickgelu").name == "ViT-B/32 (random init)"
 
 
 def test_random_init_is_deterministic_and_seeded(enc0):
@@ -267,7 +267,7 @@ def test_offline_pretrained_clip_fails_fast_with_hf_hub_offline(tmp_path, monkey
 
     monkeypatch.setattr(availability, "hub_reachable", no_probe)
     monkeypatch.setattr(availability, "host_reachable", no_probe)
-    enc = E.OpenClipEncoder("ViT-B-32", "openai", cache_dir=str(tmp_path))
+    enc = E.OpenClipEncoder("ViT-B-32-quickgelu", "openai", cache_dir=str(tmp_path))
     assert "HF_HUB_OFFLINE" in _fail_fast(enc)
     with pytest.raises(E.EncoderUnavailable):  # the embed calls fail the same way
         enc.embed_texts(["a red cube"], progress=False)
@@ -279,7 +279,7 @@ def test_offline_pretrained_clip_fails_fast_when_hub_unreachable(tmp_path, monke
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     calls = []
     monkeypatch.setattr(availability, "hub_reachable", lambda url=None, timeout=0.5: calls.append(url) or False)
-    _fail_fast(E.OpenClipEncoder("ViT-B-32", "laion2b_s34b_b79k", cache_dir=str(tmp_path)))
+    _fail_fast(E.OpenClipEncoder("ViT-B-32", "laion2b_s34b_b79k", quick_gelu=False, cache_dir=str(tmp_path)))
     assert calls  # the probe was asked
     _fail_fast(E.DinoV2Encoder("vitb14", cache_dir=str(tmp_path)))
 
@@ -319,7 +319,7 @@ def test_cached_weights_are_found_without_network(tmp_path, monkeypatch):
     snap = repo / "snapshots" / commit
     snap.mkdir(parents=True)
     (snap / "open_clip_model.safetensors").write_bytes(b"stand-in")
-    enc = E.OpenClipEncoder("ViT-B-32", "openai", cache_dir=str(tmp_path))
+    enc = E.OpenClipEncoder("ViT-B-32-quickgelu", "openai", cache_dir=str(tmp_path))
     assert enc.cached_weights() == str(snap / "open_clip_model.safetensors")
     enc.check_available()
 
@@ -328,19 +328,48 @@ def test_cached_weights_are_found_without_network(tmp_path, monkeypatch):
 
 
 def test_quickgelu_for_openai_weights():
-    enc = E.OpenClipEncoder("ViT-B-32", "openai")
+    enc = E.OpenClipEncoder("ViT-B-32-quickgelu", "openai")
     assert enc.architecture == "ViT-B-32-quickgelu" and enc.identity["quick_gelu"] is True
-    assert enc.identity["pretrained"] == "openai" and enc.name == "CLIP ViT-B/32 (openai)"
-    laion = E.OpenClipEncoder("ViT-B/32", "laion2b_s34b_b79k")
+    assert enc.identity["pretrained"] == "openai"
+    assert E.OpenClipEncoder("ViT-B-32", "openai", quick_gelu=True).identity == enc.identity
+    laion = E.OpenClipEncoder("ViT-B/32", "laion2b_s34b_b79k", quick_gelu=False)
     assert laion.architecture == "ViT-B-32" and laion.identity["quick_gelu"] is False
-    assert E.OpenClipEncoder("ViT-B-32", "laion400m_e32").architecture == "ViT-B-32-quickgelu"
-    assert E.resolve_open_clip_arch("ViT-L-14", "openai")[0] == "ViT-L-14-quickgelu"
-    assert E.OpenClipEncoder("ViT-B-32", "openai").key() != laion.key()
+    assert E.OpenClipEncoder("ViT-B-32-quickgelu", "laion400m_e32").architecture == "ViT-B-32-quickgelu"
+    assert E.resolve_open_clip_arch("ViT-L-14", "openai", quick_gelu=True)[0] == "ViT-L-14-quickgelu"
+    assert enc.key() != laion.key()
     assert not enc.loaded
     with pytest.raises(ValueError, match="known tags"):
-        E.OpenClipEncoder("ViT-B-32", "no-such-tag")
+        E.OpenClipEncoder("ViT-B-32-quickgelu", "no-such-tag")
     with pytest.raises(ValueError, match="not an open_clip model"):
         E.OpenClipEncoder("ViT-Q-99", "openai")
+
+
+def test_an_ambiguous_clip_name_is_refused():
+    """``ViT-B-32`` names two open_clip models, GELU and QuickGELU, which give other numbers from one
+    checkpoint; the choice refuses it (it used to pick the QuickGELU one silently) and says how to name one."""
+    for make in (lambda: E.OpenClipEncoder("ViT-B-32", "openai"), lambda: E.OpenClipEncoder("ViT-B/32", "openai"),
+                 lambda: E.make_encoder("clip:ViT-B-32:openai"), lambda: E.make_encoder("random-init:ViT-B-32"),
+                 lambda: E.RandomInitClipEncoder("ViT-B-32"), lambda: E.default_encoders("ViT-B-32"),
+                 lambda: E.OpenClipEncoder("ViT-L-14", "openai"), lambda: E.OpenClipEncoder("RN50", "openai")):
+        with pytest.raises(ValueError, match="ambiguous") as err:
+            make()
+        assert "-quickgelu" in str(err.value) and "quick_gelu=True or False" in str(err.value)
+    # a variant that contradicts its weights' activation is refused too
+    with pytest.raises(ValueError, match="trained with QuickGELU"):
+        E.OpenClipEncoder("ViT-B-32", "openai", quick_gelu=False)
+    with pytest.raises(ValueError, match="contradicts"):
+        E.RandomInitClipEncoder("ViT-B-32-quickgelu", quick_gelu=False)
+    # a name without a twin stays as it was
+    assert tiny(0).architecture == TINY and tiny(0).quick_gelu is False
+
+
+def test_a_clip_encoder_names_its_open_clip_model_and_tag():
+    enc = E.OpenClipEncoder("ViT-B-32-quickgelu", "openai")
+    assert enc.name == "CLIP ViT-B/32 (open_clip ViT-B-32-quickgelu / openai)"  # was "CLIP ViT-B/32 (openai)"
+    assert E.PAPER_CLIP == enc.name  # the paper's: the release's clip.load("ViT-B/32")
+    laion = E.OpenClipEncoder("ViT-B-32", "laion2b_s34b_b79k", quick_gelu=False)
+    assert laion.name == "CLIP ViT-B/32 (open_clip ViT-B-32 / laion2b_s34b_b79k)"
+    assert E.default_encoders.__defaults__[:2] == ("ViT-B-32-quickgelu", "openai")
 
 
 def test_local_weights_file(tmp_path, enc0):
@@ -359,9 +388,10 @@ def test_local_weights_file(tmp_path, enc0):
 
 def test_make_encoder_specs():
     assert isinstance(E.make_encoder("minilm"), E.SentenceTransformerEncoder)
-    r = E.make_encoder("random-init:ViT-B-32:7")
+    r = E.make_encoder("random-init:ViT-B-32-quickgelu:7")
     assert isinstance(r, E.RandomInitClipEncoder) and r.seed == 7
-    assert E.make_encoder("clip:ViT-B-32:openai").architecture == "ViT-B-32-quickgelu"
+    assert E.make_encoder("clip:ViT-B-32-quickgelu:openai").architecture == "ViT-B-32-quickgelu"
+    assert E.make_encoder("clip").architecture == "ViT-B-32-quickgelu"  # the paper's, by default
     assert E.make_encoder("dinov2:vits14").repo == "facebook/dinov2-small"
     with pytest.raises(ValueError, match="unknown encoder spec"):
         E.make_encoder("word2vec")

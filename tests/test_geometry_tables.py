@@ -45,7 +45,8 @@ def test_decomposition_table_objects_beat_concepts_and_paper_rows_match_weights(
         assert o["retrieval"] > 0.95
     table = T.decomposition_table(sets, frames)
     # random init never beside CLIP; a pretrained text encoder other than CLIP is named a substitute
-    assert list(table["paper: model"]) == ["CLIP ViT-B/32 (ours: text-True, a substitute)", "random init", "–"]
+    clip = "CLIP ViT-B/32 (open_clip ViT-B-32-quickgelu / openai)"  # the paper's model, named exactly
+    assert list(table["paper: model"]) == [f"{clip} (ours: text-True, a substitute)", "random init", "–"]
     assert len(table) == 3
 
 
@@ -80,7 +81,8 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     from bindcore import encoders
 
     class FakeClip:
-        name, architecture, normalize, image_size, quick_gelu = "CLIP ViT-B/32 (openai)", "ViT-B-32", True, 224, True
+        name, architecture, normalize = "CLIP ViT-B/32 (open_clip ViT-B-32-quickgelu / openai)", "ViT-B-32-quickgelu", True
+        image_size, quick_gelu = 224, True
         _device_arg, precision = None, "fp32"
 
     clip = FakeClip()
@@ -91,7 +93,7 @@ def test_encoder_choice_where_clip_is_reachable(monkeypatch):
     assert [p for _, p in chosen["text"]] == [True, False] and [p for _, p in chosen["image"]] == [True, False]
     assert isinstance(chosen["image"][1][0], encoders.RandomInitClipEncoder)
     named, _ = inputs.pretrained_encoders()
-    assert list(named.values())[0] is clip and "pretrained" in list(named)[0]
+    assert list(named.values())[0] is clip and list(named)[0] == clip.name  # its open_clip model and tag
 
     offline = encoders.DefaultEncoders(image=encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0),
                                        text=object(), pretrained_clip=False, note="offline")
@@ -139,8 +141,9 @@ def test_paper_numbers_name_substitute_data_and_stay_with_their_encoder():
         return SimpleNamespace(dataset=dataset, encoder=encoder, source="image", pretrained=True)
 
     row = T._paper_decomposition(s("CLEVR-like 3-D", "CLIP ViT-B/32 (pretrained)"))
-    assert row["model"] == "CLIP ViT-B/32 on CLEVR (ours: CLEVR-like scenes ray-cast here, substitute data)"
-    assert T._paper_decomposition(s("CLEVR (authors' images)", "CLIP ViT-B/32"))["model"] == "CLIP ViT-B/32 on CLEVR"
+    clip = "CLIP ViT-B/32 (open_clip ViT-B-32-quickgelu / openai)"
+    assert row["model"] == f"{clip} on CLEVR (ours: CLEVR-like scenes ray-cast here, substitute data)"
+    assert T._paper_decomposition(s("CLEVR (authors' images)", "CLIP ViT-B/32"))["model"] == f"{clip} on CLEVR"
     # CLIP's numbers never stand beside DINOv2; DINOv2's stand beside DINOv2 on PUG:SPARE
     assert T._paper_decomposition(s("CLEVR-like 3-D", "DINOv2 ViT-B/14")) is None
     assert T._paper_decomposition(s("PUG:SPARE", "DINOv2 ViT-B/14"))["model"] == "DINOv2 on PUG:SPARE"

@@ -579,6 +579,103 @@ def test_golden_probes():
     assert_pinned(probes(), GOLDEN_PROBES)
 
 
+def renders(_: Path | None = None) -> dict[str, Any]:
+    """The ray caster's pixels (each image's channel means) on small scenes of every shape, material
+    and pattern, and the ids its datasets get from their recipes."""
+    from bindcore.data.clevr3d import make_clevr3d_singles, make_clevr3d_three
+    from bindcore.data.patterned import make_patterned
+
+    size = (48, 36)
+    made = {"singles": make_clevr3d_singles(size=size, material="random"),
+            "three occluded": make_clevr3d_three(2, occlusion=True, size=size, material="random", progress=False),
+            "patterned": make_patterned(5, 5, size=size).subset(np.arange(0, 625, 26))}
+    return {"ids": {k: ds.content_hash() for k, ds in made.items()},
+            "means": {k: np.round(ds.pixel_means(), 3).tolist() for k, ds in made.items()}}
+
+
+GOLDEN_RENDERS: dict[str, Any] = {
+    "ids": {
+        "singles": "8c6dc183476c1413",
+        "three occluded": "43cf781dd4d301e3",
+        "patterned": "d9c88315f2475abf",
+    },
+    "means": {
+        "singles": [
+            [149.626, 150.201, 153.099],
+            [147.203, 147.923, 151.26],
+            [149.1, 149.622, 152.016],
+            [150.994, 149.797, 148.825],
+            [150.534, 148.724, 147.268],
+            [150.521, 149.605, 148.844],
+            [149.088, 151.541, 151.541],
+            [147.184, 151.084, 151.084],
+            [149.416, 152.851, 152.851],
+            [149.668, 149.668, 149.668],
+            [148.189, 148.189, 148.189],
+            [149.815, 149.815, 149.815],
+            [148.977, 150.01, 148.854],
+            [146.927, 148.605, 146.751],
+            [148.9, 150.116, 148.77],
+            [151.171, 149.32, 152.584],
+            [149.161, 147.119, 150.683],
+            [151.108, 149.371, 152.489],
+            [150.74, 148.731, 148.731],
+            [150.215, 147.058, 147.058],
+            [151.287, 148.992, 148.992],
+            [152.395, 152.133, 149.513],
+            [154.938, 154.391, 148.013],
+            [153.766, 153.512, 149.583],
+        ],
+        "three occluded": [[145.521, 145.734, 144.3], [147.984, 144.607, 149.595]],
+        "patterned": [
+            [150.903, 146.957, 150.581],
+            [147.382, 146.938, 149.756],
+            [151.15, 151.986, 148.119],
+            [151.92, 148.4, 151.232],
+            [153.28, 151.77, 145.41],
+            [150.835, 151.023, 152.303],
+            [155.215, 152.072, 148.057],
+            [152.182, 151.354, 150.867],
+            [153.703, 151.781, 151.535],
+            [150.755, 150.755, 150.755],
+            [151.676, 152.488, 152.488],
+            [153.922, 150.996, 150.506],
+            [151.414, 152.034, 152.802],
+            [152.427, 152.122, 151.44],
+            [151.626, 152.891, 152.655],
+            [151.586, 147.343, 146.63],
+            [152.263, 152.414, 151.678],
+            [154.345, 152.439, 147.618],
+            [149.701, 152.651, 154.273],
+            [151.064, 146.646, 150.166],
+            [152.823, 153.05, 150.079],
+            [155.961, 155.416, 150.3],
+            [150.962, 150.789, 152.459],
+            [152.679, 153.293, 153.293],
+            [152.747, 152.551, 150.307],
+        ],
+    },
+}
+
+
+def test_golden_renders():
+    """Protects ``bindcore.data.clevr3d.RENDERER_VERSION`` (the ray caster's pixels, part of every
+    rendered dataset's id, so of the keys of its embeddings and of everything computed from them):
+    its images, within ``bindcore.data.core.PIXEL_TOLERANCE`` (another CPU kind rounds a few pixels
+    a level otherwise), and the ids of its datasets. If the pixels move after a change, give the
+    renderer a new version and pin the new numbers and ids."""
+    from bindcore.data.clevr3d import RENDERER_VERSION
+    from bindcore.data.core import PIXEL_TOLERANCE
+
+    assert RENDERER_VERSION == 1, "a new version: pin its numbers here"
+    got = renders()
+    assert got["ids"] == GOLDEN_RENDERS["ids"], "the ids of rendered datasets moved: their stored records are lost"
+    for name, pinned in GOLDEN_RENDERS["means"].items():
+        diff = np.abs(np.asarray(got["means"][name]) - np.asarray(pinned))
+        assert diff.shape == (len(pinned), 3) and diff.max() <= PIXEL_TOLERANCE, \
+            f"{name}: {int((diff.max(1) > PIXEL_TOLERANCE).sum())} images moved by up to {diff.max():.3f} levels"
+
+
 # ---------------------------------------------------------------------------------
 # printing the pins anew
 # ---------------------------------------------------------------------------------
@@ -608,10 +705,11 @@ if __name__ == "__main__":  # print every pinned dict as the code computes it no
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
-    names = sys.argv[1:] or ["SMOKE", "STACKED", "PIXELS", "APPROXIMATORS", "GEOMETRY", "EMBEDDINGS", "PROBES"]
+    names = sys.argv[1:] or ["SMOKE", "STACKED", "PIXELS", "APPROXIMATORS", "GEOMETRY", "EMBEDDINGS", "PROBES",
+                             "RENDERS"]
     compute = {"SMOKE": smoke_run, "STACKED": stacked_runs, "PIXELS": pixel_run, "GEOMETRY": geometry_analyses,
                "APPROXIMATORS": lambda _: approximator_sweep(), "EMBEDDINGS": lambda _: embeddings(),
-               "PROBES": probes}
+               "PROBES": probes, "RENDERS": renders}
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"GOLDEN_{name}: dict[str, Any] = {literal(compute[name](Path(tmp)))}\n")

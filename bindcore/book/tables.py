@@ -13,6 +13,7 @@ from bindcore.analysis.embedding_sets import frame_row, weights_label
 from bindcore.analysis.generalization import results_table
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.data.pixels import LEVELS
+from bindcore.encoders.openclip import PAPER_CLIP
 from bindcore.paper import (
     EDIT_BANKS,
     PAPER_ATTRIBUTION,
@@ -29,7 +30,8 @@ SUBSTITUTE_DATA = {"CLEVR-like 3-D": "CLEVR-like scenes ray-cast here", "CLEVR-2
 
 
 def _image_model(s: EmbeddingSet) -> str | None:
-    """The paper's image encoder a pretrained set stands beside (CLIP or DINOv2), else None."""
+    """The paper's image encoder a pretrained set stands beside (CLIP or DINOv2; its key in
+    :mod:`bindcore.paper`), else None."""
     if not s.pretrained or s.source != "image":
         return None
     return "CLIP ViT-B/32" if s.encoder.startswith("CLIP") else "DINOv2" if s.encoder.startswith("DINOv2") else None
@@ -46,17 +48,22 @@ def sets_frame(sets: Sequence[EmbeddingSet]) -> pd.DataFrame:
                           "single-object scenes": 0 if s.Z_single is None else len(s.Z_single)} for s in sets])
 
 
+def _model_name(paper_key: str) -> str:
+    """How a table names the paper's model: CLIP with its open_clip model and pretrained tag."""
+    return PAPER_CLIP if paper_key == "CLIP ViT-B/32" else paper_key
+
+
 def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
     """The paper's row for this set (same modality and weights kind), else None."""
     if s.source == "text":
         model = "CLIP ViT-B/32" if s.pretrained else "random init"
-        key, label = ("text", model), model
+        key, label = ("text", model), PAPER_CLIP if s.pretrained else model
         if s.pretrained and not s.encoder.startswith("CLIP"):
-            label = f"{model} (ours: {s.encoder}, a substitute)"
+            label = f"{PAPER_CLIP} (ours: {s.encoder}, a substitute)"
     elif _image_model(s) and s.dataset in PAPER_DATA:
         key = (PAPER_DATA[s.dataset], _image_model(s))
-        label = f"{key[1]} on {key[0]}" + (f" (ours: {SUBSTITUTE_DATA[s.dataset]}, substitute data)"
-                                          if s.dataset in SUBSTITUTE_DATA else "")
+        label = f"{_model_name(key[1])} on {key[0]}" + (f" (ours: {SUBSTITUTE_DATA[s.dataset]}, substitute data)"
+                                                       if s.dataset in SUBSTITUTE_DATA else "")
     else:
         return None
     if key not in PAPER_RECONSTRUCTION:
@@ -115,6 +122,7 @@ def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFram
                       f"(sd {r['object_sd']:.3f})" if pd.notna(n) else "–")
             rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "variant": variant,
                          "concepts": r["concept"], "objects": r["object"],
+                         "paper: model": PAPER_CLIP if pc else "–",
                          "paper (CLIP): concepts / objects": f"{pc[0]:.2f} / {pc[1]:.2f}" if pc else "–",
                          "removed norm / original": r["removed_norm_ratio"], "controls: spread": spread})
     return pd.DataFrame(rows)
@@ -141,7 +149,8 @@ def editing_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFrame], 
         paper = _paper_editing(s)
         sub = df[np.isclose(df["k"], k)]
         for bank, b in sub.groupby("bank", sort=False):
-            row = {"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "bank": bank}
+            row = {"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "bank": bank,
+                   "paper: model": _model_name(_image_model(s)) if paper else "–"}
             for case in EDIT_CASES:
                 r = b[b["case"] == case]
                 if len(r):

@@ -1,7 +1,10 @@
 """CLEVR-like 3-D scenes (appendix C.1, D.3), ray cast in numpy in place of CLEVR's Blender.
 
 CLEVR's camera, colours and "large" sizes; one shadow-casting key light, no indirect light or
-real reflections. ``info["layout"]`` re-renders a scene; same seed, same pixels (one machine)."""
+real reflections. ``info["layout"]`` re-renders a scene; same seed, same pixels on one machine,
+and within a few levels of a few pixels on another CPU kind (the shading's small dot products go
+through the BLAS, whose kernels differ between an Intel Xeon and an AMD EPYC): a dataset is
+identified by its ``recipe`` (renderer version, generator, parameters, seed), not its pixels."""
 
 from __future__ import annotations
 
@@ -26,6 +29,10 @@ ORDERS = ("release", "product")
 LARGE = 0.7  # CLEVR's "large" object radius
 OCCLUDED_VISIBLE = (0.3, 0.8)  # visible share of the hidden object in make_clevr3d_three(occlusion=True)
 _EPS = 1e-4
+# The version of the ray caster's pixels (Renderer and its subclasses): part of every rendered
+# dataset's recipe, so of its embeddings' keys. Give it a new value when a change moves the pixels by
+# more than bindcore.data.core.PIXEL_TOLERANCE (tests/test_golden.py pins them).
+RENDERER_VERSION = 1
 
 
 # -- scene description ----------------------------------------------------------------
@@ -285,6 +292,14 @@ class Renderer:
         self.ground_key[self.sky] = 0
         self.ground_base = base
         self._ground_image = self._encode(self._downsample(base))
+
+    def recipe(self) -> dict[str, Any] | None:
+        """What this renderer makes of a scene description, as JSON (its class, version, size and
+        supersampling), or None with a camera or lighting other than the default (not described)."""
+        if self.camera != Camera() or self.lighting != Lighting():
+            return None
+        return {"name": type(self).__name__, "version": RENDERER_VERSION, "size": list(self.size),
+                "supersample": self.ss}
 
     # geometry helpers
     def project(self, points: np.ndarray) -> np.ndarray:
@@ -564,9 +579,19 @@ def scene_objects(dataset: SceneDataset, index: int) -> list[SceneObject]:
     return [SceneObject(**o) for o in dataset.info["layout"][index]]
 
 
+def recipe(renderer: Renderer, generator: str, params: dict[str, Any], scenes: Sequence[int]) -> dict[str, Any] | None:
+    """A rendered dataset's :attr:`~bindcore.data.core.SceneDataset.recipe`: ``renderer``'s, the
+    ``generator`` (its import path), its ``params`` (seed included) and the indices of the rendered
+    ``scenes`` among all the generator makes with them."""
+    made_by = renderer.recipe()
+    if made_by is None:
+        return None
+    return {"renderer": made_by, "generator": generator, "params": params, "scenes": [int(i) for i in scenes]}
+
+
 def _build(name: str, generator: str, scenes: list[list[SceneObject]], renderer: Renderer,
            info: dict[str, Any], progress: bool, filenames: list[str] | None = None,
-           n_objects: int | None = None) -> SceneDataset:
+           n_objects: int | None = None, index: Sequence[int] | None = None) -> SceneDataset:
     n_max = n_objects or max((len(s) for s in scenes), default=1)
     objects = np.full((len(scenes), n_max, 2), -1, dtype=np.int64)
     images, visible = [], []
@@ -579,12 +604,15 @@ def _build(name: str, generator: str, scenes: list[list[SceneObject]], renderer:
     value_names = [list(CLEVR_COLORS), list(CLEVR_SHAPES)]
     if filenames is None:
         filenames = [f"{i:07d}.png" for i in range(len(scenes))]
+    params = {k: v for k, v in info.items() if k != "subset"}  # the scenes rendered are the recipe's "scenes"
+    made = recipe(renderer, f"bindcore.data.clevr3d.{generator}", params,
+                  range(len(scenes)) if index is None else index)
     info = {"generator": f"bindcore.data.clevr3d.{generator}", "size": list(renderer.size),
             "supersample": renderer.ss, **info, "visible_fraction": visible,
             "layout": [_layout_record(s) for s in scenes]}
     return SceneDataset(name=name, concept_names=["color", "shape"], value_names=value_names, objects=objects,
                         captions=[caption(value_names, o) for o in objects],
-                        filenames=filenames, images=images, info=info)
+                        filenames=filenames, images=images, info=info, recipe=made)
 
 
 def make_clevr3d(size: tuple[int, int] = (320, 240), order: str = "release", material: str = "rubber",
@@ -614,7 +642,7 @@ def make_clevr3d(size: tuple[int, int] = (320, 240), order: str = "release", mat
     return _build("clevr3d", "make_clevr3d", scenes, renderer,
                   {"order": order, "material": material, "seed": int(seed), "yaw": yaw,
                    "subset": None if subset is None else index.tolist()},
-                  progress, filenames=[f"{i:07d}.png" for i in index])
+                  progress, filenames=[f"{i:07d}.png" for i in index], index=index.tolist())
 
 
 def make_clevr3d_singles(size: tuple[int, int] = (320, 240), material: str = "rubber", seed: int = 0,

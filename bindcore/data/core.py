@@ -42,10 +42,25 @@ def caption(value_names: Sequence[Sequence[str]], objects: np.ndarray) -> str:
     return " and ".join(parts)
 
 
+# a rendered dataset's pixels may differ from those its recipe gave on another machine by this much: the
+# mean of one colour channel of one image, in levels of 0-255 (between an Intel Xeon and an AMD EPYC,
+# whose BLAS kernels round the shading's dot products differently, a few pixels differ by one level)
+PIXEL_TOLERANCE = 0.05
+
+
+class RenderMismatch(ValueError):
+    """Rendered pixels that differ from those a stored record was computed from by more than
+    :data:`PIXEL_TOLERANCE`: the renderer changed without a new version, or renders otherwise here."""
+
+
 @dataclass
 class SceneDataset:
     """N scenes: ``objects`` ``[N, O_max, C]`` (-1 absent; left to right), ``images`` (uint8
-    ``[H, W, 3]``, or None for text), captions, file names, concept and value names, ``info``."""
+    ``[H, W, 3]``, or None for text), captions, file names, concept and value names, ``info``.
+
+    ``recipe``: what rendered the images, as JSON (the renderer's name, version, size and
+    supersampling; the generator, its parameters and seed; ``scenes``, each image's index among the
+    generator's scenes), or None: then the pixels themselves identify the dataset."""
 
     name: str
     concept_names: list[str]
@@ -55,6 +70,7 @@ class SceneDataset:
     filenames: list[str]
     images: Sequence[np.ndarray] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.objects = np.asarray(self.objects, dtype=np.int64)
@@ -69,6 +85,10 @@ class SceneDataset:
                 raise ValueError(f"{name} has {len(seq)} entries for {n} scenes")
         if self.images is not None and len(self.images) != n:
             raise ValueError(f"images has {len(self.images)} entries for {n} scenes")
+        if self.recipe is not None and (self.images is None or len(self.recipe.get("scenes", ())) != n):
+            raise ValueError(f"a recipe names the rendered image of each scene: {n} scenes, images "
+                             f"{'none' if self.images is None else len(self.images)}, recipe scenes "
+                             f"{len(self.recipe.get('scenes', ()))}")
         for ci, names in enumerate(self.value_names):
             bad = self.objects[..., ci][self.objects[..., ci] >= len(names)]
             if bad.size:
@@ -112,13 +132,47 @@ class SceneDataset:
             images=None if self.images is None else (
                 self.images.take(idx.tolist()) if hasattr(self.images, "take") else [self.images[i] for i in idx]),
             info=dict(self.info),
+            recipe=None if self.recipe is None else {**self.recipe,
+                                                     "scenes": [self.recipe["scenes"][i] for i in np.arange(len(self))[idx].tolist()]},
         )
 
     # -- identity ----------------------------------------------------------------
     def content_hash(self) -> str:
-        """Hash of labels, captions and image pixels: the key of its embeddings."""
+        """The key of its embeddings: a hash of labels, captions and, for a rendered dataset, its
+        ``recipe`` (the pixels differ in a few levels between CPU kinds: :meth:`check_pixels`), else
+        the image pixels."""
+        labels = [self.name, self.concept_names, self.value_names, self.captions]
+        if self.recipe is not None:
+            return digest(labels, self.objects, "rendered by", self.recipe)
         images = [] if self.images is None else [np.asarray(img, dtype=np.uint8) for img in self.images]
-        return digest([self.name, self.concept_names, self.value_names, self.captions], self.objects, *images)
+        return digest(labels, self.objects, *images)
+
+    def pixel_means(self) -> np.ndarray | None:
+        """``[N, 3]`` mean of each colour channel of each image (levels 0-255), or None without images."""
+        if self.images is None:
+            return None
+        return np.array([np.asarray(img, dtype=np.float64).reshape(-1, 3).mean(0) for img in self.images])
+
+    def check_pixels(self, means: Any, source: str = "a stored record") -> None:
+        """:class:`RenderMismatch` unless each image's channel means are within :data:`PIXEL_TOLERANCE`
+        of ``means`` ``[N, 3]``, those of the images ``source`` was computed from."""
+        here, there = self.pixel_means(), np.asarray(means, dtype=np.float64)
+        if here is None or there.shape != here.shape:
+            raise RenderMismatch(f"{self.name}: {source} was computed from {there.shape[0]} images with channel "
+                                 f"means of shape {there.shape}; here they are {None if here is None else here.shape}")
+        diff = np.abs(here - there).max(1)
+        worst = int(diff.argmax())
+        if diff[worst] > PIXEL_TOLERANCE:
+            version = (self.recipe or {}).get("renderer", {})
+            raise RenderMismatch(
+                f"{self.name}: the images rendered here differ from those {source} was computed from (image {worst}, "
+                f"{self.filenames[worst]}: channel means {np.round(here[worst], 3).tolist()} here, "
+                f"{np.round(there[worst], 3).tolist()} there; {int((diff > PIXEL_TOLERANCE).sum())} of {len(diff)} "
+                f"images differ by more than {PIXEL_TOLERANCE} levels). Either the renderer changed: give it a new "
+                f"version ({version.get('name', 'the renderer')} version {version.get('version')}, "
+                "bindcore.data.clevr3d.RENDERER_VERSION) so that its datasets get new keys; or it renders otherwise on "
+                "this machine: build without that record (bindcore book --recompute, or $BINDCORE_NO_PUBLISHED=1 for "
+                "published ones)")
 
     # -- labels.csv ----------------------------------------------------------------
     def labels_frame(self):

@@ -12,7 +12,7 @@ import numpy as np
 
 from bindcore.runtime import progress_bar
 
-from .clevr3d import ALBEDO, CONE, CUBE, CYLINDER, EGG, LARGE, SPHERE, Renderer, pair_positions
+from .clevr3d import ALBEDO, CONE, CUBE, CYLINDER, EGG, LARGE, SPHERE, Renderer, pair_positions, recipe
 from .core import SceneDataset, caption
 from .vocab import CLEVR_COLORS
 
@@ -119,4 +119,6 @@ def make_patterned(n_types: int = 5, n_patterns: int = 5, size: tuple[int, int] 
         images=images,
         info={"generator": "bindcore.data.patterned.make_patterned", "size": list(renderer.size),
               "supersample": renderer.ss, "seed": int(seed), "visible_fraction": visible,
-              "layout": [[asdict(o) for o in sc] for sc in scenes]})
+              "layout": [[asdict(o) for o in sc] for sc in scenes]},
+        recipe=recipe(renderer, "bindcore.data.patterned.make_patterned",
+                      {"n_types": int(n_types), "n_patterns": int(n_patterns), "seed": int(seed)}, range(len(scenes))))

@@ -13,8 +13,10 @@ from .minilm import MINILM_PACKAGE, SentenceTransformerEncoder
 from .openclip import (
     DEFAULT_CLIP_ARCH,
     DEFAULT_CLIP_TAG,
+    PAPER_CLIP,
     OpenClipEncoder,
     RandomInitClipEncoder,
+    clip_model,
     display_arch,
     random_init_like,
     resolve_open_clip_arch,
@@ -22,9 +24,9 @@ from .openclip import (
 
 __all__ = [
     "DEFAULT_CLIP_ARCH", "DEFAULT_CLIP_TAG", "DINOV2_ALIASES", "EMBEDDINGS", "MINILM_PACKAGE", "MODALITIES",
-    "PRECISIONS", "DefaultEncoders", "DinoV2Encoder", "EmbeddingCache", "Encoder", "EncoderStatus",
+    "PAPER_CLIP", "PRECISIONS", "DefaultEncoders", "DinoV2Encoder", "EmbeddingCache", "Encoder", "EncoderStatus",
     "EncoderUnavailable", "ModalityNotSupported", "OpenClipEncoder", "RandomInitClipEncoder",
-    "SentenceTransformerEncoder", "available_encoders", "cache_key", "default_encoders", "display_arch",
+    "SentenceTransformerEncoder", "available_encoders", "cache_key", "clip_model", "default_encoders", "display_arch",
     "embed_dataset", "embedding_config", "hf_offline", "host_reachable", "hub_endpoint", "hub_reachable",
     "make_encoder", "random_init_like", "resolve_open_clip_arch", "sha256_file",
 ]

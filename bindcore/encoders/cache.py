@@ -1,7 +1,10 @@
 """Stored embeddings, a kind of the result store (:mod:`bindcore.store`): a dataset's image
 or caption embeddings, keyed by the encoder's identity (backend, weights, precision,
-library versions), the dataset's content and the modality; ``published/embeddings/`` is
-read after the local folder. Unreadable or non-finite embeddings are computed again."""
+library versions), the dataset's content (a rendered dataset's recipe, else its pixels) and the
+modality; ``published/embeddings/`` is read after the local folder. Unreadable or non-finite
+embeddings are computed again. The image embeddings of a rendered dataset keep the channel means of
+the images they were computed from (``dataset.pixel_means``); read back, they are checked against
+the images rendered here (:meth:`bindcore.data.core.SceneDataset.check_pixels`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from bindcore.io import atomic_savez, config_hash
-from bindcore.store import PUBLISHED_ROOT, CorruptRecord, Kind, ResultStore, default_root
+from bindcore.store import PUBLISHED_ROOT, CorruptRecord, Kind, ResultStore, default_root, read_record
 
 from .availability import package_version
 from .base import MODALITIES, Encoder
@@ -49,16 +52,28 @@ class EmbeddingCache:
         """(``embeddings.npz``, ``result.json``) of the entry ``key``."""
         return self.root / key / "embeddings.npz", self.root / key / "result.json"
 
-    def load(self, config: dict[str, Any]) -> np.ndarray | None:
+    def load(self, config: dict[str, Any], rendered: Any = None) -> np.ndarray | None:
         """The stored embeddings of ``config``, or None (also when the file is missing, unreadable or
-        holds NaN or infinite entries: reported, a local one moved aside)."""
-        entry = self._store.find(self._kind, config, check=_read)
-        return None if entry is None else _read(entry.path)
+        holds NaN or infinite entries: reported, a local one moved aside). ``rendered``: the rendered
+        dataset they embed, whose images are checked against those they were computed from
+        (:class:`~bindcore.data.core.RenderMismatch`; a record without their channel means is unreadable)."""
+        def check(folder: Path) -> None:
+            _read(folder)
+            if rendered is not None:
+                _pixel_means(folder, len(rendered))
 
-    def stored(self, config: dict[str, Any], n: int, what: str = "") -> np.ndarray | None:
+        entry = self._store.find(self._kind, config, check=check)
+        if entry is None:
+            return None
+        if rendered is not None:
+            where = "published" if entry.source == "published" else "stored"
+            rendered.check_pixels(_pixel_means(entry.path, len(rendered)), f"the {where} embeddings {entry.path}")
+        return _read(entry.path)
+
+    def stored(self, config: dict[str, Any], n: int, what: str = "", rendered: Any = None) -> np.ndarray | None:
         """The stored ``[n, d]`` embeddings of ``config`` (``what``: encoder, dataset and modality, for the log),
-        or None (a stored array of another shape is logged)."""
-        hit = self.load(config)
+        or None (a stored array of another shape is logged); ``rendered``: see :meth:`load`."""
+        hit = self.load(config, rendered)
         if hit is not None and hit.ndim == 2 and hit.shape[0] == n:
             log.info("stored embeddings %s (%s)", config_hash(config), what)
             return hit
@@ -76,6 +91,19 @@ class EmbeddingCache:
         npz = atomic_savez(entry.path / "embeddings.npz", embeddings=np.ascontiguousarray(array, dtype=np.float32))
         self._store.finish(entry, {**meta, "key": entry.path.name, "shape": list(array.shape), "dtype": "float32"})
         return npz
+
+
+def _pixel_means(folder: Path, n: int) -> np.ndarray:
+    """The ``[n, 3]`` channel means of the images the embeddings in ``folder`` were computed from
+    (:class:`~bindcore.store.CorruptRecord` when the record has none of that shape)."""
+    try:
+        means = np.asarray(read_record(folder / "result.json")["dataset"]["pixel_means"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError):
+        means = None
+    if means is None or means.shape != (n, 3) or not np.isfinite(means).all():
+        raise CorruptRecord(folder / "result.json", f"no channel means of the {n} rendered images it embeds "
+                            "(dataset.pixel_means), so its images cannot be checked")
+    return means
 
 
 def _read(folder: Path) -> np.ndarray:
@@ -104,11 +132,12 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
     dhash = dataset.content_hash()
     config = embedding_config(encoder.identity, dhash, modality)
     what = f"{encoder.name}, {dataset.name}, {modality}"
-    hit = cache.stored(config, len(dataset), what)
+    rendered = dataset if modality == "image" and getattr(dataset, "recipe", None) is not None else None
+    hit = cache.stored(config, len(dataset), what, rendered)
     if hit is not None:
         return hit
     with cache.claim(config):
-        hit = cache.stored(config, len(dataset), what)  # computed by the process this one waited for
+        hit = cache.stored(config, len(dataset), what, rendered)  # computed by the process this one waited for
         if hit is not None:
             return hit
         t0 = time.perf_counter()
@@ -120,13 +149,21 @@ def embed_dataset(encoder: Encoder, dataset, modality: str, cache: EmbeddingCach
             return emb
         import torch
 
+        described = {"name": dataset.name, "content_hash": dhash, "n": len(dataset)}
+        if rendered is not None:
+            described["pixel_means"] = pixel_means_record(rendered)
         cache.save(config, emb, {
             "identity": encoder.identity, "encoder_name": encoder.name, "modality": modality,
-            "dataset": {"name": dataset.name, "content_hash": dhash, "n": len(dataset)},
+            "dataset": described,
             "device": str(encoder.device), "torch": package_version("torch"), "seconds": round(seconds, 3),
             "gpu": torch.cuda.get_device_name(0) if encoder.device.type == "cuda" else None,
         })
     return emb
+
+
+def pixel_means_record(dataset: Any) -> list[list[float]]:
+    """A rendered dataset's channel means per image, as stored beside its image embeddings (3 decimals)."""
+    return np.round(dataset.pixel_means(), 3).tolist()
 
 
 def _embed(encoder: Encoder, items: list, modality: str, progress: bool, batch_size: int | None) -> np.ndarray:

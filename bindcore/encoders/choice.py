@@ -23,8 +23,9 @@ from .openclip import (
 
 
 def make_encoder(spec: str, **kw: Any) -> Encoder:
-    """An encoder from ``clip:ViT-B-32:openai`` (or ``:/path/weights``), ``random-init:ARCH[:seed]``,
-    ``minilm``, ``sentence-transformers:/path`` or ``dinov2[:facebook/dinov2-base]``."""
+    """An encoder from ``clip:ViT-B-32-quickgelu:openai`` (or ``:/path/weights``), ``random-init:ARCH[:seed]``,
+    ``minilm``, ``sentence-transformers:/path`` or ``dinov2[:facebook/dinov2-base]``. An open_clip name
+    with a ``-quickgelu`` twin (``ViT-B-32``) is refused as ambiguous unless ``quick_gelu`` is passed."""
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
     if kind in ("clip", "open_clip"):
@@ -53,7 +54,7 @@ class EncoderStatus:
 
 def available_encoders(specs: Sequence[str] | None = None) -> list[EncoderStatus]:
     """Which backends can run here, without building a model and with at most one probe per host."""
-    specs = list(specs or [f"clip:{DEFAULT_CLIP_ARCH}:{DEFAULT_CLIP_TAG}", "random-init:ViT-B-32-quickgelu",
+    specs = list(specs or [f"clip:{DEFAULT_CLIP_ARCH}:{DEFAULT_CLIP_TAG}", f"random-init:{DEFAULT_CLIP_ARCH}",
                            "minilm", "dinov2:facebook/dinov2-base"])
     answers: dict[str, bool] = {}
 

@@ -24,8 +24,21 @@ from .availability import (
 )
 from .base import MODALITIES, Encoder
 
-DEFAULT_CLIP_ARCH = "ViT-B-32"
+# The paper's CLIP: the release loads OpenAI's ViT-B/32 (clip.load("ViT-B/32")), whose weights were
+# trained with QuickGELU; in open_clip that is the model ViT-B-32-quickgelu with the tag openai.
+# (ViT-B-32 is the GELU twin: OpenAI's weights run in it give other embeddings.)
+DEFAULT_CLIP_ARCH = "ViT-B-32-quickgelu"
 DEFAULT_CLIP_TAG = "openai"
+
+
+def clip_model(architecture: str, pretrained: str | None) -> str:
+    """The exact open_clip model and pretrained tag of a CLIP number, in words:
+    ``open_clip ViT-B-32-quickgelu / openai``."""
+    return f"open_clip {architecture} / {pretrained}"
+
+
+# how a page names the paper's CLIP beside its numbers
+PAPER_CLIP = f"CLIP ViT-B/32 ({clip_model(DEFAULT_CLIP_ARCH, DEFAULT_CLIP_TAG)})"
 
 
 def display_arch(arch: str) -> str:
@@ -39,9 +52,11 @@ def display_arch(arch: str) -> str:
 
 def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
                            quick_gelu: bool | None = None) -> tuple[str, bool, bool]:
-    """``(architecture, force_quick_gelu, quick_gelu)`` open_clip must build for ``pretrained``:
-    QuickGELU weights in a GELU model silently give other embeddings, so such a tag resolves to
-    the ``-quickgelu`` variant (or forces it). ``quick_gelu`` overrides the tag (for a weights file)."""
+    """``(architecture, force_quick_gelu, quick_gelu)`` open_clip must build. A name with a
+    ``-quickgelu`` twin (``ViT-B-32``) is ambiguous (the two run one checkpoint with other
+    activations, so give other numbers) and refused unless ``quick_gelu`` says which; so is a
+    variant whose activation differs from the one ``pretrained``'s weights were trained with.
+    ``quick_gelu`` also sets the activation of a model without a twin (for a weights file)."""
     import open_clip
     from open_clip.factory import get_model_config
 
@@ -51,15 +66,28 @@ def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
         close = [m for m in models if m.lower().startswith(arch.lower()[:5])][:12]
         raise ValueError(f"architecture {architecture!r} is not an open_clip model config; "
                          f"similar: {close or models[:12]}")
-    want = quick_gelu
-    if want is None and pretrained and not os.path.isfile(pretrained):
-        want = bool(open_clip.get_pretrained_cfg(arch, pretrained).get("quick_gelu", False))
-    cfg_qg = bool((get_model_config(arch) or {}).get("quick_gelu", False))
+    variant = f"{arch}-quickgelu"
+    tag = pretrained if pretrained and not os.path.isfile(pretrained) else None
+    tag_qg = open_clip.get_pretrained_cfg(arch, tag).get("quick_gelu") if tag else None
+    if variant in models:
+        if quick_gelu is None:
+            said = f" (pretrained {tag!r} was trained with {'QuickGELU' if tag_qg else 'GELU'})" if tag else ""
+            raise ValueError(
+                f"architecture {architecture!r} is ambiguous: open_clip has {arch} (GELU) and {variant} (QuickGELU, "
+                f"the activation of OpenAI's weights and the paper's ViT-B/32), which give other embeddings from one "
+                f"checkpoint{said}; name {variant!r}, or pass quick_gelu=True or False")
+        if quick_gelu:
+            arch = variant
+    cfg_qg = bool((get_model_config(arch) or {}).get("quick_gelu", False)) or arch.endswith("-quickgelu")
+    if quick_gelu is False and cfg_qg:
+        raise ValueError(f"architecture {arch!r} is the QuickGELU variant; quick_gelu=False contradicts it")
+    want = quick_gelu if quick_gelu is not None else (bool(tag_qg) if tag else None)
+    if tag and tag_qg is not None and bool(want or cfg_qg) != bool(tag_qg):
+        raise ValueError(f"pretrained {tag!r} was trained with {'QuickGELU' if tag_qg else 'GELU'}; open_clip "
+                         f"{arch} runs {'QuickGELU' if cfg_qg or want else 'GELU'}, which gives other embeddings: "
+                         f"name {arch.removesuffix('-quickgelu') + ('-quickgelu' if tag_qg else '')!r}")
     if not want or cfg_qg:
         return arch, False, cfg_qg
-    variant = f"{arch}-quickgelu"
-    if variant in models:
-        return variant, False, True
     return arch, True, True
 
 
@@ -118,8 +146,8 @@ class OpenClipEncoder(Encoder):
         self.image_size = image_size
         self.cache_dir = cache_dir
         self._weights_sha: str | None = None
-        src = self.pretrained or Path(self.weights_file).name
-        self.name = f"CLIP {display_arch(self.architecture)} ({src})"
+        src = self.pretrained or f"weights {Path(self.weights_file).name}"
+        self.name = f"CLIP {display_arch(self.architecture)} ({clip_model(self.architecture, src)})"
 
     # identity
     def _identity_fields(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def pretrained_encoders() -> tuple[dict[str, Any], str]:
     d = encoders.default_encoders()
     control = encoders.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0)
     if d.pretrained_clip:
-        return {"CLIP ViT-B/32 (pretrained)": d.text, "ViT-B/32 (random init)": control}, d.note
+        return {d.text.name: d.text, "ViT-B/32 (random init)": control}, d.note  # the name says its model and tag
     return {"all-MiniLM-L6-v2 (pretrained text encoder)": d.text,
             "ViT-B/32 text tower (random init)": control}, d.note
 
