@@ -243,7 +243,11 @@ class PaperItem:
         return fmt_range(self.value)
 
 
-CLIP = "CLIP ViT-B/32"
+# the paper's CLIP: the release's clip.load("ViT-B/32"), OpenAI's ViT-B/32 trained with QuickGELU; in
+# open_clip the model ViT-B-32-quickgelu with the tag openai (ViT-B-32 is its GELU twin, which gives
+# other embeddings from the same weights). Every CLIP number of the book is named by it.
+PAPER_CLIP_MODEL = ("ViT-B-32-quickgelu", "openai")
+CLIP = f"CLIP ViT-B/32 (open_clip {PAPER_CLIP_MODEL[0]} / {PAPER_CLIP_MODEL[1]})"
 
 
 def paper_items() -> list[PaperItem]:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
+from bindcore.paper import CLIP
 from bindcore.verdicts import core as CL
 from bindcore.verdicts.additional import above_chance, additional_claims, natural_claims
 from bindcore.verdicts.approximators import (
@@ -121,7 +122,7 @@ def test_pretrained_sentences_say_the_direction_and_whether_the_null_is_separate
     text = pretrained_sentences(pretrained(0.97, 0.29, encoder="MiniLM", control=1.0))
     assert len(text) == 2  # the control gets none
     assert text[0].startswith("MiniLM: the paper's direction shows: held-out concepts 0.97 > held-out objects 0.29")
-    assert "paper: CLIP, concepts >= 0.80, objects about 0.20" in text[0]
+    assert f"paper: {CLIP}, concepts >= 0.80, objects about 0.20" in text[0]
     assert "verdict stays “not shown”" in text[0]  # the claims table says not shown
     assert text[1].startswith("The concept diagnostic does not separate MiniLM from its null here: held-out "
                               "concepts 0.97 (the widest MLP's lowest at the fractions above 0.3) against 1.00")

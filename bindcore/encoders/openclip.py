@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from bindcore.io import sha256_file
+from bindcore.paper import CLIP, PAPER_CLIP_MODEL
 
 from . import availability
 from .availability import (
@@ -24,11 +25,8 @@ from .availability import (
 )
 from .base import MODALITIES, Encoder
 
-# The paper's CLIP: the release loads OpenAI's ViT-B/32 (clip.load("ViT-B/32")), whose weights were
-# trained with QuickGELU; in open_clip that is the model ViT-B-32-quickgelu with the tag openai.
-# (ViT-B-32 is the GELU twin: OpenAI's weights run in it give other embeddings.)
-DEFAULT_CLIP_ARCH = "ViT-B-32-quickgelu"
-DEFAULT_CLIP_TAG = "openai"
+# The paper's CLIP (bindcore.paper.PAPER_CLIP_MODEL: the release's clip.load("ViT-B/32"))
+DEFAULT_CLIP_ARCH, DEFAULT_CLIP_TAG = PAPER_CLIP_MODEL
 
 
 def clip_model(architecture: str, pretrained: str | None) -> str:
@@ -38,7 +36,7 @@ def clip_model(architecture: str, pretrained: str | None) -> str:
 
 
 # how a page names the paper's CLIP beside its numbers
-PAPER_CLIP = f"CLIP ViT-B/32 ({clip_model(DEFAULT_CLIP_ARCH, DEFAULT_CLIP_TAG)})"
+PAPER_CLIP = CLIP
 
 
 def display_arch(arch: str) -> str:

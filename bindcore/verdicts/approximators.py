@@ -11,6 +11,7 @@ import pandas as pd
 
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.paper import (
+    CLIP,
     NOTES,
     PAPER_APPROXIMATOR_WIDTHS,
     PAPER_FIGURE9,
@@ -153,7 +154,7 @@ def pretrained_sentences(table: Any, concept_level: float = PAPER_PRETRAINED_CON
         return []
     claims = pretrained_claims(table, "", concept_level, above, gap, null, margin)
     null_c, null_name = _pretrained_null(table, null, above)
-    paper = (f"CLIP, concepts >= {fmt_range(PAPER_PRETRAINED_CONCEPTS['level'])}, objects about "
+    paper = (f"{CLIP}, concepts >= {fmt_range(PAPER_PRETRAINED_CONCEPTS['level'])}, objects about "
              f"{fmt_range(PAPER_PRETRAINED_OBJECTS['level'])}")
     out = []
     for name, sub in table.groupby("encoder", sort=False):

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bindcore.analysis.embedding_sets import frame_row
 from bindcore.paper import (
+    CLIP,
     NOTES,
     PAPER_ATTRIBUTION,
     PAPER_CONCEPT_R2,
@@ -57,8 +58,8 @@ def geometry_claims(sets: Sequence[Any], frames: Sequence[pd.DataFrame], edit_fr
     gap_paper = (f"bag of concepts up to {PAPER_CONCEPT_R2['text']:.2f} (text) / {PAPER_CONCEPT_R2['CLEVR']:.2f} "
                  f"(image), objects about {PAPER_OBJECTS_OVER_CONCEPTS:.2f} more ({SUMMARY})")
     text, clevr = PAPER_RECONSTRUCTION[("text", "CLIP ViT-B/32")], PAPER_RECONSTRUCTION[("CLEVR", "CLIP ViT-B/32")]
-    ret_paper = f"CLIP: {text[2]:.2f} captions, {clevr[2]:.2f} CLEVR ({NOTES})"
-    edit_paper = (f"CLIP on CLEVR: {PAPER_EDIT_RETRIEVAL_SUMMARY['scene-averaged']:.2f} with averaged components "
+    ret_paper = f"{CLIP}: {text[2]:.2f} captions, {clevr[2]:.2f} CLEVR ({NOTES})"
+    edit_paper = (f"{CLIP} on CLEVR: {PAPER_EDIT_RETRIEVAL_SUMMARY['scene-averaged']:.2f} with averaged components "
                   f"({SUMMARY})")
     nulls = list(null_frames) if null_frames is not None else [None] * len(sets)
     null_edits = list(null_edit_frames) if null_edit_frames is not None else [None] * len(sets)
