@@ -44,13 +44,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from bindcore.analysis.approximators import FAMILIES
     from bindcore.analysis.complexity import protocol_for
-    from bindcore.book.profiles import chapter_parameters
     from bindcore.experiments.complexity import (
         controlled_datasets,
         controlled_sweeps,
         figure9_runs,
         figure9_table,
     )
+    from bindcore.parameters import chapter_parameters
 
     given = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     P = chapter_parameters("controlled_complexity", args.profile, models="scale", **given)

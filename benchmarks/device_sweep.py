@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds = [0]
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from bindcore.cli import build_parser, sweep_configs
+    from bindcore.cli import RunOptions, sweep_configs
     from bindcore.io import atomic_write_json
     from bindcore.store import machine_info
 
@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     start, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
     sizes, configs = [], []
     for v in args.values:
-        group = sweep_configs(build_parser().parse_args(sweep_command(v, args)[3:]))
+        group = sweep_configs(RunOptions(profile=args.profile, sets=list(args.set)),
+                              {"n_values": [v], "coverage": args.coverages, "seed": args.seeds})
         configs += group
         left = args.budget - (time.perf_counter() - t0)
         t1 = time.perf_counter()

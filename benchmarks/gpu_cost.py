@@ -80,7 +80,6 @@ import bindcore  # noqa: E402,F401  (its OpenMP policy, before torch loads)
 from bindcore.analysis.approximators import FAMILIES, plan_stacks, step_work  # noqa: E402
 from bindcore.analysis.complexity import protocol_for  # noqa: E402
 from bindcore.analysis.generalization import ablation_configs, generalization_configs  # noqa: E402
-from bindcore.book.profiles import chapter_parameters  # noqa: E402
 from bindcore.controlled.pixels import level_configs  # noqa: E402
 from bindcore.controlled.training import (  # noqa: E402
     build_model,
@@ -94,6 +93,7 @@ from bindcore.experiments.complexity import PRETRAINED_FAMILIES  # noqa: E402
 from bindcore.experiments.generalization import chapter_recipe, generalizing_configs  # noqa: E402
 from bindcore.experiments.pixels import pixel_approximator_params  # noqa: E402
 from bindcore.io import atomic_write_json  # noqa: E402
+from bindcore.parameters import chapter_parameters  # noqa: E402
 from bindcore.runtime import PROFILES  # noqa: E402
 from bindcore.sweep import step_key  # noqa: E402
 

@@ -24,23 +24,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .runtime import openmp_environment, progress_bar, set_threads
+from .runtime import context, context_environment, openmp_environment, progress_bar, set_threads
 from .store import ResultStore
 
 log = logging.getLogger(__name__)
 
 EXECUTORS = ("local", "ray")
 RAY_MAX_RETRIES = 3
-# CPUs this process may use for tasks side by side (a worker process gets its share)
-CPUS_ENV = "BINDCORE_CPUS"
 # how long stopped worker processes may take to save their work before they are killed
 STOP_GRACE_S = 30.0
 
 
 def cpu_budget() -> int:
-    """CPU cores this process may fill with workers: ``$BINDCORE_CPUS`` where set, else the machine's."""
-    given = os.environ.get(CPUS_ENV, "").strip()
-    return max(1, int(given)) if given.isdigit() else (os.cpu_count() or 1)
+    """CPU cores this process may fill with workers: its context's ``cpus`` (a worker's share) where
+    set, else the machine's."""
+    given = context().get("cpus")
+    return max(1, given) if isinstance(given, int) and not isinstance(given, bool) else (os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -208,7 +207,7 @@ class _WorkerProcesses:
 
     def __init__(self, threads: int) -> None:
         package_parent = str(Path(__file__).resolve().parents[1])  # the worker imports this bindcore
-        self.env = {**os.environ, **openmp_environment(threads), CPUS_ENV: str(threads),
+        self.env = {**os.environ, **openmp_environment(threads), **context_environment(cpus=threads),
                     "PYTHONPATH": os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)}
         self.lock = threading.Lock()
         self.running: set[subprocess.Popen] = set()

@@ -5,7 +5,10 @@ tenfold, so ``OMP_WAIT_POLICY=PASSIVE`` is set before torch loads (no torch impo
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # workload sizes (appendix "Running and extending this book"); ``scale``: a recipe no chapter
@@ -21,6 +24,46 @@ def check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     return profile
+
+
+# The one variable by which a bindcore process tells the processes it starts (a chapter's kernel,
+# a sweep's workers) how to run: a JSON object of
+#   "cpus": the CPU cores they may fill (a worker's share), "published": false (read no published
+#   record), "stored_only": true (the store computes nothing new), "tally": a file listing every
+#   record served or written, "record": where a chapter writes the parameters it ran with,
+#   "executed": the book build's executed notebooks (set: the chapter runs in a book build).
+# The result store's root is the user's $BINDCORE_RESULTS.
+CONTEXT_ENV = "BINDCORE_CONTEXT"
+
+
+def context() -> dict[str, Any]:
+    """This process's :data:`CONTEXT_ENV` (empty when unset)."""
+    text = os.environ.get(CONTEXT_ENV, "").strip()
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(f"${CONTEXT_ENV} = {text!r}: must be a JSON object (set by bindcore for what it starts)")
+    return value
+
+
+def context_environment(**changes: Any) -> dict[str, str]:
+    """The environment entry that passes this process's context with ``changes`` (None: removed)."""
+    ctx = {k: v for k, v in {**context(), **changes}.items() if v is not None}
+    return {CONTEXT_ENV: json.dumps(ctx, sort_keys=True)}
+
+
+@contextmanager
+def in_environment(**updates: str) -> Iterator[None]:
+    """``os.environ`` with ``updates`` set, restored to what it was afterwards."""
+    saved = dict(os.environ)
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def env_flag(name: str) -> bool:

@@ -25,6 +25,7 @@ from .io import (
     flock,
     remove_stale_temporaries,
 )
+from .runtime import context
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +33,15 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 
 
-NO_PUBLISHED_ENV = "BINDCORE_NO_PUBLISHED"
 RESULTS_ENV = "BINDCORE_RESULTS"
-# "1": the store serves what it holds and starts no new entry (:class:`NotStored`)
-STORED_ONLY_ENV = "BINDCORE_STORED_ONLY"
-# a file: every record the store serves or writes is appended to it as a JSON line (a book build
+# the context (bindcore.runtime.context) tells the store: "published": false, read no published
+# record; "stored_only": true, serve what it holds and start no new entry (:class:`NotStored`);
+# "tally": a file to which every record served or written is appended as a JSON line (a book build
 # counts per chapter what it reused and what it computed: :func:`tally_counts`)
-TALLY_ENV = "BINDCORE_STORE_TALLY"
 
 
 def _tally(event: str, e: Entry) -> None:
-    path = os.environ.get(TALLY_ENV)
+    path = context().get("tally")
     if path:
         line = json.dumps({"event": event, "kind": str(e.kind), "name": e.path.name, "source": e.source})
         with open(path, "a", encoding="utf-8") as f:  # one short write: whole lines even from parallel workers
@@ -51,7 +50,7 @@ def _tally(event: str, e: Entry) -> None:
 
 def tally_counts(path: str | Path) -> dict[str, int]:
     """{"published": records read from published/, "local": read from the local store, "computed":
-    written} in a :data:`TALLY_ENV` file, each record once (a record computed and then read counts as
+    written} in a context's ``tally`` file, each record once (a record computed and then read counts as
     computed)."""
     seen: dict[tuple[str, str], str] = {}
     with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
@@ -65,8 +64,8 @@ def tally_counts(path: str | Path) -> dict[str, int]:
 
 def published_root(package_dir: Path = PACKAGE_DIR) -> Path | None:
     """The read-only published root: the checkout's ``published/``, else the installed package's
-    ``bindcore/published``; None when neither exists or ``$BINDCORE_NO_PUBLISHED`` is 1."""
-    if os.environ.get(NO_PUBLISHED_ENV) == "1":
+    ``bindcore/published``; None when neither exists or the context says ``"published": false``."""
+    if context().get("published") is False:
         return None
     checkout = package_dir.parent
     for path in ((checkout / "published") if (checkout / "pyproject.toml").is_file() else None,
@@ -178,7 +177,7 @@ READ_MARK = ".read"
 
 
 class NotStored(LookupError):
-    """An entry not in the store, asked for while ``$BINDCORE_STORED_ONLY`` is 1."""
+    """An entry not in the store, asked for while the context says ``"stored_only": true``."""
 
 
 class NotStorable(ValueError):
@@ -498,10 +497,10 @@ class ResultStore:
 
     def prepare(self, kind: Kind, config: dict[str, Any]) -> Entry:
         """Create (or reuse) an entry's local directory and write its config (again if corrupt); raises
-        :class:`NotStored` when ``$BINDCORE_STORED_ONLY`` is 1."""
-        if os.environ.get(STORED_ONLY_ENV) == "1":
+        :class:`NotStored` while the context says ``"stored_only": true``."""
+        if context().get("stored_only"):
             raise NotStored(f"{kind}/{config_hash(config)} is not in the store ({shown_path(self.root)}) and "
-                            f"nothing new is computed here (${STORED_ONLY_ENV}=1: the "
+                            f"nothing new is computed here (the "
                             "reproduction report of a book build reads what the chapters stored); execute the "
                             "chapter that computes it in the same build first")
         d = self.local_dir(kind, config)

@@ -74,8 +74,6 @@ workers = None
 device = None
 
 # %% tags=["hide-input"]
-import os
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -86,8 +84,7 @@ from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_afte
 from bindcore.analysis.geometry import object_banks, object_values, sample_edits
 from bindcore.analysis.geometry_sets import HOLDOUT, decomposition, editing
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.profiles import chapter_parameters
+from bindcore.book.chapter import in_book_build, show_source, start_chapter
 from bindcore.book.prose import glue
 from bindcore.book.tables import decomposition_table, editing_table, sets_frame, show_claims
 from bindcore.data import caption
@@ -95,6 +92,7 @@ from bindcore.experiments.geometry import geometry_nulls, geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import plot_decomposition, plot_editing_sweep
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.geometry import geometry_claims
 
 P = start_chapter("geometry", globals())
@@ -371,7 +369,9 @@ plt.show()
 # order, the release's rule.
 
 # %% tags=["remove-input"]
-show_source("bindcore.analysis.geometry:edit_embeddings")
+from bindcore.analysis.geometry import edit_embeddings
+
+show_source(edit_embeddings)
 
 # %% tags=["full-width"]
 edit_frames = [editing(s, P) for s in sets]
@@ -498,7 +498,7 @@ def explorer():
 
 
 # The book's build executes the chapter without a live kernel for widgets: it skips this.
-if os.environ.get("BINDCORE_BOOK_BUILD"):
+if in_book_build():
     print("the interactive explorer runs in a live notebook (Jupyter, Colab)")
 else:
     try:

@@ -84,13 +84,13 @@ from IPython.display import Markdown
 from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import attribution_table, sets_frame, show_claims
 from bindcore.experiments.geometry import geometry_sets
 from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import plot_attribution
 from bindcore.paper import PAPER_ATTRIBUTION
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.geometry import attribution_claims
 
 P = start_chapter("geometry", globals())

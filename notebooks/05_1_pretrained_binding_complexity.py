@@ -131,14 +131,16 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # chapter defines them one model at a time; the sweeps train them stacked, tested equal):
 
 # %% tags=["remove-input"]
-show_source("bindcore.analysis.approximators.reference:approximator_output")
+from bindcore.analysis.approximators.reference import approximator_output
+
+show_source(approximator_output)
 
 # %% [markdown]
 # The trees regress the embedding's leading principal components
 # (`bindcore.analysis.approximators.trees`):
 
 # %% tags=["remove-input"]
-show_source("bindcore.analysis.approximators.trees:PCATreeRegressor.fit")
+show_source(PCATreeRegressor.fit)
 
 # %% [markdown]
 # Every run of the sweep is in the folded table below (open it with its toggle); the figure

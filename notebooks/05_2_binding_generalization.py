@@ -483,8 +483,9 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
 # `bindcore/analysis/binding.py`; open the output below to read them):
 
 # %% tags=["remove-input", "hide-output"]
-show_source("bindcore.analysis.binding:strict_correct", "bindcore.analysis.binding:swap_twins",
-            "bindcore.analysis.binding:swap_pair_recognition", "bindcore.analysis.binding:bag_ceiling")
+from bindcore.analysis.binding import bag_ceiling, strict_correct, swap_pair_recognition, swap_twins
+
+show_source(strict_correct, swap_twins, swap_pair_recognition, bag_ceiling)
 
 # %% [markdown]
 # The release's protocol, defined here (`bindcore sync` exports the cell to

@@ -84,10 +84,10 @@ import pandas as pd
 
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.tables import show_claims, sweep_display
 from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
 from bindcore.figures import legend_below, model_panels, plot_by_width
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.approximators import width_claims
 
 P = start_chapter("controlled_complexity", globals())
@@ -124,7 +124,9 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # other families, one model at a time (the sweeps train them stacked, tested equal):
 
 # %% tags=["remove-input"]
-show_source("bindcore.analysis.approximators.reference:approximator_output")
+from bindcore.analysis.approximators.reference import approximator_output
+
+show_source(approximator_output)
 
 # %% [markdown]
 # Every run of the sweep is in the folded table below (open it with its toggle); the figure

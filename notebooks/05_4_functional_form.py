@@ -70,7 +70,6 @@ from bindcore.analysis.approximators import FAMILIES, StackedApproximator, globa
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for
 from bindcore.book.chapter import start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import figure9_correlations, show_claims
 from bindcore.experiments.complexity import (
@@ -81,6 +80,7 @@ from bindcore.experiments.complexity import (
 )
 from bindcore.figures import legend_below, model_panels, plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.approximators import figure9_claims, form_claims, form_sentences
 
 P = start_chapter("controlled_complexity", globals())

@@ -70,7 +70,9 @@ start_chapter(None, globals())
 # candidates include the held-out objects):
 
 # %% tags=["remove-input"]
-show_source("bindcore.controlled.search:hidden_from_choices")
+from bindcore.controlled.search import hidden_from_choices
+
+show_source(hidden_from_choices)
 
 # %% tags=["hide-input", "hide-output", "full-width"]
 fits = fit_search_table()

@@ -93,7 +93,9 @@ for name, value in {"paper_clevr_colours": clevr["colours"], "paper_clevr_shapes
 # One scene drawn (`bindcore.data.clevr2d`):
 
 # %% tags=["remove-input"]
-show_source("bindcore.data.clevr2d:render_scene")
+from bindcore.data.clevr2d import render_scene
+
+show_source(render_scene)
 
 # %%
 t0 = time.perf_counter()

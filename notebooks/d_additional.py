@@ -93,7 +93,6 @@ from bindcore.analysis.embedding_sets import (
 from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import ran_with, show_source, start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import mds_table, show_claims
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
@@ -101,6 +100,7 @@ from bindcore.experiments.geometry import geometry_sets, natural_table, three_ob
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
 from bindcore.figures import PALETTE, mds_figure, plot_three_objects, sample_grid
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.additional import additional_claims, natural_claims
 
 P = start_chapter("additional", globals())
@@ -260,7 +260,9 @@ show_claims(natural_claims(natural, profile), "d_additional")
 # Grid-likeness as computed (`bindcore.analysis.geometry`):
 
 # %% tags=["remove-input"]
-show_source("bindcore.analysis.geometry:grid_likeness")
+from bindcore.analysis.geometry import grid_likeness
+
+show_source(grid_likeness)
 
 # %% tags=["full-width"]
 t0 = time.perf_counter()

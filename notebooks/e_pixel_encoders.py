@@ -78,7 +78,6 @@ from bindcore.analysis.approximators import FAMILIES
 from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.book.tables import level_summary, pixel_results_table
 from bindcore.controlled.recipes import pixel_recipe, recipe_table
@@ -99,6 +98,7 @@ from bindcore.figures import (
     plot_pixel_samples,
 )
 from bindcore.paper import PAPER_PIXELS
+from bindcore.parameters import chapter_parameters
 from bindcore.runtime import resolve_device
 from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims, pixel_form_sentences
 

@@ -62,13 +62,13 @@ from bindcore.analysis.metrics import (
     expected_bag_of_concepts_two_objects,
 )
 from bindcore.book.chapter import ran_with, start_chapter
-from bindcore.book.profiles import chapter_parameters
 from bindcore.book.prose import glue
 from bindcore.controlled.recipes import recipe_table
 from bindcore.controlled.scenes import SceneSpace, sample_scenes
 from bindcore.experiments.generalization import chapter_recipe, note_stored
 from bindcore.experiments.report import gather_results
 from bindcore.paper import paper_items
+from bindcore.parameters import chapter_parameters
 from bindcore.sweep import run_sweep
 from bindcore.verdicts.comparison import GROUPS, comparison_table, summary_line
 from bindcore.verdicts.core import claim_outcomes

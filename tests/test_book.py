@@ -21,9 +21,10 @@ from bindcore.book import build as book
 from bindcore.book import render, toc
 from bindcore.book.colab import colab_link, repository
 from bindcore.book.toc import EVERY_CHAPTER
-from bindcore.cli import build_parser
+from bindcore.cli import main
 from bindcore.controlled.training import STORE_KIND
 from bindcore.figures import PAGE_WIDTH_PX
+from bindcore.runtime import CONTEXT_ENV, context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +45,7 @@ NOTEBOOK = textwrap.dedent(
 
     # %% tags=["parameters"]
     profile = "quick"
+    seed = 0
 
     # %%
     print(profile)
@@ -116,9 +118,8 @@ class FakePapermill:
 
     def __call__(self, input_path, output_path, parameters, cwd):
         nb = nbformat.read(input_path, as_version=4)
-        env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "BINDCORE_PROFILE",
-                                              "BINDCORE_BOOK_BUILD")}
-        store = {k: os.environ.get(k) for k in ("BINDCORE_NO_PUBLISHED", "BINDCORE_RESULTS", "BINDCORE_STORED_ONLY")}
+        env = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "TQDM_DISABLE")}
+        store = {"BINDCORE_RESULTS": os.environ.get("BINDCORE_RESULTS"), **context()}
         self.calls.append({"input": Path(input_path), "parameters": dict(parameters), "cwd": Path(cwd), "env": env,
                            "store": store})
         nb.metadata["papermill"] = {"input_path": str(input_path), "output_path": str(output_path)}
@@ -202,14 +203,16 @@ def test_execute_notebook_parameters_are_part_of_the_key(fake_repo, fake_papermi
 
 
 def test_kernel_environment_and_cwd(fake_repo, fake_papermill, tmp_path, monkeypatch):
-    monkeypatch.delenv("BINDCORE_PROFILE", raising=False)
+    monkeypatch.delenv(CONTEXT_ENV, raising=False)
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     book.execute_notebook("ch1", "smoke", tmp_path / "out", root=fake_repo)
     call = fake_papermill.calls[0]
     assert call["env"] == {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"),
-                           "BINDCORE_PROFILE": "smoke", "BINDCORE_BOOK_BUILD": "1"}
+                           "TQDM_DISABLE": "1"}
+    assert call["store"]["executed"] == str(tmp_path / "out")  # where the other chapters' executions are
+    assert {"record", "tally"} <= set(call["store"]) and "stored_only" not in call["store"]
     assert call["cwd"] == fake_repo / "notebooks"
-    assert "BINDCORE_PROFILE" not in os.environ  # restored afterwards
+    assert CONTEXT_ENV not in os.environ  # restored afterwards
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
@@ -324,12 +327,15 @@ def test_staging_holds_only_executed_ipynb(fake_repo, fake_papermill, tmp_path):
     assert nbformat.read(staging / "notebooks" / "ch1.ipynb", as_version=4).metadata["bindcore"]
 
 
-def test_cli_book_arguments():
-    args = build_parser().parse_args(["book", "--profile", "smoke", "--only", "a", "--only", "b", "--no-html"])
-    assert (args.command, args.profile, args.only, args.no_html, args.force) == ("book", "smoke", ["a", "b"], True, False)
-    assert build_parser().parse_args(["book"]).profile == "quick"
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["book", "--profile", "huge"])
+def test_cli_book_arguments(monkeypatch, tmp_path, capsys):
+    seen = []
+    monkeypatch.setattr(book, "execute_and_time", lambda profile, build_dir, **kw: seen.append((profile, kw)))
+    assert main(["book", "--profile", "smoke", "--only", "a", "--only", "b", "--no-html",
+                 "--build-dir", str(tmp_path)]) == 0
+    assert seen == [("smoke", {"force": False, "only": ["a", "b"], "recompute": False, "jobs": 1})]
+    assert main(["book", "--profile", "huge"]) == 2
+    err = capsys.readouterr().err
+    assert "--profile" in err and "'quick'" in err and len(err.strip().splitlines()) == 1
 
 
 def test_sync_pairs_is_idempotent(fake_repo):
@@ -400,9 +406,9 @@ def test_build_book_smoke_end_to_end(tmp_path, monkeypatch):
         assert all(c.execution_count for c in exported), f"{name}: an export cell did not run"
         shown = "".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells if c.cell_type == "code"
                         and "show_source(" in c.source for o in c.get("outputs", []))
-        for dotted in re.findall(r'"(bindcore\.[\w.]+:[\w.]+)"', "".join(c.source for c in nb.cells
-                                                                     if "show_source(" in c.source)):
-            assert f"def {dotted.split(':')[1].split('.')[-1]}(" in shown, f"{name}: {dotted} not shown"
+        for args in re.findall(r"show_source\(([^)]*)\)", "".join(c.source for c in nb.cells)):
+            for shown_name in re.findall(r"[\w.]+", args):
+                assert f"def {shown_name.split('.')[-1]}(" in shown, f"{name}: {shown_name} not shown"
         if name == "05_2_binding_generalization":
             text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
             assert "fast == reference" in text, "05_2: the fast encoder was not checked against the page's reference"
@@ -463,35 +469,35 @@ def test_only_the_page_that_gathers_every_chapter_runs_with_a_store_that_compute
         fake_repo, fake_papermill, tmp_path, monkeypatch):
     monkeypatch.setattr(book, "READS", {"ch2": EVERY_CHAPTER})
     book.execute_book("smoke", tmp_path / "build", root=fake_repo)
-    assert [c["store"]["BINDCORE_STORED_ONLY"] for c in fake_papermill.calls] == [None, "1"]
-    assert "BINDCORE_STORED_ONLY" not in os.environ  # restored afterwards
+    assert [c["store"].get("stored_only") for c in fake_papermill.calls] == [None, True]
+    assert "stored_only" not in context()  # restored afterwards
 
 
 def test_recompute_executes_every_chapter_again_without_published_records_in_an_empty_store(
         fake_repo, fake_papermill, tmp_path, monkeypatch):
-    monkeypatch.delenv("BINDCORE_NO_PUBLISHED", raising=False)
+    monkeypatch.delenv(CONTEXT_ENV, raising=False)
     monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "my-results"))
     build = tmp_path / "build"
     book.execute_book("smoke", build, root=fake_repo)
-    assert [c["store"]["BINDCORE_NO_PUBLISHED"] for c in fake_papermill.calls] == [None, None]
+    assert [c["store"].get("published") for c in fake_papermill.calls] == [None, None]
     left_over = build / "recomputed-results" / "train-2" / "old"
     left_over.mkdir(parents=True)
     runs = book.execute_book("smoke", build, root=fake_repo, recompute=True)
     assert [r.cached for r in runs] == [False, False]  # cached chapters run again
     for call in fake_papermill.calls[2:]:
-        assert call["store"]["BINDCORE_NO_PUBLISHED"] == "1"
+        assert call["store"]["published"] is False
         assert call["store"]["BINDCORE_RESULTS"] == str(build / "recomputed-results")
     assert not left_over.exists()  # nothing computed before is reused
     assert os.environ["BINDCORE_RESULTS"] == str(tmp_path / "my-results")  # restored afterwards
-    assert "BINDCORE_NO_PUBLISHED" not in os.environ
+    assert CONTEXT_ENV not in os.environ
 
 
-def test_no_published_records_under_bindcore_no_published():
+def test_no_published_records_in_a_context_without_them():
     import subprocess
     import sys
 
     code = "from bindcore.store import PUBLISHED_ROOT, ResultStore; print(PUBLISHED_ROOT, ResultStore().published)"
-    env = {**os.environ, "BINDCORE_NO_PUBLISHED": "1"}
+    env = {**os.environ, CONTEXT_ENV: '{"published": false}'}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["None", "None"]
 
@@ -524,7 +530,8 @@ def test_chapters_side_by_side_each_in_its_own_process_with_its_share_of_the_cor
     every chapter before it has finished; a second build reuses all three."""
     monkeypatch.setattr(book, "READS", {"ch3": ("ch1", "ch2")})
     monkeypatch.setattr(toc, "READS", book.READS)
-    code = 'import os\nprint(profile, os.environ.get("BINDCORE_CPUS"), os.environ.get("OMP_NUM_THREADS"))'
+    code = ('import os\nimport json\n'
+            'print(profile, json.loads(os.environ["BINDCORE_CONTEXT"])["cpus"], os.environ.get("OMP_NUM_THREADS"))')
     for name in ("ch1", "ch2"):
         src = (fake_repo / "notebooks" / f"{name}.py").read_text()
         (fake_repo / "notebooks" / f"{name}.py").write_text(src.replace("print(profile)", code))
@@ -570,11 +577,13 @@ def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, 
         return started[-1]
 
     executed = tmp_path / "build" / "executed" / "smoke"
+    other = executed / ".ch1.1.another-build"  # the work folder of another build in the same folder
+    other.mkdir(parents=True)
 
     def ctrl_c_once_both_chapters_execute():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if executed.is_dir() and len(list(executed.glob(".ch*"))) == 2:
+            if executed.is_dir() and len(list(executed.glob(".ch*"))) == 3:
                 pressed.append(time.monotonic())
                 os.kill(os.getpid(), signal.SIGINT)
                 return
@@ -590,7 +599,19 @@ def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, 
         presser.join()
     assert pressed and len(started) == 2 and all(p.poll() is not None for p in started)
     assert not list(executed.glob("*.ipynb"))  # stopped, not left to finish
-    assert not [p.name for p in executed.iterdir() if p.name.startswith(".ch")]  # no chapter's work folder left
+    # no work folder of this build's chapters left, and the other build's kept
+    assert [p.name for p in executed.iterdir() if p.name.startswith(".ch")] == [other.name]
+
+
+def test_a_second_recomputing_build_in_one_folder_is_refused_while_the_first_runs(fake_repo, fake_papermill,
+                                                                                   tmp_path):
+    build = tmp_path / "build"
+    with book.recomputing(build) as store:
+        (store / "train-2").mkdir()  # what the first build computed so far
+        with pytest.raises(ValueError, match="another `bindcore book --recompute` is running in"):
+            book.execute_book("smoke", build, root=fake_repo, recompute=True)
+        assert (store / "train-2").is_dir() and not fake_papermill.calls  # its store kept, nothing executed
+    assert [r.cached for r in book.execute_book("smoke", build, root=fake_repo, recompute=True)] == [False, False]
 
 
 def test_pages_that_read_other_chapters_wait_for_them_side_by_side():

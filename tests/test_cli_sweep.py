@@ -16,10 +16,10 @@ from bindcore.analysis.generalization import (
     generalization_summary,
     results_table,
 )
-from bindcore.book.profiles import chapter_parameters
 from bindcore.cli import main
 from bindcore.controlled.recipes import recipe, recipe_differences, recipe_table
 from bindcore.controlled.training import STORE_KIND, concept_loss_onset
+from bindcore.parameters import chapter_parameters
 from bindcore.runtime import PROFILES
 from bindcore.store import ResultStore
 from bindcore.sweep import grid, run_sweep
@@ -81,8 +81,8 @@ def test_a_failed_run_is_named_with_its_hash_and_log_and_the_others_go_on(tmp_pa
 
 def test_recipes_and_profiles():
     assert set(PROFILES) == {"smoke", "quick", "colab", "paper"}
-    colab = recipe("colab")  # the scale recipe with the paper's evaluation scenes (a T4-hour per chapter)
-    assert recipe_differences("colab", "scale") == {"eval_scenes": (2048, 1024)}
+    colab = recipe("colab")  # the scale recipe for the colab chapters' budget (a T4-hour per chapter)
+    assert recipe_differences("colab", "scale") == {"steps": (12_000, 10_000), "eval_scenes": (2048, 1024)}
     assert colab.d_model < recipe("paper").d_model and colab.eval_scenes == recipe("paper").eval_scenes
     paper = recipe("paper")
     assert (paper.d_model, paper.n_layers, paper.d_ff, paper.d_out, paper.lr, paper.batch_size, paper.steps) == (
@@ -203,11 +203,19 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
     """``bindcore sweep --profile scale --values 10 ...`` names the plan's runs of that size
     (its steps are the plan's, not the recipe's default), so it resumes and fills the plan;
     ``--set steps=`` still overrides, and ``train`` follows the same rule."""
-    from bindcore.cli import _config_from_args, build_parser, sweep_configs
+    from bindcore.cli import AXES, RunOptions, config_of, sweep_configs
     from bindcore.controlled.recipes import SCALE_STEPS, scale_plan
 
     def configs(*argv):
-        return sweep_configs(build_parser().parse_args(["sweep", "--profile", "scale", *argv]))
+        sets, axes, option = [], {}, None
+        for arg in argv:  # as the command line reads them: --set FIELD=VALUE, or an axis and its values
+            if arg.startswith("--"):
+                option = arg
+            elif option == "--set":
+                sets.append(arg)
+            else:
+                axes.setdefault(AXES[option], []).append(arg)
+        return sweep_configs(RunOptions(profile="scale", sets=sets), axes)
 
     assert SCALE_STEPS[(2, 10)] != recipe("scale").steps  # the case this guards
     asked = configs("--values", "10", "--coverages", "0.7", "--seeds", "0", "1", "2")
@@ -227,9 +235,9 @@ def test_a_scale_sweep_asked_for_by_its_axes_runs_the_plans_configs():
                                                       and d.n_values == c.n_values})]
     assert configs("--seeds", *(str(s) for s in sorted({c.seed for c in plan}))) == plan
     assert configs("--values", "10") == [c for c in plan if c.n_values == 10]
-    one = _config_from_args(build_parser().parse_args(["train", "--profile", "scale", "--set", "n_values=10"]))
+    one = config_of(RunOptions(profile="scale", sets=["n_values=10"]))
     assert one.steps == SCALE_STEPS[(2, 10)]
-    quick = _config_from_args(build_parser().parse_args(["train", "--set", "n_values=10"]))
+    quick = config_of(RunOptions(sets=["n_values=10"]))
     assert quick.steps == recipe("quick").steps
 
 
@@ -420,3 +428,28 @@ def test_the_depth_rule_picks_the_smallest_depth_that_fits_every_point_on_traini
     assert comparison_depth(scrambled) == 3
     published = [json.loads(p.read_text()) for p in (PUBLISHED_ROOT / STORE_KIND).glob("*/result.json")]
     assert depth_fit(published, 2)[0] == "does not fit"
+
+
+def test_a_recipe_trains_for_the_budget_its_chapter_writes():
+    """A profile's steps and evaluation scenes are written once, in its §5.2 chapter's parameters
+    (appendix E's, with its batch, for pixels); the recipe reads them (they were also written in
+    bindcore/controlled/recipes.py)."""
+    from bindcore.controlled.recipes import pixel_recipe
+
+    for profile in PROFILES:
+        runs, pixels = (chapter_parameters(c, profile) for c in ("binding_generalization", "pixel_encoders"))
+        assert (recipe(profile).steps, recipe(profile).eval_scenes) == (runs["steps"], runs["eval_scenes"])
+        px = pixel_recipe(profile)
+        assert (px.steps, px.eval_scenes, px.batch_size) == (pixels["steps"], pixels["eval_scenes"],
+                                                             pixels["train_batch"])
+
+
+def test_sweep_axes_take_several_values_after_one_option(tmp_path, monkeypatch):
+    import bindcore.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "sweep_configs", lambda opts, axes: seen.append(axes) or [])
+    monkeypatch.setattr("bindcore.sweep.run_sweep", lambda configs, **kw: [])
+    assert main(["sweep", "--profile", "smoke", "--values", "10", "14", "--coverages", "0.2", "0.4", "--seeds", "-1",
+                 "2", "--quiet", "--workers", "1", "--results", str(tmp_path)]) == 0
+    assert seen == [{"coverage": ["0.2", "0.4"], "n_values": ["10", "14"], "n_concepts": None, "seed": ["-1", "2"]}]

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from bindcore.analysis import geometry_sets as G
-from bindcore.book.profiles import chapter_parameters
 from bindcore.paper import PAPER_EDITING, paper_items
+from bindcore.parameters import chapter_parameters
 from bindcore.store import ResultStore
 from bindcore.verdicts import comparison as CMP
 

@@ -3,8 +3,9 @@ long they take here before it trains any; nothing is printed for stored runs."""
 
 from __future__ import annotations
 
-from bindcore.book.profiles import chapter_parameters, paper_differences, profile_tables
+from bindcore.book.chapter import paper_differences
 from bindcore.controlled.recipes import recipe
+from bindcore.parameters import chapter_parameters, profile_tables
 from bindcore.runtime import format_duration
 from bindcore.store import ResultStore
 from bindcore.sweep import run_sweep, training_estimate

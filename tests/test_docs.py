@@ -21,17 +21,16 @@ def _command_lines(text: str) -> list[str]:
 
 
 def _options() -> dict[str, set[str]]:
-    import argparse
+    import typer
 
-    from bindcore.cli import build_parser
+    from bindcore.cli import app
 
-    def of(parser: argparse.ArgumentParser) -> set[str]:
-        return {s for a in parser._actions for s in a.option_strings}
+    def of(command) -> set[str]:
+        return {s for p in command.params for s in p.opts if s.startswith("-")}
 
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    out = {name: of(p) for name, p in sub.choices.items()}
-    data = next(a for a in sub.choices["data"]._actions if isinstance(a, argparse._SubParsersAction))
-    out["data"] |= set().union(*(of(p) for p in data.choices.values()))
+    commands = typer.main.get_command(app).commands
+    out = {name: of(c) for name, c in commands.items()}
+    out["data"] = set().union(*(of(c) for c in commands["data"].commands.values()))
     return out
 
 

@@ -93,10 +93,11 @@ def test_the_quick_figure_9_reads_every_fit_from_published_records(tmp_path, mon
     first quick build fits it (minutes per model): with the store computing nothing new, every
     published run has its row's fit (or none where its sub-grid holds no training object)."""
     from bindcore.analysis.complexity import protocol_for
-    from bindcore.book.profiles import chapter_parameters
-    from bindcore.store import PUBLISHED_ROOT, STORED_ONLY_ENV
+    from bindcore.parameters import chapter_parameters
+    from bindcore.runtime import CONTEXT_ENV
+    from bindcore.store import PUBLISHED_ROOT
 
-    monkeypatch.setenv(STORED_ONLY_ENV, "1")  # a missing record raises NotStored instead of being fitted
+    monkeypatch.setenv(CONTEXT_ENV, '{"stored_only": true}')  # a missing record raises NotStored instead of being fitted
     P = chapter_parameters("controlled_complexity", "quick")
     store = ResultStore(tmp_path, published=PUBLISHED_ROOT)
     table = figure9_table(protocol_for(P), P["max_objects"], figure9_runs("quick", P["models"], store)[0], store=store)

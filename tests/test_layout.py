@@ -8,13 +8,14 @@ parameters from their own namespace."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from bindcore.book.chapter import start_chapter
-from bindcore.book.profiles import chapter_parameters, parameter_names, profile_tables
+from bindcore.parameters import chapter_parameters, parameter_names, profile_tables
 from bindcore.runtime import PROFILES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bindcore"
@@ -154,13 +155,30 @@ def test_every_chapter_has_the_same_parameters_in_every_profile():
 
 def test_start_chapter_collects_the_parameters_cell(monkeypatch, tmp_path):
     recorded = tmp_path / "parameters.json"
-    monkeypatch.setenv("BINDCORE_PARAMETERS_FILE", str(recorded))
+    monkeypatch.setenv("BINDCORE_CONTEXT", json.dumps({"record": str(recorded)}))
     namespace = {"profile": "smoke", "fractions": [0.3], "steps": 7, "workers": 2,
                  "tree_grid": lambda: None,  # a function of the same name is no parameter
                  "In": [], "np": object()}
     P = start_chapter("controlled_complexity", namespace)
     defaults = chapter_parameters("controlled_complexity", "smoke")
     assert P == {**defaults, "fractions": [0.3], "steps": 7}
-    import json
 
     assert json.loads(recorded.read_text()) == P  # what the book build puts in the executed notebook
+
+
+def test_the_build_talks_to_what_it_starts_through_two_environment_variables_at_most():
+    """The result store's root (the user's) and the context a bindcore process gives the processes
+    it starts (bindcore.runtime.CONTEXT_ENV); there were nine."""
+    names = set()
+    for path in PACKAGE.rglob("*.py"):
+        names |= set(re.findall(r"BINDCORE_[A-Z_]+", path.read_text(encoding="utf-8")))
+    assert names == {"BINDCORE_RESULTS", "BINDCORE_CONTEXT"}
+
+
+def test_no_module_or_class_is_looked_up_by_its_name():
+    """Plain imports or a dict of classes, never ``importlib.import_module`` (a config's scene input,
+    the code a page shows)."""
+    for path in PACKAGE.rglob("*.py"):
+        calls = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
+                 and ast.unparse(n.func) in ("importlib.import_module", "import_module", "__import__")]
+        assert not calls, f"bindcore/{_rel(path)} imports a module named by a string"

@@ -1,7 +1,8 @@
-"""bindcore.book.profiles: a chapter's parameters cell holds the quick profile's values;
+"""bindcore.parameters: a chapter's parameters cell holds the quick profile's values;
 every other profile, and the paper-path dry run's cuts, is a papermill parameters file
 (notebooks/profiles/<profile>/<notebook>.yaml) that `bindcore book --profile` passes as
-`papermill -f` would."""
+`papermill -f` would, once one reader has checked it (names of the parameters cell, declared
+types and ranges) before any kernel starts."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from bindcore import parameters as pr
 from bindcore.book import build as book
-from bindcore.book import profiles as pr
-from bindcore.book.chapter import PARAMETERS_FILE_ENV, start_chapter
+from bindcore.book.chapter import start_chapter
 from bindcore.book.toc import toc_notebooks
-from bindcore.runtime import PROFILES
+from bindcore.runtime import CONTEXT_ENV, PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = toc_notebooks(ROOT)
@@ -37,7 +38,7 @@ def test_every_notebook_has_a_file_per_profile_with_its_own_parameters(nb):
     assert cell["profile"] == "quick"
     names = None
     for profile in PROFILES:
-        params = pr.read_profile_file(nb, profile, ROOT)
+        params = pr.read_profile(nb, profile, ROOT)
         assert params["profile"] == profile, (nb, profile)
         these = [k for k in params if k != "profile"]
         assert names is None or these == names, (nb, profile)
@@ -46,7 +47,7 @@ def test_every_notebook_has_a_file_per_profile_with_its_own_parameters(nb):
         chapter = pr.NOTEBOOK_TABLES.get(nb)
         assert chapter is not None or not these
         for k in these:
-            assert pr.check_parameter(chapter, k, params[k]) == params[k], (nb, profile, k)
+            assert pr.check_parameters(chapter, {k: params[k]}) == {k: params[k]}, (nb, profile, k)
     assert (nb in pr.NOTEBOOK_TABLES) == bool(names)
 
 
@@ -56,7 +57,9 @@ def test_parameters_cell_holds_the_quick_values_literally(nb):
     profile's, concrete and valid; the quick file is their copy (bindcore sync)."""
     cell, quick = _cell(nb), pr.notebook_parameters(nb, "quick", ROOT)
     assert {k: cell[k] for k in quick} == quick
-    assert pr.write_quick_files(ROOT, [nb], check=True) == [], "run `bindcore sync`"
+    from bindcore.book.pairs import write_quick_files
+
+    assert write_quick_files(ROOT, [nb], check=True) == [], "run `bindcore sync`"
 
 
 def test_notebooks_that_share_a_chapter_agree_on_its_parameters():
@@ -71,24 +74,24 @@ def test_dry_run_cuts_are_parameters_of_their_notebook():
     assert set(dry) == set(NOTEBOOKS)
     for nb, cuts in dry.items():
         assert "profile" not in cuts  # read on top of a profile's file
-        assert set(cuts) <= set(pr.read_profile_file(nb, "paper", ROOT)), nb
+        assert set(cuts) <= set(pr.read_profile(nb, "paper", ROOT)), nb
 
 
 def test_the_book_passes_a_profile_file_as_papermill_reads_it():
     from papermill.iorw import read_yaml_file
 
     for nb in NOTEBOOKS:
-        assert book.profile_parameters(nb, "quick", ROOT) == {"profile": "quick"}  # the cell holds the rest
+        assert book.papermill_parameters(nb, "quick", ROOT) == {"profile": "quick"}  # the cell holds the rest
         for profile in FILE_PROFILES:
             path = pr.profile_file(nb, profile, ROOT)
-            assert book.profile_parameters(nb, profile, ROOT) == read_yaml_file(str(path)), (nb, profile)
+            assert book.papermill_parameters(nb, profile, ROOT) == read_yaml_file(str(path)), (nb, profile)
 
 
 def test_a_run_takes_the_notebook_values_as_they_are(monkeypatch, tmp_path):
     """None is a value (where the rule allows it), not "the profile's"; a value missing from
     the notebook (04_2 has no editing) is its profile file's; a file of another profile
     than the run's is named with what differs."""
-    monkeypatch.delenv(PARAMETERS_FILE_ENV, raising=False)
+    monkeypatch.delenv(CONTEXT_ENV, raising=False)
     quick = pr.chapter_parameters("pretrained_complexity", "quick")
     assert quick["batch_size"] == 512
     p = start_chapter("pretrained_complexity", {**quick, "batch_size": None})
@@ -100,7 +103,7 @@ def test_a_run_takes_the_notebook_values_as_they_are(monkeypatch, tmp_path):
 
 
 def test_a_run_on_another_profile_without_its_file_says_what_differs(capsys, monkeypatch):
-    monkeypatch.delenv(PARAMETERS_FILE_ENV, raising=False)
+    monkeypatch.delenv(CONTEXT_ENV, raising=False)
     start_chapter("formalisation", {**pr.chapter_parameters("formalisation", "quick"), "profile": "smoke"})
     out = capsys.readouterr().out
     assert "differ from the 'smoke' profile's file" in out and "n_sample_scenes: 20000 (smoke: 2000)" in out
@@ -159,7 +162,8 @@ def test_papermill_with_the_smoke_file_runs_what_bindcore_book_runs(tmp_path, mo
     by_book = nbformat.read(executed, as_version=4)
 
     recorded = tmp_path / "parameters.json"
-    env = {**os.environ, "BINDCORE_BOOK_BUILD": "1", "TQDM_DISABLE": "1", PARAMETERS_FILE_ENV: str(recorded),
+    context = {"record": str(recorded), "executed": str(tmp_path / "executed")}  # as in a book build
+    env = {**os.environ, "TQDM_DISABLE": "1", CONTEXT_ENV: json.dumps(context),
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     out = tmp_path / "papermill.ipynb"
     subprocess.run([sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{nb}.ipynb"), str(out),
@@ -171,3 +175,86 @@ def test_papermill_with_the_smoke_file_runs_what_bindcore_book_runs(tmp_path, mo
     assert json.loads(recorded.read_text()) == ran == pr.chapter_parameters("formalisation", "smoke")
     assert sum(len(kept) for _, kept in _outputs(by_book)) >= 5  # the chapter's text, tables and figures
     assert _outputs(by_papermill) == _outputs(by_book)
+
+
+# ---------------------------------------------------------------------------------
+# one reader of the profile files, one check before any kernel starts
+# ---------------------------------------------------------------------------------
+CHAPTER = '''# %% [markdown]
+# # A chapter
+
+# %% tags=["parameters"]
+profile = "quick"
+n_sample_scenes = 20000
+
+# %%
+print(profile, n_sample_scenes)
+'''
+
+
+@pytest.fixture
+def small_repo(tmp_path, monkeypatch):
+    """A checkout of one chapter with a smoke profile file; the book built from it by `bindcore book`,
+    with a papermill that fails the test if a kernel would start."""
+    import bindcore.book.paths as paths
+
+    root = tmp_path / "repo"
+    (root / "notebooks" / "profiles" / "smoke").mkdir(parents=True)
+    (root / "bindcore").mkdir()
+    (root / "notebooks" / "ch1.py").write_text(CHAPTER)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: notebooks/ch1\n")
+    monkeypatch.setattr(paths, "repo_root", lambda: root)
+    monkeypatch.setattr(book, "_run_papermill", lambda *a, **k: pytest.fail("a kernel started"))
+    return root
+
+
+def _book(root: Path, capsys) -> str:
+    from bindcore.cli import main
+
+    assert main(["book", "--profile", "smoke", "--no-html", "--build-dir", str(root / "_build")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_yaml_error_in_a_profile_file_is_one_line_naming_the_file_and_line(small_repo, capsys):
+    path = small_repo / "notebooks" / "profiles" / "smoke" / "ch1.yaml"
+    path.write_text("profile: smoke\nn_sample_scenes: [1, 2\n")  # was a 20-line traceback naming <unicode string>
+    assert f"{path}, line 3:" in _book(small_repo, capsys)
+    path.write_bytes("profile: smoke\n# caf\xe9\n".encode("latin-1"))  # was one line naming no file
+    assert f"{path}: not UTF-8 text" in _book(small_repo, capsys)
+
+
+def test_a_profile_file_key_that_is_no_name_of_the_parameters_cell_never_reaches_a_kernel(small_repo, capsys):
+    """The key becomes papermill's `NAME = VALUE` line: a name that is not one of the cell's
+    ran as code in the kernel before the chapter refused it."""
+    path = small_repo / "notebooks" / "profiles" / "smoke" / "ch1.yaml"
+    mark = small_repo / "MARK"
+    path.write_text(f"profile: smoke\n\"import os; os.system('touch {mark}'); n_sample_scenes\": 5\n")
+    err = _book(small_repo, capsys)
+    assert str(path) in err and "unknown parameter" in err and not mark.exists()
+    path.write_text("profile: smoke\nn_sample_scenez: 5\n")
+    assert "did you mean n_sample_scenes?" in _book(small_repo, capsys)
+    path.write_text("profile: smoke\nn_sample_scenes: ten\n")
+    assert "parameter n_sample_scenes = 'ten': must be an integer" in _book(small_repo, capsys)
+
+
+def test_a_count_has_an_upper_bound_before_a_kernel_starts_and_in_the_chapter(small_repo, capsys, monkeypatch):
+    """`-p n_sample_scenes 1000000000000` reached a cell and failed there on an allocation."""
+    path = small_repo / "notebooks" / "profiles" / "smoke" / "ch1.yaml"
+    path.write_text("profile: smoke\nn_sample_scenes: 1000000000000\n")
+    assert "n_sample_scenes = 1000000000000: must be less than or equal to" in _book(small_repo, capsys)
+    monkeypatch.delenv(CONTEXT_ENV, raising=False)
+    injected = {"In": ['profile = "quick"\nn_sample_scenes = 20000', "# Parameters\nn_sample_scenes = 1000000000000"]}
+    with pytest.raises(ValueError, match="n_sample_scenes = 1000000000000: must be less than or equal to"):
+        start_chapter("formalisation", {**injected, "profile": "quick", "n_sample_scenes": 10**12})
+    with pytest.raises(ValueError, match="must be less than or equal to"):
+        pr.chapter_parameters("geometry", "smoke", max_edits=10**12)
+
+
+def test_every_name_of_every_parameters_cell_has_a_declared_type():
+    """So that the check before a kernel starts covers every name a profile file or the build may set."""
+    for nb in NOTEBOOKS:
+        untyped = set(_cell(nb)) - set(pr.TYPES)
+        assert not untyped, (nb, untyped)
+        pr.check_parameters(pr.NOTEBOOK_TABLES.get(nb), _cell(nb))  # and the cell's own values follow them

@@ -73,13 +73,13 @@ def test_the_report_reads_the_parameters_a_chapter_ran_with(tmp_path, monkeypatc
     import nbformat
 
     from bindcore.book.chapter import ran_with
-    from bindcore.book.profiles import chapter_parameters
+    from bindcore.parameters import chapter_parameters
 
     nb = nbformat.v4.new_notebook()
     ran = {**chapter_parameters("geometry", "smoke"), "max_edits": 7}
     nb.metadata["bindcore"] = {"run_parameters": ran}
     nbformat.write(nb, tmp_path / "04_1_geometry.ipynb")
-    monkeypatch.setenv("BINDCORE_EXECUTED_DIR", str(tmp_path))
+    monkeypatch.setenv("BINDCORE_CONTEXT", json.dumps({"executed": str(tmp_path)}))
     assert ran_with("04_1_geometry", "geometry", "smoke")[0] == ran
     # another profile, or no executed copy: the profile's defaults
     assert ran_with("04_1_geometry", "geometry", "quick")[0] == chapter_parameters("geometry", "quick")
@@ -154,27 +154,29 @@ def test_the_published_records_are_never_a_result_store_of_their_own(tmp_path):
 
 
 def test_a_store_in_stored_only_mode_serves_what_it_holds_and_computes_nothing_new(tmp_path, monkeypatch):
-    from bindcore.store import STORED_ONLY_ENV, NotStored
+    from bindcore.runtime import CONTEXT_ENV
+    from bindcore.store import NotStored
 
     store, kind = ResultStore(tmp_path / "results", published=None), Kind("cheap")
     assert store.cached(kind, {"a": 1}, lambda: {"x": 1})["x"] == 1
-    monkeypatch.setenv(STORED_ONLY_ENV, "1")
+    monkeypatch.setenv(CONTEXT_ENV, '{"stored_only": true}')
     calls = []
     assert store.cached(kind, {"a": 1}, lambda: calls.append(1) or {"x": 2})["x"] == 1
     with pytest.raises(NotStored, match="nothing new is computed"):
         store.cached(kind, {"a": 2}, lambda: calls.append(1) or {"x": 2})
     assert calls == [] and not store.local_dir(kind, {"a": 2}).exists()
-    monkeypatch.setenv(STORED_ONLY_ENV, "0")
+    monkeypatch.setenv(CONTEXT_ENV, '{"stored_only": false}')
     assert store.cached(kind, {"a": 2}, lambda: {"x": 2})["x"] == 2
 
 
 def test_the_tally_lists_each_record_once_by_where_it_came_from(tmp_path, monkeypatch):
-    from bindcore.store import TALLY_ENV, tally_counts
+    from bindcore.runtime import CONTEXT_ENV
+    from bindcore.store import tally_counts
 
     kind, tally = Kind("toy-1"), tmp_path / "tally.jsonl"
     ResultStore(tmp_path / "published", published=None).cached(kind, {"a": 1}, lambda: {"x": 1})
     ResultStore(tmp_path / "results", published=None).cached(kind, {"a": 3}, lambda: {"x": 3})
-    monkeypatch.setenv(TALLY_ENV, str(tally))
+    monkeypatch.setenv(CONTEXT_ENV, json.dumps({"tally": str(tally)}))
     store = ResultStore(tmp_path / "results", published=tmp_path / "published")
     for _ in range(2):
         store.cached(kind, {"a": 1}, lambda: {"x": 0})
@@ -182,7 +184,7 @@ def test_the_tally_lists_each_record_once_by_where_it_came_from(tmp_path, monkey
     assert tally_counts(tally) == {"published": 1, "local": 0, "computed": 1}
     assert len(list(store.entries(kind))) == 3  # every record served: the local one is counted too
     assert tally_counts(tally) == {"published": 1, "local": 1, "computed": 1}
-    monkeypatch.delenv(TALLY_ENV)
+    monkeypatch.delenv(CONTEXT_ENV)
     store.cached(kind, {"a": 4}, lambda: {"x": 4})  # no file named: nothing listed
     assert tally_counts(tally) == {"published": 1, "local": 1, "computed": 1}
     assert tally_counts(tmp_path / "none.jsonl") == {"published": 0, "local": 0, "computed": 0}

@@ -165,11 +165,12 @@ def test_every_committed_published_record_is_current_and_found_through_the_store
     from bindcore.cli import publishable_kinds
     from bindcore.controlled.training import TrainConfig
     from bindcore.encoders.cache import EmbeddingCache
-    from bindcore.store import PUBLISHED_ROOT, STORED_ONLY_ENV
+    from bindcore.runtime import CONTEXT_ENV
+    from bindcore.store import PUBLISHED_ROOT
 
     kinds = publishable_kinds()
     assert {p.name for p in PUBLISHED_ROOT.iterdir() if p.is_dir()} - {"book-times"} == set(kinds)
-    monkeypatch.setenv(STORED_ONLY_ENV, "1")
+    monkeypatch.setenv(CONTEXT_ENV, '{"stored_only": true}')
     store = ResultStore(tmp_path / "results", published=PUBLISHED_ROOT)
     cache = EmbeddingCache(tmp_path / "results" / "embeddings", published=PUBLISHED_ROOT)
     seen = 0

@@ -18,7 +18,7 @@ def test_a_stopped_sweep_starts_no_queued_run_and_its_workers_stop_too(tmp_path,
     results = tmp_path / "results"
     cmd = [sys.executable, "-m", "bindcore.cli", "sweep", "--profile", "smoke", "--threads", "1", "--quiet", *LONG,
            "--seeds", "0", "1", "2", "3", "--workers", "2", "--results", str(results)]
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "BINDCORE_NO_PUBLISHED": "1"}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "BINDCORE_CONTEXT": '{"published": false}'}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
     def checkpoints() -> list[Path]:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindcore.io import atomic_write_bytes, digest, is_temporary
-from bindcore.runner import CPUS_ENV
-from bindcore.runtime import check_profile, openmp_environment
-from bindcore.store import NO_PUBLISHED_ENV, RESULTS_ENV, STORED_ONLY_ENV, TALLY_ENV, shown_path, tally_counts
+from bindcore.io import atomic_write_bytes, digest, flock, is_temporary
+from bindcore.parameters import NOTEBOOK_TABLES, cell_names, check_parameters, profile_file, read_profile
+from bindcore.runtime import check_profile, context, context_environment, in_environment, openmp_environment
+from bindcore.settings import unknown_name
+from bindcore.store import RESULTS_ENV, shown_path, tally_counts
 
-from .chapter import EXECUTED_DIR_ENV, METADATA_KEY, PARAMETERS_FILE_ENV
+from .chapter import METADATA_KEY
 from .pairs import sync_pairs
 from .paths import PACKAGE_DIR, repo_root
 from .paths import resolve_root as _resolve_root
@@ -104,42 +105,22 @@ def _stored_key(executed: Path) -> str | None:
 # --------------------------------------------------------------------------- execution
 
 
-@contextmanager
-def _environment(**updates: str) -> Iterator[None]:
-    """``os.environ`` with ``updates`` set, restored to what it was afterwards."""
-    saved = dict(os.environ)
-    os.environ.update(updates)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def _kernel_environment(profile: str, root: Path, parameters_file: Path | None = None,
-                        executed_dir: Path | None = None, stored_only: bool = False,
-                        tally: Path | None = None) -> AbstractContextManager[None]:
-    """Environment inherited by the kernel papermill starts (restored afterwards); ``stored_only``: the
-    kernel's result store starts no new entry; ``tally``: where it lists the records it reads and writes."""
-    # a chapter executed beside others gets its share of the cores
-    share = os.environ.get(CPUS_ENV, "")
-    env = dict(openmp_environment(int(share) if share.isdigit() else None))
-    # no HF_HUB_OFFLINE: the encoders probe the Hub and fall back offline themselves
-    env["BINDCORE_PROFILE"] = profile
+def _kernel_environment(root: Path, work: Path, executed_dir: Path, stored_only: bool = False
+                        ) -> AbstractContextManager[None]:
+    """Environment inherited by the kernel papermill starts (restored afterwards): the context of a
+    chapter in a book build (:data:`bindcore.runtime.CONTEXT_ENV`): where it records the parameters it
+    ran with (``work/parameters.json``) and lists the records it reads and writes (``work/records.jsonl``),
+    the other chapters' executions (``executed_dir``; it also tells a chapter to leave out live-only
+    parts, the ipywidgets explorers); ``stored_only``: its result store starts no new entry."""
+    cpus = context().get("cpus")  # a chapter executed beside others gets its share of the cores
+    # no HF_HUB_OFFLINE: the encoders probe the Hub and fall back offline themselves;
     # progress bars would land in the pages as text; papermill reports progress per cell
-    env["TQDM_DISABLE"] = "1"
-    # chapters leave out live-only parts (ipywidgets explorers) when the book executes them
-    env["BINDCORE_BOOK_BUILD"] = "1"
-    # where the chapter records the parameters it ran with, and the other chapters' records
-    for var, path in ((PARAMETERS_FILE_ENV, parameters_file), (EXECUTED_DIR_ENV, executed_dir),
-                      (TALLY_ENV, tally)):
-        if path is not None:
-            env[var] = str(path)
-    if stored_only:
-        env[STORED_ONLY_ENV] = "1"
+    env = {**openmp_environment(cpus), "TQDM_DISABLE": "1"}
+    env.update(context_environment(record=str(work / "parameters.json"), tally=str(work / "records.jsonl"),
+                                   executed=str(executed_dir), stored_only=stored_only or None))
     # the kernel runs in notebooks/; it must import this checkout's bindcore
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
-    return _environment(**env)
+    return in_environment(**env)
 
 
 # longest a cell may run before the build fails (a hung kernel would stall CI); none on `paper`
@@ -212,21 +193,25 @@ def _run_records(out_dir: Path, but: str, only: set[str] | None = None) -> dict[
     return records
 
 
-def profile_parameters(name: str, profile: str, root: Path) -> dict[str, Any]:
-    """The papermill parameters of ``name`` on ``profile``: ``notebooks/profiles/<profile>/<name>.yaml``,
-    or ``profile`` alone on ``quick`` or where that file is missing (with a note)."""
-    from .profiles import profile_file, read_profile_file
-
-    if profile == "quick":
-        return {"profile": profile}
-    if not profile_file(name, profile, root).is_file():
-        print(f"[book] note: {name} has no notebooks/profiles/{profile}/{name}.yaml; it runs with its "
-              f"parameters cell and profile={profile}", flush=True)
-        return {"profile": profile}
-    params = read_profile_file(name, profile, root)
-    if params.get("profile") != profile:
-        raise ValueError(f"notebooks/profiles/{profile}/{name}.yaml says profile {params.get('profile')!r}")
-    return params
+def papermill_parameters(notebook: str, profile: str, root: Path, given: Mapping[str, Any] | None = None
+                         ) -> dict[str, Any]:
+    """What the book build hands papermill for ``notebook`` on ``profile``: its profile file as
+    papermill reads it (``profile`` alone on ``quick``, and where the file is missing, with a note),
+    then ``given`` (e.g. a dry run's cuts), every name checked to be one of its parameters cell and
+    every value of its type, before any kernel starts."""
+    if profile == "quick" or not profile_file(notebook, profile, root).is_file():
+        if profile != "quick":
+            print(f"[book] note: {notebook} has no notebooks/profiles/{profile}/{notebook}.yaml; it runs with its "
+                  f"parameters cell and profile={profile}", flush=True)
+        params = {"profile": profile}
+    else:
+        params = read_profile(notebook, profile, root)
+    names = cell_names(notebook, root) or []
+    for name in given or {}:
+        if name not in names:
+            raise unknown_name(name, names, "parameter", f" of notebooks/{notebook}.py (a name of its parameters cell)")
+    check_parameters(NOTEBOOK_TABLES.get(notebook), dict(given or {}), f"notebooks/{notebook}.py: ")
+    return {**params, **(given or {})}
 
 
 def _key(name: str, source: str, params: Mapping[str, Any], out_dir: Path, root: Path, inputs: str | None) -> str:
@@ -242,7 +227,7 @@ def outdated_pages(names: Iterable[str], profile: str, out_dir: Path, root: Path
         executed = out_dir / f"{name}.ipynb"
         if executed.is_file():
             source = (root / "notebooks" / f"{name}.py").read_text(encoding="utf-8")
-            params = profile_parameters(name, profile, root)
+            params = papermill_parameters(name, profile, root)
             if _stored_key(executed) != _key(name, source, params, out_dir, root, inputs):
                 out.append(name)
     return out
@@ -256,15 +241,17 @@ def _execute(
     force: bool,
     root: Path,
     inputs: str | None = None,
+    owner: int | None = None,
 ) -> NotebookRun:
+    """Execute one chapter (see :func:`execute_notebook`); its work folder is
+    ``<out_dir>/.<name>.<owner>.*`` (``owner``: the build's process id, this one's by default)."""
     import nbformat
 
-    check_profile(profile)
     py_path = root / "notebooks" / f"{name}.py"
     if not py_path.is_file():
         raise FileNotFoundError(f"notebook source {py_path} does not exist")
     source = py_path.read_text(encoding="utf-8")
-    params: dict[str, Any] = {**profile_parameters(name, profile, root), **(parameters or {})}
+    params = papermill_parameters(name, profile, root, parameters)
     out_dir.mkdir(parents=True, exist_ok=True)
     key = _key(name, source, params, out_dir, root, inputs)
 
@@ -273,14 +260,13 @@ def _execute(
         return NotebookRun(name, executed, cached=True, seconds=0.0)
 
     source_nb = read_py_notebook(py_path)
-    work = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}."))  # this execution's own files
+    work = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}.{owner or os.getpid()}."))  # this execution's
     input_path, partial, recorded = work / "input.ipynb", work / "partial.ipynb", work / "parameters.json"
     print(f"[book] executing {name} (profile={profile}, parameters={json.dumps(params)})", flush=True)
     start = time.perf_counter()
     try:
         nbformat.write(source_nb, input_path)
-        with _kernel_environment(profile, root, parameters_file=recorded, executed_dir=out_dir,
-                                 stored_only=READS.get(name) == EVERY_CHAPTER, tally=work / "records.jsonl"):
+        with _kernel_environment(root, work, out_dir, stored_only=READS.get(name) == EVERY_CHAPTER):
             try:
                 _run_papermill(input_path, partial, params, root / "notebooks")
             except Exception as exc:
@@ -381,14 +367,15 @@ def _report(run: NotebookRun) -> None:
 def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, parameters: Mapping[str, Any],
                           force: bool, root: Path, inputs: str, jobs: int) -> list[NotebookRun]:
     """Execute ``names``, up to ``jobs`` at once in ``_toc.yml`` order, each in a worker process of
-    :mod:`bindcore.runner` with ``cores // jobs`` cores (``$BINDCORE_CPUS``); a page reading other
+    :mod:`bindcore.runner` with ``cores // jobs`` cores (its context's ``cpus``); a page reading other
     chapters waits for all before it. Logs go to ``<out_dir>/.logs/<name>.log``; once the others
     finish, a failure raises :class:`NotebookExecutionError` with the end of its log."""
     from bindcore.runner import LocalExecutor, SweepError, Task, cpu_budget, run_tasks
 
     logs = out_dir / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
-    tasks = [Task(_execute, (name, profile, out_dir, parameters.get(name), force, root, inputs), name,
+    owner = os.getpid()
+    tasks = [Task(_execute, (name, profile, out_dir, parameters.get(name), force, root, inputs, owner), name,
                   logs / f"{name}.log", after_earlier=waits_for_earlier(name)) for name in names]
     for task in tasks:
         task.log.write_text("", encoding="utf-8")
@@ -399,9 +386,9 @@ def _execute_side_by_side(names: list[str], profile: str, out_dir: Path, paramet
         raise NotebookExecutionError("\n\n".join(
             f"{f.task.label}: {f.error}\n{f.task.log.read_text(encoding='utf-8')[-3000:]}" for f in exc.failures
         )) from None
-    finally:  # the work folder of an execution cut short (Ctrl-C, SIGTERM)
+    finally:  # the work folders of this build's executions cut short (Ctrl-C, SIGTERM), no other build's
         for name in names:
-            for work in out_dir.glob(f".{name}.*"):
+            for work in out_dir.glob(f".{name}.{owner}.*"):
                 shutil.rmtree(work, ignore_errors=True)
     for name in names:
         _report(runs[name])
@@ -414,12 +401,21 @@ RECOMPUTED_RESULTS = "recomputed-results"  # the result store of a --recompute b
 @contextmanager
 def recomputing(build_dir: Path) -> Iterator[Path]:
     """Inside, chapters read no published record and an emptied result store
-    (``<build_dir>/recomputed-results``), so nothing computed before is reused. Yields the store."""
+    (``<build_dir>/recomputed-results``), so nothing computed before is reused. Yields the store;
+    refused while another recomputing build holds it."""
     store = Path(build_dir) / RECOMPUTED_RESULTS
-    shutil.rmtree(store, ignore_errors=True)
-    store.mkdir(parents=True)
-    with _environment(**{NO_PUBLISHED_ENV: "1", RESULTS_ENV: str(store)}):
-        yield store
+    store.parent.mkdir(parents=True, exist_ok=True)
+    lock = flock(store.parent / f".{RECOMPUTED_RESULTS}.lock", block=False)
+    if lock is None:
+        raise ValueError(f"another `bindcore book --recompute` is running in {build_dir}: wait for it to "
+                         "finish, or give this one another --build-dir")
+    try:
+        shutil.rmtree(store, ignore_errors=True)
+        store.mkdir(parents=True)
+        with in_environment(**{RESULTS_ENV: str(store)}, **context_environment(published=False)):
+            yield store
+    finally:
+        os.close(lock)
 
 
 def _absolute(path: Path | str) -> Path:

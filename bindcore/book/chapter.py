@@ -6,21 +6,17 @@ from __future__ import annotations
 import ast
 import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bindcore.io import atomic_write_json
-from bindcore.runtime import check_profile
+from bindcore.parameters import TYPES, chapter_parameters, check_parameters, parameter_names
+from bindcore.runtime import context
 from bindcore.settings import unknown_name
 
-from .profiles import chapter_parameters, check_parameter, paper_differences, parameter_names
-
-# set by the book build (bindcore.book.build) in the environment of the kernel it starts
-PARAMETERS_FILE_ENV = "BINDCORE_PARAMETERS_FILE"  # where a chapter records the parameters it ran with
-EXECUTED_DIR_ENV = "BINDCORE_EXECUTED_DIR"  # the executed notebooks of this build
 METADATA_KEY = "bindcore"  # of an executed notebook's metadata
+
 
 # ---------------------------------------------------------------------------------
 # parameters and page
@@ -29,23 +25,26 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     """Set up the page (:func:`prepare_page`) and return this run's checked parameters.
 
     ``namespace``: the notebook's ``globals()``. Each parameter of ``chapter`` is taken from it
-    (checked against its rule) or, if the notebook does not define it, from the profile file. A
-    name papermill set that is not a parameter is refused. ``chapter=None``: only ``profile``."""
+    (checked against its declared type) or, if the notebook does not define it, from the profile
+    file; so is each other name papermill set. A name papermill set that is not one of the
+    notebook's parameters cell is refused. ``chapter=None``: only ``profile``."""
     prepare_page()
-    unknown = unknown_parameters(chapter, namespace)
+    injected = _injected(namespace)
+    known = {"profile"} | _parameters_cell_names(namespace) | (set(parameter_names(chapter)) if chapter else set())
+    unknown = sorted(set(injected) - known)
     if unknown:
         where = f" of chapter {chapter!r}" if chapter else ""
-        known = sorted(_known_parameters(chapter, namespace))
         message = str(unknown_name(unknown[0], known, "parameter", f"{where} (set by papermill)"))
-        raise ValueError(message if "; known:" in message else f"{message}; known: {known}")
-    profile = check_profile(namespace["profile"])
+        raise ValueError(message if "; known:" in message else f"{message}; known: {sorted(known)}")
+    check_parameters(chapter, {k: namespace[k] for k in injected if k in namespace and k in TYPES})
+    profile = check_parameters(chapter, {"profile": namespace["profile"]})["profile"]
     if chapter is None:
         params: dict[str, Any] = {"profile": profile}
     else:
         names = parameter_names(chapter)
         own = chapter_parameters(chapter, profile)  # the profile's file
-        params = {k: check_parameter(chapter, k, namespace[k]) if k in namespace else own[k] for k in names}
-        params["profile"] = profile
+        params = {**own, **check_parameters(chapter, {k: namespace[k] for k in names if k in namespace})}
+        params["profile"] = params.pop("profile")
         if profile != "quick":  # e.g. `-p profile paper` without the paper file: the cell's values
             off = [f"{k}: {params[k]!r} ({profile}: {own[k]!r})" for k in names if params[k] != own[k]]
             if off:
@@ -59,20 +58,29 @@ def start_chapter(chapter: str | None, namespace: Mapping[str, Any]) -> dict[str
     return params
 
 
+def paper_differences(chapter: str, params: dict[str, Any]) -> list[str]:
+    """Each parameter of a run of ``chapter`` (``params``) that differs from the paper
+    profile's, as "name: this run's (paper: the paper profile's)": what a cheaper
+    profile or an override reduces or changes."""
+    paper = chapter_parameters(chapter, "paper")
+    return [f"{k}: {params[k]!r} (paper: {v!r})" for k, v in paper.items()
+            if k != "profile" and k in params and params[k] != v]
+
+
 INJECTED_CELL = "# Parameters"  # how papermill's injected-parameters cell (Python) begins
 
 
-def _assigned(source: str) -> set[str]:
+def _assigned(source: str) -> list[str]:
     """The names a cell's source assigns at its top level (none if it does not parse)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
-    names = set()
+        return []
+    names = []
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
-        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        names += [t.id for t in targets if isinstance(t, ast.Name)]
     return names
 
 
@@ -86,26 +94,24 @@ def _parameters_cell_names(namespace: Mapping[str, Any]) -> set[str]:
     ``profile``)."""
     for cell in _cells(namespace):
         if not cell.lstrip().startswith(INJECTED_CELL) and "profile" in _assigned(cell):
-            return _assigned(cell)
+            return set(_assigned(cell))
     return set()
 
 
-def unknown_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> list[str]:
-    """Sorted names papermill injected (read from IPython's ``In``) that are not parameters of
-    ``chapter`` nor in its ``parameters`` cell; empty outside papermill."""
+def _injected(namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill injected (read from IPython's ``In``); none outside papermill."""
     injected = [c for c in _cells(namespace) if c.lstrip().startswith(INJECTED_CELL)]
-    if not injected:
-        return []
-    return sorted(_assigned(injected[-1]) - _known_parameters(chapter, namespace))
+    return _assigned(injected[-1]) if injected else []
 
 
-def _known_parameters(chapter: str | None, namespace: Mapping[str, Any]) -> set[str]:
-    return {"profile"} | _parameters_cell_names(namespace) | (set(parameter_names(chapter)) if chapter else set())
+def in_book_build() -> bool:
+    """Whether a book build executes this chapter (no live kernel for widgets)."""
+    return "executed" in context()
 
 
 def record_run_parameters(params: Mapping[str, Any]) -> None:
     """Write this run's parameters to the JSON file the book build names; no-op outside a build."""
-    path = os.environ.get(PARAMETERS_FILE_ENV)
+    path = context().get("record")
     if path:
         atomic_write_json(Path(path), dict(params))
 
@@ -113,7 +119,7 @@ def record_run_parameters(params: Mapping[str, Any]) -> None:
 def ran_with(notebook: str, chapter: str, profile: str) -> tuple[dict[str, Any], str]:
     """(parameters, source): what ``notebooks/<notebook>`` ran with in this build, or the profile
     file's when this build has no executed copy of it on ``profile``."""
-    folder = os.environ.get(EXECUTED_DIR_ENV)
+    folder = context().get("executed")
     if folder:
         try:
             meta = json.loads((Path(folder) / f"{notebook}.ipynb").read_text(encoding="utf-8"))["metadata"]
@@ -164,24 +170,16 @@ def table_html(df: Any) -> str:
     return f'<div class="bindcore-table-scroll">{html}</div>'
 
 
-def show_source(*names: str) -> Any:
-    """Library code shown on the page, in Colab as in the HTML: each ``"module:qualname"``
-    (``"bindcore.analysis.geometry:edit_embeddings"``, ``Class.method`` too) as a Python block
-    under its file's path."""
-    import importlib
+def show_source(*objects: Any) -> Any:
+    """Library code shown on the page, in Colab as in the HTML: each function or class (a method
+    too) as a Python block under its file's path."""
     import inspect
     import textwrap
 
     from IPython.display import Markdown
 
     blocks = []
-    for name in names:
-        module, sep, qualname = name.partition(":")
-        if not sep or not qualname:
-            raise ValueError(f"show_source takes 'module:qualname', got {name!r}")
-        obj = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
+    for obj in objects:
         code = textwrap.dedent(inspect.getsource(obj)).rstrip()
-        blocks.append(f"`{module.replace('.', '/')}.py`: `{qualname}`\n\n```python\n{code}\n```")
+        blocks.append(f"`{obj.__module__.replace('.', '/')}.py`: `{obj.__qualname__}`\n\n```python\n{code}\n```")
     return Markdown("\n\n".join(blocks))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from bindcore.io import atomic_write_text
+from bindcore.io import atomic_write_bytes, atomic_write_text
+from bindcore.parameters import parameters_cell, profile_file, read_profile
 
 from .paths import resolve_root
 
@@ -108,7 +109,7 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
 
     Also copies each parameters cell's values (the quick profile) to
     ``notebooks/profiles/quick/<name>.yaml`` for every notebook with profile files
-    (:func:`bindcore.book.profiles.write_quick_files`), and writes the modules the
+    (:func:`write_quick_files`), and writes the modules the
     chapters define (:func:`write_exports`).
 
     Returns the files that changed: the .ipynb, the quick profile files and any .py
@@ -132,7 +133,6 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
         _strip_outputs(ipynb)
         if ipynb.read_bytes() != before:
             changed.append(ipynb)
-    from .profiles import profile_file, write_quick_files
 
     with_files = [p.stem for p in sorted(notebooks.glob("*.py")) if profile_file(p.stem, "smoke", root).is_file()]
     changed += write_quick_files(root, with_files, check=check)
@@ -141,4 +141,33 @@ def sync_pairs(root: Path | str | None = None, check: bool = False) -> list[Path
         if not ipynb.with_suffix(".py").is_file():
             logger.warning("%s has no paired .py source (the .py is the source of truth)", ipynb)
             print(f"[sync] warning: {ipynb.relative_to(root)} has no paired .py", flush=True)
+    return changed
+
+
+def quick_file_text(notebook: str, root: Path) -> str:
+    """``notebooks/profiles/quick/<notebook>.yaml`` as :func:`write_quick_files` writes it:
+    the values of the notebook's parameters cell for the names its smoke file has."""
+    import yaml
+
+    cell = parameters_cell((root / "notebooks" / f"{notebook}.py").read_text(encoding="utf-8"))
+    names = list(read_profile(notebook, "smoke", root))
+    data = {"profile": "quick", **{k: cell[k] for k in names if k != "profile"}}
+    return (f"# The quick profile of notebooks/{notebook}.py: its parameters cell, copied by `bindcore sync`\n"
+            "# (edit the cell, not this file).\n"
+            + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110))
+
+
+def write_quick_files(root: Path, notebooks: list[str], check: bool = False) -> list[Path]:
+    """Write ``notebooks/profiles/quick/<notebook>.yaml`` from each notebook's parameters
+    cell (``bindcore sync``); the files that changed (with ``check=True``: those out of
+    date, nothing written)."""
+    changed = []
+    for nb in notebooks:
+        path = profile_file(nb, "quick", root)
+        text = quick_file_text(nb, root)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            changed.append(path)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(path, text.encode("utf-8"))
     return changed

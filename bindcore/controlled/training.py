@@ -4,20 +4,20 @@ tower another input by overriding its scene methods and ``store_kind``."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, get_type_hints
+from typing import Annotated, Any, ClassVar, Literal, get_type_hints
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from bindcore.runtime import progress_bar, resolve_device
-from bindcore.settings import Rule, check_type, coerce, unknown_name
+from bindcore.settings import check, coerce, scalar_type, unknown_name
 from bindcore.store import Kind
 
 from .checkpoints import Clock, deliver, resume, save_checkpoint, signals_between_steps
@@ -48,39 +48,16 @@ from .scenes import (
 
 log = logging.getLogger(__name__)
 
-CANDIDATE_MODES = ("batch", "train_vocab")
 # training runs in the result store (stacked ones too): bump the version when their results change
 STORE_KIND = Kind("train-2", required=("hash", "config", "metrics"), weights=("model.pt",))
-PRECISIONS = ("auto", "fp32", "bf16")
-DECAY_SCOPES = ("all", "matrices")
 SEED_LIMIT = 2**40  # |seed| and steps: (seed, step) seeds the sampler as seed * 1_000_003 + step (int64)
-# scene inputs besides tokens: the TrainConfig subclass that reads a dict with ``scene_input = <name>``,
-# imported by name only then (token runs never import the pixel code)
-SCENE_INPUTS = {"pixels": ("bindcore.controlled.pixels", "PixelTrainConfig")}
 
-# each field's range, checked by validate; size bounds lie far above any recipe's and below what
+# each field's range (checked by validate); size bounds lie far above any recipe's and below what
 # would fail only later, in an allocation
-_UNIT = Rule(float, low=0, high=1, open_high=True)  # [0, 1)
-_COUNT = Rule(int, low=0, high=2**10)
-_SEED = Rule(int, low=-SEED_LIMIT + 1, high=SEED_LIMIT - 1)
-FIELD_RULES: dict[str, Rule] = {
-    "n_concepts": Rule(int, low=1), "n_values": Rule(int, low=2), "max_objects": Rule(int, low=1, high=64),
-    "coverage": Rule(float, low=0, high=1, open_low=True, open_high=True),
-    "d_model": Rule(int, low=1, high=2**14), "d_out": Rule(int, low=1, high=2**14), "d_ff": Rule(int, low=1, high=2**17),
-    "n_layers": Rule(int, low=1, high=256), "n_heads": Rule(int, low=1, high=256),
-    "steps": Rule(int, low=1, high=SEED_LIMIT), "batch_size": Rule(int, low=1, high=2**20),
-    "grad_steps_per_batch": Rule(int, low=1, high=2**10), "eval_scenes": Rule(int, low=1, high=2**22),
-    "max_concept_queries": Rule(int, low=1, high=2**20), "max_object_queries": Rule(int, low=1, high=2**20),
-    "candidates": Rule(str, choices=CANDIDATE_MODES), "precision": Rule(str, choices=PRECISIONS),
-    "decay_scope": Rule(str, choices=DECAY_SCOPES),
-    "lr": Rule(float, low=0, open_low=True), "weight_decay": Rule(float, low=0),
-    "beta1": _UNIT, "beta2": _UNIT, "warmup_frac": _UNIT, "concept_loss_start": _UNIT, "curriculum_frac": _UNIT,
-    "concept_loss_trigger": Rule(float, low=0, high=1, note="0 = off"), "concept_loss_weight": Rule(float, low=0),
-    "swaps_per_scene": _COUNT, "random_negatives_per_positive": _COUNT, "near_miss_negatives_per_positive": _COUNT,
-    "logit_scale_cap": Rule(float, low=0, open_low=True), "curriculum_values": Rule(int, low=0, note="0 = off"),
-    "eval_every": Rule(int, low=0, note="0 = only at the end"), "checkpoint_every": Rule(int, low=0, note="0 = never"),
-    "seed": _SEED, "split_seed": _SEED,
-}
+Unit = Annotated[float, Field(ge=0, lt=1)]  # [0, 1)
+Count = Annotated[int, Field(ge=0, le=2**10)]
+Seed = Annotated[int, Field(gt=-SEED_LIMIT, lt=SEED_LIMIT)]
+Queries = Annotated[int, Field(ge=1, le=2**20)]
 
 
 @dataclass(frozen=True)
@@ -88,58 +65,58 @@ class TrainConfig:
     """Everything that determines a training run. The run is a pure function of it."""
 
     # scene space (B.1) and object-coverage split (§5.2)
-    n_concepts: int = 2
-    n_values: int = 10
-    max_objects: int = 2
-    coverage: float = 0.8
-    split_seed: int = 0
+    n_concepts: Annotated[int, Field(ge=1)] = 2
+    n_values: Annotated[int, Field(ge=2)] = 10
+    max_objects: Annotated[int, Field(ge=1, le=64)] = 2
+    coverage: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    split_seed: Seed = 0
     # encoders (B.2)
-    d_model: int = 256
-    n_heads: int = 4
-    n_layers: int = 6
-    d_ff: int = 2048
-    d_out: int = 64
+    d_model: Annotated[int, Field(ge=1, le=2**14)] = 256
+    n_heads: Annotated[int, Field(ge=1, le=256)] = 4
+    n_layers: Annotated[int, Field(ge=1, le=256)] = 6
+    d_ff: Annotated[int, Field(ge=1, le=2**17)] = 2048
+    d_out: Annotated[int, Field(ge=1, le=2**14)] = 64
     # objective (B.3)
     concept_queries: bool = True
     object_queries: bool = True
-    concept_loss_weight: float = 1.0
-    concept_loss_start: float = 0.0  # fraction of the steps trained on object queries alone
+    concept_loss_weight: Annotated[float, Field(ge=0)] = 1.0
+    concept_loss_start: Unit = 0.0  # fraction of the steps trained on object queries alone
     # > 0: the concept loss joins only at the first evaluation (after concept_loss_start)
     # at which the training task (training scenes among training objects) is solved at this rate
-    concept_loss_trigger: float = 0.0
-    swaps_per_scene: int = 1
-    random_negatives_per_positive: int = 0
+    concept_loss_trigger: Annotated[float, Field(ge=0, le=1)] = 0.0  # 0 = off
+    swaps_per_scene: Count = 1
+    random_negatives_per_positive: Count = 0
     # near-miss negatives: per kept positive, this many copies with one concept's value
     # changed at random (kept only if an allowed object); the release's "perturbation"
     # negatives, which it offers only without a coverage split
-    near_miss_negatives_per_positive: int = 0
-    max_concept_queries: int = 64
-    max_object_queries: int = 64
-    candidates: str = "batch"  # "batch": batch positives + negatives; "train_vocab": all training objects
+    near_miss_negatives_per_positive: Count = 0
+    max_concept_queries: Queries = 64
+    max_object_queries: Queries = 64
+    candidates: Literal["batch", "train_vocab"] = "batch"  # "batch": batch positives + negatives; "train_vocab": all training objects
     heldout_as_negatives: bool = False  # the released code's behaviour when True
     tau_init: float = 1.15
-    logit_scale_cap: float = 10.0
+    logit_scale_cap: Annotated[float, Field(gt=0)] = 10.0
     # optimisation (B.4)
-    steps: int = 50_000
-    batch_size: int = 512
-    lr: float = 3e-5
-    weight_decay: float = 0.1
-    decay_scope: str = "all"  # "all": every parameter, tau included (the release); "matrices": weights only
-    beta1: float = 0.9
-    beta2: float = 0.999
-    warmup_frac: float = 0.1
-    grad_steps_per_batch: int = 1
+    steps: Annotated[int, Field(ge=1, le=SEED_LIMIT)] = 50_000
+    batch_size: Annotated[int, Field(ge=1, le=2**20)] = 512
+    lr: Annotated[float, Field(gt=0)] = 3e-5
+    weight_decay: Annotated[float, Field(ge=0)] = 0.1
+    decay_scope: Literal["all", "matrices"] = "all"  # "all": every parameter, tau included (the release); "matrices": weights only
+    beta1: Unit = 0.9
+    beta2: Unit = 0.999
+    warmup_frac: Unit = 0.1
+    grad_steps_per_batch: Annotated[int, Field(ge=1, le=2**10)] = 1
     # curriculum over values: > 0 starts training on the training objects whose values all
     # lie below this number, and lets that number grow linearly to V over the first
     # ``curriculum_frac`` of the steps (held-out objects are never used either way)
-    curriculum_values: int = 0
-    curriculum_frac: float = 0.0
-    seed: int = 0
-    precision: str = "auto"  # "auto": bf16 autocast on CUDA with native bf16 (Ampere+), else fp32
+    curriculum_values: Annotated[int, Field(ge=0)] = 0  # 0 = off
+    curriculum_frac: Unit = 0.0
+    seed: Seed = 0
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # "auto": bf16 autocast on CUDA with native bf16 (Ampere+), else fp32
     # evaluation
-    eval_every: int = 1000
-    eval_scenes: int = 1024  # per object count
-    checkpoint_every: int = 1000
+    eval_every: Annotated[int, Field(ge=0)] = 1000  # 0 = only at the end
+    eval_scenes: Annotated[int, Field(ge=1, le=2**22)] = 1024  # per object count
+    checkpoint_every: Annotated[int, Field(ge=0)] = 1000  # 0 = never
 
     # the result store's folder of runs of this config type
     store_kind: ClassVar[Kind] = STORE_KIND
@@ -201,11 +178,11 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
         """A config from field values (coerced to each field's type; an unknown field is a
-        ``ValueError``). On ``TrainConfig``, ``scene_input`` picks the subclass (:data:`SCENE_INPUTS`)."""
+        ``ValueError``). On ``TrainConfig``, ``scene_input`` picks the subclass (:func:`scene_input_class`)."""
         if cls is TrainConfig and "scene_input" in d:
-            name = coerce(d["scene_input"], str, "TrainConfig.scene_input")
-            if name != "tokens":
-                return scene_input_class(name).from_dict(d)
+            sub = scene_input_class(coerce(d["scene_input"], str, "TrainConfig.scene_input"))
+            if sub is not TrainConfig:
+                return sub.from_dict(d)
             d = {k: v for k, v in d.items() if k != "scene_input"}
         check_fields(d, cls)
         return cls(**d)
@@ -216,21 +193,29 @@ class TrainConfig:
 
 
 def scene_input_class(name: str) -> type[TrainConfig]:
-    """The config class of scene input ``name`` (``"tokens"`` or a key of :data:`SCENE_INPUTS`)."""
-    if name == "tokens":
-        return TrainConfig
-    if name not in SCENE_INPUTS:
-        raise ValueError(f"TrainConfig.scene_input = {name!r}: must be one of {('tokens', *SCENE_INPUTS)}")
-    module, cls = SCENE_INPUTS[name]
-    return getattr(importlib.import_module(module), cls)
+    """The config class of scene input ``name``: ``"tokens"`` (:class:`TrainConfig`) or ``"pixels"``
+    (imported only then: token runs never import the pixel code)."""
+    if name == "pixels":
+        from .pixels import PixelTrainConfig
+
+        return PixelTrainConfig
+    if name != "tokens":
+        raise ValueError(f"TrainConfig.scene_input = {name!r}: must be one of ('tokens', 'pixels')")
+    return TrainConfig
 
 
 @cache
 def field_types(cls: type[TrainConfig] | None = None) -> dict[str, type]:
-    """Every field of ``cls`` (default :class:`TrainConfig`) and its declared type."""
-    cls = cls or TrainConfig
-    hints = get_type_hints(cls)
-    return {f.name: hints[f.name] for f in fields(cls)}
+    """Every field of ``cls`` (default :class:`TrainConfig`) and the type :func:`coerce` reads it as."""
+    hints = get_type_hints(cls or TrainConfig)
+    return {f.name: scalar_type(hints[f.name]) for f in fields(cls or TrainConfig)}
+
+
+@cache
+def field_rules(cls: type[TrainConfig]) -> dict[str, Any]:
+    """The fields of ``cls`` declared with a range or choices, and that declaration (pydantic)."""
+    hints = get_type_hints(cls, include_extras=True)
+    return {f.name: hints[f.name] for f in fields(cls) if hints[f.name] is not field_types(cls)[f.name]}
 
 
 def check_fields(names: Any, cls: type[TrainConfig] | None = None) -> None:
@@ -248,10 +233,8 @@ def validate(cfg: TrainConfig) -> None:
         if not ok:
             raise ValueError(f"{type(cfg).__name__}.{name} = {getattr(cfg, name)!r}: {rule}")
 
-    for name, tp in field_types(type(cfg)).items():
-        check_type(getattr(cfg, name), tp, f"{type(cfg).__name__}.{name}")
-        if name in FIELD_RULES:
-            FIELD_RULES[name].check(getattr(cfg, name), f"{type(cfg).__name__}.{name}")
+    for name, rule in field_rules(type(cfg)).items():
+        check(rule, getattr(cfg, name), f"{type(cfg).__name__}.{name}")
     # the object space (V**C objects) before anything is allocated for it
     digits = cfg.n_concepts * math.log2(cfg.n_values) if cfg.n_concepts <= 256 else math.inf
     n_obj = cfg.n_values**cfg.n_concepts if digits < 256 else None

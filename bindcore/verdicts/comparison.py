@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.book.profiles import chapter_parameters
 from bindcore.controlled.search import BINDS_AT
 from bindcore.paper import (
     PAPER_APPROXIMATOR_PROTOCOL,
@@ -25,6 +24,7 @@ from bindcore.paper import (
     fmt_range,
     paper_items,
 )
+from bindcore.parameters import chapter_parameters
 
 LIKE = "like for like"
 SUBSTITUTE = "substitute, named"

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindcore.book.profiles import chapter_parameters
 from bindcore.controlled.recipes import (
     FIT_TARGET,
     PLAN_DEPTH,
@@ -31,6 +30,7 @@ from bindcore.paper import (
     RELEASE,
     fmt_objects,
 )
+from bindcore.parameters import chapter_parameters
 from bindcore.verdicts.core import BINDS_AT
 
 COLUMNS_PAPER = ["where", "the paper", "this book", "why"]

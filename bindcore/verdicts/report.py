@@ -18,7 +18,7 @@ PIXELS = "e_pixel_encoders"
 
 def report_parameters(profile: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """``({notebook: parameters it ran with on profile}, {notebook: their source})``."""
-    from bindcore.book.profiles import NOTEBOOK_TABLES
+    from bindcore.parameters import NOTEBOOK_TABLES
 
     params, sources = {}, {}
     for nb in (*CHAPTERS, PIXELS):
