@@ -300,38 +300,29 @@ def sweep_configs(opts: RunOptions, axes: dict[str, list[Any]]) -> list:
                                                                                           c.coverage)])))
 
 
-@dataclass
-class RayOptions:
-    executor: str = "local"
-    workers: int | None = None
-    address: str | None = None
-    cpus_per_run: float | None = None
-    gpus_per_run: float | None = None
-
-
-def sweep_executor(ray: RayOptions, device: str | None):
+def sweep_executor(executor: str, workers: int | None, address: str | None, cpus_per_run: float | None,
+                   gpus_per_run: float | None, device: str | None):
     """The executor of a sweep command, its options checked and, for Ray, connected:
     a missing Ray, an address with no cluster behind it or a GPU device without GPUs
     per run are refused before any work."""
     from bindcore.runner import LocalExecutor, RayExecutor, _import_ray
 
-    ray_only = {"--address": ray.address, "--cpus-per-run": ray.cpus_per_run, "--gpus-per-run": ray.gpus_per_run}
-    if ray.executor == "local":
-        for option, value in ray_only.items():
+    if executor == "local":
+        for option, value in (("--address", address), ("--cpus-per-run", cpus_per_run),
+                              ("--gpus-per-run", gpus_per_run)):
             if value is not None:
                 raise OptionError(option, "only with --executor ray")
-        return LocalExecutor(ray.workers)
-    check_option("--executor", lambda _: _import_ray(), ray.executor)
-    gpus = ray.gpus_per_run or 0.0
+        return LocalExecutor(workers)
+    check_option("--executor", lambda _: _import_ray(), executor)
+    gpus = gpus_per_run or 0.0
     if device and device.startswith("cuda") and not gpus:
         raise OptionError("--gpus-per-run", f"--device {device} with --executor ray needs --gpus-per-run > 0 "
                           "(Ray hides the GPUs from runs that ask for none)")
-    executor = RayExecutor(address=ray.address, cpus_per_run=ray.cpus_per_run or 1.0, gpus_per_run=gpus,
-                           workers=ray.workers)
-    check_option("--address", lambda _: executor.start(), ray.address or "local instance")
-    option, value = ("--gpus-per-run", ray.gpus_per_run) if gpus else ("--cpus-per-run", ray.cpus_per_run)
-    check_option(option, lambda _: executor.check_resources(), value)
-    return executor
+    ray = RayExecutor(address=address, cpus_per_run=cpus_per_run or 1.0, gpus_per_run=gpus, workers=workers)
+    check_option("--address", lambda _: ray.start(), address or "local instance")
+    option, value = ("--gpus-per-run", gpus_per_run) if gpus else ("--cpus-per-run", cpus_per_run)
+    check_option(option, lambda _: ray.check_resources(), value)
+    return ray
 
 
 @app.command()
@@ -373,7 +364,7 @@ def sweep(
     try:
         checked_config(opts, device_here=executor == "local")
         configs = sweep_configs(opts, axes)
-        runner = sweep_executor(RayOptions(executor, workers, address, cpus_per_run, gpus_per_run), device)
+        runner = sweep_executor(executor, workers, address, cpus_per_run, gpus_per_run, device)
         store = ResultStore(results)
     except (ValueError, FileNotFoundError) as exc:
         return _fail("sweep", exc)

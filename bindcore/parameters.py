@@ -175,13 +175,20 @@ def read_profile(notebook: str, profile: str, root: Path | None = None) -> dict[
     params = copy.deepcopy(_read(path, path.stat().st_mtime_ns))
     if params.get("profile") != (None if profile == DRY_RUN_FOLDER else profile):
         raise ValueError(f"{path}: says profile {params.get('profile')!r}, not {profile!r}")
+    check_names(notebook, params, root, f"{path}: ")
+    return params
+
+
+def check_names(notebook: str, params: Mapping[str, Any], root: Path | None = None, where: str = "") -> None:
+    """A ``ValueError`` (starting with ``where``) unless every name of ``params`` is one of ``notebook``'s
+    parameters cell (where its source is here) and every value of its declared type: what papermill
+    writes into a kernel as ``NAME = VALUE``."""
     names = cell_names(notebook, root)
     for name in params:
         if names is not None and name not in names:
-            raise ValueError(f"{path}: " + str(unknown_name(name, names, "parameter", f" of notebooks/{notebook}.py "
-                                                            "(a name of its parameters cell)")))
-    check_parameters(NOTEBOOK_TABLES.get(notebook), params, f"{path}: ")
-    return params
+            raise ValueError(where + str(unknown_name(name, names, "parameter", f" of notebooks/{notebook}.py "
+                                                      "(a name of its parameters cell)")))
+    check_parameters(NOTEBOOK_TABLES.get(notebook), params, where)
 
 
 def cell_names(notebook: str, root: Path | None = None) -> list[str] | None:

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from bindcore.io import atomic_write_bytes, digest, flock, is_temporary
-from bindcore.parameters import NOTEBOOK_TABLES, cell_names, check_parameters, profile_file, read_profile
+from bindcore.parameters import check_names, profile_file, read_profile
 from bindcore.runtime import check_profile, context, context_environment, in_environment, openmp_environment
-from bindcore.settings import unknown_name
 from bindcore.store import RESULTS_ENV, shown_path, tally_counts
 
 from .chapter import METADATA_KEY
@@ -206,11 +205,7 @@ def papermill_parameters(notebook: str, profile: str, root: Path, given: Mapping
         params = {"profile": profile}
     else:
         params = read_profile(notebook, profile, root)
-    names = cell_names(notebook, root) or []
-    for name in given or {}:
-        if name not in names:
-            raise unknown_name(name, names, "parameter", f" of notebooks/{notebook}.py (a name of its parameters cell)")
-    check_parameters(NOTEBOOK_TABLES.get(notebook), dict(given or {}), f"notebooks/{notebook}.py: ")
+    check_names(notebook, given or {}, root, f"notebooks/{notebook}.py: ")
     return {**params, **(given or {})}
 
 
