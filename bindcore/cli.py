@@ -161,9 +161,7 @@ class RunOptions:
     config: Path | None = None
     sets: list[str] = field(default_factory=list)
     device: str | None = None
-    threads: int | None = None
     results: Path | None = None
-    quiet: bool = False
 
     def overrides(self) -> dict[str, str]:
         """``--set`` pairs as {field: value text}, each read as its TrainConfig field's type by the
@@ -255,7 +253,7 @@ def train(profile: ProfileOption = None, config: ConfigOption = None, sets: SetO
     from bindcore.runtime import set_threads
     from bindcore.store import ResultStore
 
-    opts = RunOptions(profile, config, sets or [], device, threads, results, quiet)
+    opts = RunOptions(profile, config, sets or [], device, results)
     try:
         cfg = checked_config(opts)
         store = ResultStore(results)
@@ -359,7 +357,7 @@ def sweep(
     from bindcore.store import ResultStore
     from bindcore.sweep import run_sweep
 
-    opts = RunOptions(profile, config, sets or [], device, threads, results, quiet)
+    opts = RunOptions(profile, config, sets or [], device, results)
     axes = {"coverage": coverages, "n_values": values, "n_concepts": concepts, "seed": seeds}
     try:
         checked_config(opts, device_here=executor == "local")

@@ -110,6 +110,7 @@ DRY_RUN_FOLDER = "dry-run"  # notebooks/profiles/dry-run/: the paper-path dry ru
 PARAMETERS_CELL = 'tags=["parameters"]'  # how the parameters cell of a py:percent notebook is marked
 
 
+@cache
 def profiles_root(package_dir: Path | None = None) -> Path:
     """The folder of profile files: ``notebooks/profiles`` of the checkout bindcore runs
     from, else the copy a pip install puts inside the package (``bindcore/profiles``)."""
@@ -195,7 +196,12 @@ def cell_names(notebook: str, root: Path | None = None) -> list[str] | None:
     """The names of ``notebook``'s parameters cell, in order; None where its source is not here
     (an installed package)."""
     source = (root or profiles_root().parents[1]) / "notebooks" / f"{notebook}.py"
-    return list(parameters_cell(source.read_text(encoding="utf-8"))) if source.is_file() else None
+    return list(_cell(source, source.stat().st_mtime_ns)) if source.is_file() else None
+
+
+@cache
+def _cell(source: Path, mtime_ns: int) -> dict[str, Any]:
+    return parameters_cell(source.read_text(encoding="utf-8"))
 
 
 def notebook_parameters(notebook: str, profile: str, root: Path | None = None) -> dict[str, Any]:
