@@ -23,10 +23,11 @@ TINY = ["--profile", "smoke", "--set", "steps=4", "--set", "eval_every=2", "--se
 
 
 def _types() -> dict[str, type]:
-    from typing import get_type_hints
+    """Each field's declared type (a field of choices, ``Literal["batch", ...]``, as the choices' type)."""
+    from typing import Literal, get_args, get_origin, get_type_hints
 
     hints = get_type_hints(TrainConfig)
-    return {f.name: hints[f.name] for f in fields(TrainConfig)}
+    return {f.name: type(get_args(t)[0]) if get_origin(t := hints[f.name]) is Literal else t for f in fields(TrainConfig)}
 
 
 # ---------------------------------------------------------------------------------

@@ -178,7 +178,7 @@ APPENDIX_D4 = """
 import os
 from bindcore import encoders as E
 from bindcore.analysis.embedding_sets import natural_dataset, natural_sets
-from bindcore.book.profiles import chapter_parameters
+from bindcore.parameters import chapter_parameters
 from bindcore.experiments.geometry import natural_table
 params = chapter_parameters("additional", "quick")
 encoder = E.RandomInitClipEncoder("ViT-B-32-quickgelu", seed=0)
@@ -193,10 +193,10 @@ print("found")
 def test_the_published_records_of_the_patterned_scenes_are_found_on_either_cpu_kind(tmp_path, kernel):
     """D.4's patterned scenes as appendix D makes them, with this machine's BLAS kernels and with those
     of an AMD EPYC (``OPENBLAS_CORETYPE=Haswell``): their random-init ViT embeddings and the geometry
-    records of that set are read from ``published/``, nothing computed (``$BINDCORE_STORED_ONLY``: a
+    records of that set are read from ``published/``, nothing computed (a context of ``"stored_only"``: a
     record not stored raises NotStored)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1",
-           "BINDCORE_STORED_ONLY": "1", "BINDCORE_RESULTS": str(tmp_path / "results")}
+           "BINDCORE_CONTEXT": '{"stored_only": true}', "BINDCORE_RESULTS": str(tmp_path / "results")}
     if kernel != "this machine's":
         env["OPENBLAS_CORETYPE"] = kernel
     out = subprocess.run([sys.executable, "-c", APPENDIX_D4], env=env, capture_output=True, text=True, timeout=600)

@@ -171,8 +171,7 @@ class SceneDataset:
                 f"images differ by more than {PIXEL_TOLERANCE} levels). Either the renderer changed: give it a new "
                 f"version ({version.get('name', 'the renderer')} version {version.get('version')}, "
                 "bindcore.data.clevr3d.RENDERER_VERSION) so that its datasets get new keys; or it renders otherwise on "
-                "this machine: build without that record (bindcore book --recompute, or $BINDCORE_NO_PUBLISHED=1 for "
-                "published ones)")
+                "this machine: build without that record (bindcore book --recompute, which reads no published one)")
 
     # -- labels.csv ----------------------------------------------------------------
     def labels_frame(self):
