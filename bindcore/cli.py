@@ -562,7 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.TyperException as exc:  # a usage error: an unknown option, a value of the wrong type
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "bindcore"
-        print(f"{where}: error: {exc.format_message()} (see {where} --help)", file=sys.stderr)
+        if exc.format_message().strip():  # (empty: a command without arguments, its help shown)
+            print(f"{where}: error: {exc.format_message()} (see {where} --help)", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         if exc.errno not in DISK_ERRORS:
