@@ -37,7 +37,7 @@ def planted(source: str, pretrained: bool, dataset: str = "planted", seed: int =
 
 
 def test_the_paper_clip_is_the_model_the_release_loads():
-    from bindcore.encoders import PAPER_CLIP as named
+    from bindcore.paper import CLIP as named
 
     assert named == PAPER_CLIP
 

@@ -20,6 +20,7 @@ from PIL import Image
 from bindcore import encoders as E
 from bindcore.data.core import SceneDataset
 from bindcore.encoders import availability
+from bindcore.paper import CLIP
 
 TINY = "ViT-S-32-alt"
 TINY_SIZE = 64
@@ -366,7 +367,7 @@ def test_an_ambiguous_clip_name_is_refused():
 def test_a_clip_encoder_names_its_open_clip_model_and_tag():
     enc = E.OpenClipEncoder("ViT-B-32-quickgelu", "openai")
     assert enc.name == "CLIP ViT-B/32 (open_clip ViT-B-32-quickgelu / openai)"  # was "CLIP ViT-B/32 (openai)"
-    assert E.PAPER_CLIP == enc.name  # the paper's: the release's clip.load("ViT-B/32")
+    assert CLIP == enc.name  # the paper's: the release's clip.load("ViT-B/32")
     laion = E.OpenClipEncoder("ViT-B-32", "laion2b_s34b_b79k", quick_gelu=False)
     assert laion.name == "CLIP ViT-B/32 (open_clip ViT-B-32 / laion2b_s34b_b79k)"
     assert E.default_encoders.__defaults__[:2] == ("ViT-B-32-quickgelu", "openai")

@@ -13,8 +13,8 @@ from bindcore.analysis.embedding_sets import frame_row, weights_label
 from bindcore.analysis.generalization import results_table
 from bindcore.analysis.geometry_sets import EmbeddingSet
 from bindcore.data.pixels import LEVELS
-from bindcore.encoders.openclip import PAPER_CLIP
 from bindcore.paper import (
+    CLIP,
     EDIT_BANKS,
     PAPER_ATTRIBUTION,
     PAPER_EDITING,
@@ -50,16 +50,16 @@ def sets_frame(sets: Sequence[EmbeddingSet]) -> pd.DataFrame:
 
 def _model_name(paper_key: str) -> str:
     """How a table names the paper's model: CLIP with its open_clip model and pretrained tag."""
-    return PAPER_CLIP if paper_key == "CLIP ViT-B/32" else paper_key
+    return CLIP if paper_key == "CLIP ViT-B/32" else paper_key
 
 
 def _paper_decomposition(s: EmbeddingSet) -> dict[str, Any] | None:
     """The paper's row for this set (same modality and weights kind), else None."""
     if s.source == "text":
         model = "CLIP ViT-B/32" if s.pretrained else "random init"
-        key, label = ("text", model), PAPER_CLIP if s.pretrained else model
+        key, label = ("text", model), CLIP if s.pretrained else model
         if s.pretrained and not s.encoder.startswith("CLIP"):
-            label = f"{PAPER_CLIP} (ours: {s.encoder}, a substitute)"
+            label = f"{CLIP} (ours: {s.encoder}, a substitute)"
     elif _image_model(s) and s.dataset in PAPER_DATA:
         key = (PAPER_DATA[s.dataset], _image_model(s))
         label = f"{_model_name(key[1])} on {key[0]}" + (f" (ours: {SUBSTITUTE_DATA[s.dataset]}, substitute data)"
@@ -122,7 +122,7 @@ def attribution_table(sets: Sequence[EmbeddingSet], frames: Sequence[pd.DataFram
                       f"(sd {r['object_sd']:.3f})" if pd.notna(n) else "–")
             rows.append({"dataset": s.dataset, "encoder": s.encoder, "weights": weights_label(s), "variant": variant,
                          "concepts": r["concept"], "objects": r["object"],
-                         "paper: model": PAPER_CLIP if pc else "–",
+                         "paper: model": CLIP if pc else "–",
                          "paper (CLIP): concepts / objects": f"{pc[0]:.2f} / {pc[1]:.2f}" if pc else "–",
                          "removed norm / original": r["removed_norm_ratio"], "controls: spread": spread})
     return pd.DataFrame(rows)

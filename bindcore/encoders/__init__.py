@@ -13,7 +13,6 @@ from .minilm import MINILM_PACKAGE, SentenceTransformerEncoder
 from .openclip import (
     DEFAULT_CLIP_ARCH,
     DEFAULT_CLIP_TAG,
-    PAPER_CLIP,
     OpenClipEncoder,
     RandomInitClipEncoder,
     clip_model,
@@ -24,7 +23,7 @@ from .openclip import (
 
 __all__ = [
     "DEFAULT_CLIP_ARCH", "DEFAULT_CLIP_TAG", "DINOV2_ALIASES", "EMBEDDINGS", "MINILM_PACKAGE", "MODALITIES",
-    "PAPER_CLIP", "PRECISIONS", "DefaultEncoders", "DinoV2Encoder", "EmbeddingCache", "Encoder", "EncoderStatus",
+    "PRECISIONS", "DefaultEncoders", "DinoV2Encoder", "EmbeddingCache", "Encoder", "EncoderStatus",
     "EncoderUnavailable", "ModalityNotSupported", "OpenClipEncoder", "RandomInitClipEncoder",
     "SentenceTransformerEncoder", "available_encoders", "cache_key", "clip_model", "default_encoders", "display_arch",
     "embed_dataset", "embedding_config", "hf_offline", "host_reachable", "hub_endpoint", "hub_reachable",

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from bindcore.io import sha256_file
-from bindcore.paper import CLIP, PAPER_CLIP_MODEL
+from bindcore.paper import PAPER_CLIP_MODEL
 
 from . import availability
 from .availability import (
@@ -35,8 +35,6 @@ def clip_model(architecture: str, pretrained: str | None) -> str:
     return f"open_clip {architecture} / {pretrained}"
 
 
-# how a page names the paper's CLIP beside its numbers
-PAPER_CLIP = CLIP
 
 
 def display_arch(arch: str) -> str:
@@ -72,7 +70,7 @@ def resolve_open_clip_arch(architecture: str, pretrained: str | None = None,
             said = f" (pretrained {tag!r} was trained with {'QuickGELU' if tag_qg else 'GELU'})" if tag else ""
             raise ValueError(
                 f"architecture {architecture!r} is ambiguous: open_clip has {arch} (GELU) and {variant} (QuickGELU, "
-                f"the activation of OpenAI's weights and the paper's ViT-B/32), which give other embeddings from one "
+                f"the activation of OpenAI's weights), which give other embeddings from one "
                 f"checkpoint{said}; name {variant!r}, or pass quick_gelu=True or False")
         if quick_gelu:
             arch = variant

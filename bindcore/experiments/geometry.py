@@ -14,8 +14,7 @@ import pandas as pd
 
 from bindcore.analysis.embedding_sets import frame_row, is_occluded, is_pretrained_encoder, weights_label
 from bindcore.analysis.geometry_sets import EmbeddingSet, three_object_analysis
-from bindcore.encoders.openclip import PAPER_CLIP
-from bindcore.paper import PAPER_THREE_OBJECTS, fmt_range
+from bindcore.paper import CLIP, PAPER_THREE_OBJECTS, fmt_range
 
 from .generalization import generalizing_runs
 from .inputs import authors_data, dinov2_encoder, geometry_encoders
@@ -109,7 +108,7 @@ def three_object_table(sets: Sequence[EmbeddingSet], params: dict[str, Any], sto
             "scenes": len(s.Z), "objects never seen": occ.get("never_seen", 0),
             "fewest occurrences": occ.get("min", 0),
             "probing concepts": real.get("concept", np.nan), "probing objects": real.get("object", np.nan),
-            "paper: model": PAPER_CLIP if paper else "–",
+            "paper: model": CLIP if paper else "–",
             "paper (CLIP): probing": fmt_range(paper.get("probing")),
             "R² held-out concepts (avg)": ca["r2_heldout"], "R² held-out objects (avg)": oa["r2_heldout"],
             "R² held-out concepts (lstsq)": cl["r2_heldout"], "R² held-out objects (lstsq)": ol["r2_heldout"],
