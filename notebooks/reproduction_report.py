@@ -198,9 +198,11 @@ R["editing"].round(3).assign(profile=profile)
 # ## §5.2 Binding generalization
 #
 # The claims of §5.2 and what the chapter's sweep shows (from the stored runs), and,
-# where the chapter shows them, the scale sweep's published records; binding is read
-# from held-out swap pairs, with the bag-of-concepts floor and ceiling beside strict
-# recognition:
+# where the chapter shows them, the scale sweep's published records: those of the plan's
+# recipe (one architecture at every size; the verdict across sizes reads them) and, in
+# rows labelled with their recipe, the earlier two-layer recipe's comparison across
+# sizes, which no outcome reads. Binding is read from held-out swap pairs, with the
+# bag-of-concepts floor and ceiling beside strict recognition:
 
 # %% tags=["hide-input", "hide-output", "full-width"]
 P, source = ran_with("05_2_binding_generalization", "binding_generalization", profile)
