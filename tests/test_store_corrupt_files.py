@@ -83,6 +83,25 @@ def test_a_corrupt_checkpoint_resumes_from_the_previous_one_exactly(tmp_path, ca
     assert resumed.metrics == whole.metrics
 
 
+def test_a_checkpoint_of_another_config_is_refused_and_set_aside_never_resumed(tmp_path, caplog):
+    """A run's checkpoint copied into the folder of another config (seed 7 instead of 0, as
+    after copying a results folder between machines) is refused in one line and moved
+    aside: the run starts over and ends as a fresh run of its own config would."""
+    import shutil
+
+    mine, other = tiny(steps=8, checkpoint_every=2), tiny(steps=8, checkpoint_every=2, seed=7)
+    ckpt, theirs = tmp_path / "a" / "checkpoint.pt", tmp_path / "b" / "checkpoint.pt"
+    ckpt.parent.mkdir(), theirs.parent.mkdir()
+    run_training(mine, device="cpu", checkpoint=ckpt, progress=False, stop_after=5)
+    shutil.copy(ckpt, theirs)
+    with caplog.at_level(logging.WARNING):
+        out = run_training(other, device="cpu", checkpoint=theirs, progress=False)
+    assert out.steps_run == 8 and out.metrics == run_training(other, device="cpu", progress=False).metrics
+    assert "another config" in caplog.text and list(theirs.parent.glob("checkpoint.pt.corrupt-*"))
+    # its own run resumes from it as before
+    assert run_training(mine, device="cpu", checkpoint=ckpt, progress=False).steps_run == 8 - 5
+
+
 def test_with_no_good_checkpoint_the_run_starts_over(tmp_path):
     cfg = tiny(steps=8, checkpoint_every=2)
     ckpt = tmp_path / "checkpoint.pt"

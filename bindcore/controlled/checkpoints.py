@@ -53,20 +53,25 @@ def previous_checkpoint(path: Path) -> Path:
 
 
 def save_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, step: int, history: list,
-                    clock: Clock) -> None:
+                    clock: Clock, config: str | None = None) -> None:
     """Atomically, keeping the checkpoint it replaces as :func:`previous_checkpoint`: a
-    good checkpoint exists at every moment."""
+    good checkpoint exists at every moment. ``config``: the hash of the run's config,
+    which :func:`resume` checks."""
     atomic_torch_save(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                             "history": history, "clock": clock.so_far()}, backup=previous_checkpoint(path))
+                             "history": history, "clock": clock.so_far(), "config": config},
+                      backup=previous_checkpoint(path))
 
 
 def resume(fresh: Callable[[], tuple[torch.nn.Module, torch.optim.Optimizer]], device: torch.device,
-           checkpoint: Path | None) -> tuple[torch.nn.Module, torch.optim.Optimizer, int, list, dict | None]:
+           checkpoint: Path | None, config: str | None = None
+           ) -> tuple[torch.nn.Module, torch.optim.Optimizer, int, list, dict | None]:
     """(model, optimizer, step, history, clock) to train from: ``fresh()``'s model and
     optimizer loaded from the latest good checkpoint of ``checkpoint`` (itself, else
     :func:`previous_checkpoint`), else as ``fresh()`` made them, at step 0. A checkpoint
-    that cannot be read or does not fit is reported and moved aside (``*.corrupt-<time>``,
-    :func:`bindcore.store.quarantine`)."""
+    that cannot be read or does not fit, or that names another config than ``config``
+    (the run's config hash; a checkpoint saved before checkpoints named theirs is read as
+    this run's), is reported in one line and moved aside (``*.corrupt-<time>``,
+    :func:`bindcore.store.quarantine`), never resumed."""
     candidates = [] if checkpoint is None else [checkpoint, previous_checkpoint(checkpoint)]
     for c in candidates:  # temporary files of a save that a kill cut short (this run's claim is ours)
         for tmp in c.parent.glob(f".{c.name}.*.tmp"):
@@ -78,6 +83,9 @@ def resume(fresh: Callable[[], tuple[torch.nn.Module, torch.optim.Optimizer]], d
         model, opt = fresh()
         try:
             state = torch.load(candidate, map_location=device, weights_only=True)
+            owner = state.get("config")
+            if config is not None and owner is not None and owner != config:
+                raise ValueError(f"a checkpoint of another config ({owner}, not this run's {config})")
             step, history, clock = int(state["step"]), list(state["history"]), state.get("clock")
             model.load_state_dict(state["model"])
             opt.load_state_dict(state["optimizer"])

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from bindcore.io import config_hash
 from bindcore.runtime import progress_bar, resolve_device
 from bindcore.settings import check, coerce, scalar_type, unknown_name
 from bindcore.store import Kind
@@ -340,7 +341,7 @@ def start_state(cfg: TrainConfig, device: torch.device, checkpoint: Path | None
         model = build_model(cfg, device)
         return model, make_optimizer(cfg, model)
 
-    return resume(fresh, device, checkpoint)
+    return resume(fresh, device, checkpoint, config_hash(cfg.to_dict()))
 
 
 class Diverged(ValueError):
@@ -473,7 +474,7 @@ def train_runs(
                 stack.copy_to(runs)
             for r, ckpt in zip(runs, checkpoints):
                 if saving and ckpt is not None:
-                    save_checkpoint(ckpt, r.model, r.opt, n, r.history, r.clock)
+                    save_checkpoint(ckpt, r.model, r.opt, n, r.history, r.clock, config_hash(r.cfg.to_dict()))
             if stopping:
                 stopped = list(pending)
                 break
