@@ -419,7 +419,11 @@ class ResultStore:
         self.root = Path(root) if root is not None else default_root()
         self.published = Path(published) if published is not None else None
         committed = {REPO_ROOT / "published", PACKAGE_DIR / "published", self.published}
-        if any(p is not None and self.root.resolve().is_relative_to(p.resolve()) for p in committed):
+        try:
+            root_path = self.root.resolve()
+        except (RuntimeError, OSError) as exc:  # a symbolic link loop, an unreadable parent
+            raise ValueError(f"{self.root}: not a folder a result store can use ({exc})") from None
+        if any(p is not None and root_path.is_relative_to(p.resolve()) for p in committed):
             # a published record may lack the weights its result lists: locally it would read as corrupt
             raise ValueError(f"{self.root} is in the published records' folder, which is read-only: give the "
                              f"result store (--results, ${RESULTS_ENV}) another folder")

@@ -254,3 +254,10 @@ def test_weights_that_are_not_the_models_state_dict_are_an_error_naming_the_file
     torch.save([torch.zeros(2)] if weights == "a list" else {"w": torch.zeros(2)}, folder / "model.pt")
     with pytest.raises(CorruptRecord, match=str(folder / "model.pt")):  # was a TypeError or RuntimeError
         load_model({**rec, "path": str(folder), "source": "published"})
+
+
+def test_a_result_store_behind_a_symbolic_link_loop_is_one_clear_error(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ValueError, match="not a folder a result store can use"):
+        ResultStore(tmp_path / "a", published=None)
