@@ -110,6 +110,7 @@ from bindcore.controlled.recipes import (
     depth_fit,
     depth_label,
     fitted,
+    planned_coverages,
     recipe_table,
 )
 from bindcore.controlled.runs import load_model, train
@@ -822,7 +823,7 @@ if scale_recs:
 
 # %% tags=["hide-input", "full-width"]
 by_recipe = {depth_label(PLAN_DEPTH): scale_recs, depth_label(EARLIER_DEPTH): earlier_recs}
-transitions = transition_table(by_recipe)
+transitions = transition_table(by_recipe, planned_coverages())
 display(transitions if len(transitions) else Markdown("No scale record is stored."))
 
 # %% [markdown]
@@ -859,10 +860,10 @@ else:
 display(Markdown(generalization_claim_rules(transition=BINDS_AT)))
 frames = [claims_table(summary, profile, transition=BINDS_AT)]
 if scale_recs:
-    frames.append(claims_table(generalization_summary(scale_table), f"{depth_label(PLAN_DEPTH)} (published records)",
-                               transition=BINDS_AT))
+    frames.append(claims_table(generalization_summary(scale_table, planned=planned_coverages()),
+                               f"{depth_label(PLAN_DEPTH)} (published records)", transition=BINDS_AT))
 if earlier_recs:  # the second recipe: its comparison across sizes only, labelled
-    earlier = claims_table(generalization_summary(results_table(earlier_recs)),
+    earlier = claims_table(generalization_summary(results_table(earlier_recs), planned=planned_coverages()),
                            f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)", transition=BINDS_AT)
     frames.append(earlier[earlier["subject"] == "across sizes"])
 show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")

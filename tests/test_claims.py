@@ -704,3 +704,32 @@ def test_a_claims_table_says_once_what_every_row_holds():
     assert line == "Every row below: paper: p; profile: quick."
     table, line = said_once(frame.iloc[:1])  # one row: nothing to hoist
     assert list(table.columns) == list(frame.columns) and line == ""
+
+
+def test_a_transition_that_unrun_coverages_could_move_is_unknown():
+    """A size whose planned grid has coverages not run at or above the one below its transition
+    has an unknown transition (two top coverages alone read as a transition at the lower one);
+    once the coverage below is run, it is known. Its null: the same runs with the grid complete
+    are judged, in either order of the sizes."""
+    from bindcore.analysis.generalization import generalization_summary, transition_gaps
+
+    assert transition_gaps([0.8, 0.9], 0.8, [0.1, 0.5, 0.7, 0.8, 0.9]) == [0.7]
+    assert transition_gaps([0.7, 0.8, 0.9], 0.8, [0.1, 0.5, 0.7, 0.8, 0.9]) == []
+    assert transition_gaps([0.5, 0.9], 0.9, [0.5, 0.7, 0.9]) == [0.7]  # a coverage between could fall back
+    assert transition_gaps([0.3, 0.5], float("nan"), [0.3, 0.5, 0.7]) == []
+    plan = {100: [0.3, 0.5, 0.7, 0.9], 2500: [0.3, 0.5, 0.7, 0.9]}
+
+    def summary(points):
+        return generalization_summary(pd.DataFrame([
+            {"C": 2, "V": v, "objects": v * v, "coverage": cov, "seed": seed, "test_object_2": sw,
+             "test_swap_pair": sw, "test_concept_2": 1.0, "boc_ceiling_test_object_2": 0.55,
+             "boc_test_object_2": 0.05, "fitted": True}
+            for v, pts in points.items() for cov, sw in pts.items() for seed in range(3)]), planned=plan)
+
+    small = {0.3: 0.0, 0.5: 0.0, 0.7: 0.0, 0.9: 0.9}  # transition 0.9
+    top_two = {0.7: 0.8, 0.9: 0.9}  # |O| = 2,500 with only its top coverages run
+    partial = claims_table(summary({10: small, 50: top_two}), "scale")
+    assert statuses(partial)[-1] == CL.UNTESTABLE and "not run yet: 0.5)" in partial["ours"].iloc[-1]
+    whole = {0.3: 0.0, 0.5: 0.0, **top_two}
+    assert statuses(claims_table(summary({10: small, 50: whole}), "scale"))[-1] == CL.SHOWN
+    assert statuses(claims_table(summary({10: whole, 50: small}), "scale"))[-1] == CL.NOT_SHOWN  # the null

@@ -154,11 +154,27 @@ def chosen_coverage(sub) -> tuple[float, str]:
     return float(sub["coverage"].max()), "largest coverage (no validation objects in these records)"
 
 
-def generalization_summary(table, concept_threshold: float = 0.9, transition: float = BINDS_AT) -> Any:
+def transition_gaps(run: Iterable[float], transition: float, planned: Iterable[float]) -> list[float]:
+    """The planned coverages not run that could still move a transition found on the coverages
+    ``run``: every one at or above the largest planned coverage below ``transition`` (every
+    one, where none lies below); none without a transition (NaN: the runs at the largest
+    coverage already say it lies above)."""
+    if math.isnan(transition):
+        return []
+    planned, run = sorted(set(planned)), set(run)
+    below = [c for c in planned if c < transition]
+    start = below[-1] if below else planned[0] if planned else transition
+    return [c for c in planned if c >= start and c not in run]
+
+
+def generalization_summary(table, concept_threshold: float = 0.9, transition: float = BINDS_AT,
+                           planned: dict[int, Iterable[float]] | None = None) -> Any:
     """Per object-space size, from held-out two-object scenes (median over seeds per coverage): where
     concepts reach ``concept_threshold``, the transition coverage, swap pairs (with range), strict
     recognition and bag ceiling at the largest and the :func:`chosen_coverage`, and the Spearman
-    correlation of recognition with coverage."""
+    correlation of recognition with coverage. ``planned``: per size (objects), the coverages its
+    grid plans; those not run yet that could move its transition (:func:`transition_gaps`) are
+    listed in ``coverages not run near the transition``."""
     import pandas as pd
 
     out = []
@@ -197,6 +213,9 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "fitted at transition": _fitted_at(runs, transition_coverage(sub["coverage"], sub["test_swap_pair"],
                                                                         transition)),
             "fitted at largest coverage": _fitted_at(runs, float(last["coverage"])),
+            "coverages not run near the transition": transition_gaps(
+                sub["coverage"], transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
+                (planned or {}).get(objects, [])),
             "release two objects at chosen coverage": float(chosen.get("release_test_object_2", float("nan"))),
             "release bag ceiling at chosen coverage":
                 float(chosen.get("boc_ceiling_release_test_object_2", float("nan"))),

@@ -64,6 +64,11 @@ SCALE_COVERAGES: dict[tuple[int, int], tuple[float, ...]] = {
     (2, 50): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
     (2, 100): (0.1, 0.2, 0.3, 0.5, 0.7),
 }
+def planned_coverages() -> dict[int, tuple[float, ...]]:
+    """The scale plan's coverages per object-space size (objects: coverages)."""
+    return {v ** c: covs for (c, v), covs in SCALE_COVERAGES.items()}
+
+
 # training seeds of every point (each on the object split of every split seed of the point)
 SCALE_SEEDS = (0, 1, 2)
 # the §5.3 / §5.4 parameter ``models``: which binding scale models a chapter analyses (every

@@ -28,8 +28,9 @@ def generalization_claim_rules(transition: float = BINDS_AT, low: float = 0.1, m
             f"Larger spaces need a smaller fraction: over every pair of sizes that can be compared, the larger "
             f"never needs more coverage for the transition and at least once needs less (a size without a "
             f"transition needs more than its largest coverage; a size whose runs at its transition, or at its "
-            f"largest coverage when it has none, mostly did not fit their training task has an unknown "
-            f"transition and is left out; two sizes without a transition cannot be compared).")
+            f"largest coverage when it has none, mostly did not fit their training task, or whose grid has a "
+            f"planned coverage not run yet that could move its transition, has an unknown transition and is "
+            f"left out; two sizes without a transition cannot be compared).")
 
 
 def _size(r: dict[str, Any]) -> str:
@@ -46,17 +47,25 @@ def _unfitted(r: dict[str, Any], where: str = "fitted at largest coverage") -> b
 AT_TRANSITION = "fitted at transition"
 
 
+GAPS = "coverages not run near the transition"
+
+
 def _unknown(r: dict[str, Any]) -> bool:
     """Whether a size's transition is unknown: most of its runs at the transition (at its
-    largest coverage, when it has none) did not fit their training task. A run that did not
-    fit tells nothing about where its transition lies: neither a value nor a bound."""
-    return _unfitted(r, AT_TRANSITION if _ok(r["transition coverage"]) else "fitted at largest coverage")
+    largest coverage, when it has none) did not fit their training task, or its grid has a
+    planned coverage not run yet that could move it (``GAPS``). A run that did not fit, or
+    was not run, tells nothing about where its transition lies: neither a value nor a bound."""
+    return bool(r.get(GAPS)) or _unfitted(r, AT_TRANSITION if _ok(r["transition coverage"])
+                                          else "fitted at largest coverage")
 
 
 def _transition_text(r: dict[str, Any]) -> str:
     """A size's transition coverage as the cross-size claim reads it: the coverage, more
     than its largest coverage where it has none, or unknown where its runs there mostly did
     not fit (:func:`_unknown`)."""
+    if r.get(GAPS):
+        return (f"unknown ({r['transition coverage']:g} on the coverages run; not run yet: "
+                + ", ".join(f"{c:g}" for c in r[GAPS]) + ")")
     if _unknown(r):
         at = (f"{r['transition coverage']:g}, fitted {r[AT_TRANSITION]}" if _ok(r["transition coverage"])
               else f"none up to {r['largest coverage']:g}, fitted {r['fitted at largest coverage']}")
@@ -80,10 +89,13 @@ def _transition_order(small: dict[str, Any], large: dict[str, Any]) -> str | Non
     return None
 
 
-def transition_table(by_recipe: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
-    """Per object-space size and recipe (``{label: records}``): its layers and steps, the
-    transition coverage as the cross-size claim reads it (:func:`_transition_text`), how many
-    runs fitted there and at the largest coverage, and the stand-ins at an earlier budget."""
+def transition_table(by_recipe: dict[str, list[dict[str, Any]]], planned: dict[int, Any] | None = None
+                     ) -> pd.DataFrame:
+    """Per object-space size and recipe (``{label: records}``): its steps, the transition
+    coverage as the cross-size claim reads it (:func:`_transition_text`; ``planned``: each
+    size's planned coverages, as :func:`~bindcore.analysis.generalization.generalization_summary`
+    takes them), how many runs fitted there and at the largest coverage, and the stand-ins
+    at an earlier budget."""
     from bindcore.analysis.generalization import generalization_summary, results_table
 
     rows = []
@@ -91,7 +103,7 @@ def transition_table(by_recipe: dict[str, list[dict[str, Any]]]) -> pd.DataFrame
         if not recs:
             continue
         table = results_table(recs)
-        for r in generalization_summary(table).to_dict("records"):
+        for r in generalization_summary(table, planned=planned).to_dict("records"):
             runs = table[table["objects"] == r["objects"]]
             rows.append({"objects": fmt_objects(r["objects"]), "recipe": label,
                          "steps": "/".join(f"{s:,}" for s in sorted(set(runs["steps"]))),
@@ -120,6 +132,12 @@ RULE_CHANGES: tuple[dict[str, str], ...] = (
                "when it has none) mostly did not fit has an unknown transition and is left out; the comparison "
                "reads one recipe, chosen by the depth rule (bindcore.controlled.recipes.comparison_depth)",
      "before": "shown", "after": "shown on the same records (10,000 unknown); the one-recipe records judged next"},
+    {"date": "2026-12-07", "commit": "",
+     "change": "a size whose grid has a planned coverage not run yet that could move its transition (at or above "
+               "the planned coverage below it) has an unknown transition and is left out (written when the plan's "
+               "|O| = 400 runs at 0.9 and 0.8 alone read as a transition at 0.8)",
+     "before": "shown (400: 0.8 from two coverages, 2,500: 0.3)", "after": "not testable (400 unknown until its "
+               "grid is run; one size left)"},
 )
 
 
@@ -187,8 +205,9 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = BINDS_
             rule = ("over every pair of sizes that can be compared, the larger never needs more coverage and at "
                     "least once needs less (a size without a transition needs more than its largest coverage; a "
                     "size whose runs at its transition, or at its largest coverage when it has none, mostly did not "
-                    "fit their training task has an unknown transition and is left out; two sizes without a "
-                    "transition cannot be compared)")
+                    "fit their training task, or whose grid has a planned coverage not run yet that could move its "
+                    "transition, has an unknown transition and is left out; two sizes without a transition cannot "
+                    "be compared)")
             rows.append(_row(fraction, "across sizes", c_fraction, "transition coverage " + ours,
                              verdict("rises" not in order and "falls" in order) if any(order) else UNTESTABLE,
                              rule if any(order) else "no two sizes can be compared: " + rule, profile))

@@ -86,7 +86,7 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]], scale: list[
     across sizes is a second, labelled frame (``"§5.2 (scale, earlier recipe)"``) that no
     outcome reads."""
     from bindcore.analysis.generalization import generalization_summary, results_table
-    from bindcore.controlled.recipes import EARLIER_DEPTH, PLAN_DEPTH, depth_label
+    from bindcore.controlled.recipes import EARLIER_DEPTH, PLAN_DEPTH, depth_label, planned_coverages
 
     from .generalization import claims_table
 
@@ -94,11 +94,11 @@ def generalization_claims(profile: str, runs: list[dict[str, Any]], scale: list[
     out = {"§5.2": claims_table(summary, profile)}
     out["§5.2"].attrs["summary"] = summary.to_dict("records")
     if scale:
-        scale_summary = generalization_summary(results_table(scale))
+        scale_summary = generalization_summary(results_table(scale), planned=planned_coverages())
         out["§5.2 (scale)"] = claims_table(scale_summary, f"{depth_label(PLAN_DEPTH)} (published records)")
         out["§5.2 (scale)"].attrs["summary"] = scale_summary.to_dict("records")
     if len(earlier):
-        frame = claims_table(generalization_summary(results_table(list(earlier))),
+        frame = claims_table(generalization_summary(results_table(list(earlier)), planned=planned_coverages()),
                              f"{depth_label(EARLIER_DEPTH)}, earlier recipe (published records)")
         out["§5.2 (scale, earlier recipe)"] = frame[frame["subject"] == "across sizes"].reset_index(drop=True)
     return out
