@@ -127,12 +127,12 @@ RULE_CHANGES: tuple[dict[str, str], ...] = (
      "change": "a transition reached by runs that mostly did not fit counts as an upper bound (written in the "
                "commit of the |O| = 10,000 coverage-0.7 runs it judged: 2,500 at 0.3 against 10,000 at 0.7)",
      "before": "not shown", "after": "shown"},
-    {"date": "2026-12-07", "commit": "",
+    {"date": "2026-12-07", "commit": "c93d765",
      "change": "the upper-bound rule removed: a size whose runs at its transition (or at its largest coverage, "
                "when it has none) mostly did not fit has an unknown transition and is left out; the comparison "
                "reads one recipe, chosen by the depth rule (bindcore.controlled.recipes.comparison_depth)",
      "before": "shown", "after": "shown on the same records (10,000 unknown); the one-recipe records judged next"},
-    {"date": "2026-12-07", "commit": "",
+    {"date": "2026-12-07", "commit": "b6d0cd4",
      "change": "a size whose grid has a planned coverage not run yet that could move its transition (at or above "
                "the planned coverage below it) has an unknown transition and is left out (written when the plan's "
                "|O| = 400 runs at 0.9 and 0.8 alone read as a transition at 0.8)",
