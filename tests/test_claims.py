@@ -730,6 +730,8 @@ def test_a_transition_that_unrun_coverages_could_move_is_unknown():
     top_two = {0.7: 0.8, 0.9: 0.9}  # |O| = 2,500 with only its top coverages run
     partial = claims_table(summary({10: small, 50: top_two}), "scale")
     assert statuses(partial)[-1] == CL.UNTESTABLE and "not run yet: 0.5)" in partial["ours"].iloc[-1]
+    own = partial[partial["subject"].str.startswith("|O| = 2,500")]  # its own claims wait for its grid
+    assert set(own["status"]) == {CL.UNTESTABLE} and "coverages 0.3, 0.5" in own["why"].iloc[0]
     whole = {0.3: 0.0, 0.5: 0.0, **top_two}
     assert statuses(claims_table(summary({10: small, 50: whole}), "scale"))[-1] == CL.SHOWN
     assert statuses(claims_table(summary({10: whole, 50: small}), "scale"))[-1] == CL.NOT_SHOWN  # the null

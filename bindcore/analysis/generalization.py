@@ -213,6 +213,7 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "fitted at transition": _fitted_at(runs, transition_coverage(sub["coverage"], sub["test_swap_pair"],
                                                                         transition)),
             "fitted at largest coverage": _fitted_at(runs, float(last["coverage"])),
+            "coverages not run": sorted(set((planned or {}).get(objects, [])) - set(sub["coverage"])),
             "coverages not run near the transition": transition_gaps(
                 sub["coverage"], transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
                 (planned or {}).get(objects, [])),
