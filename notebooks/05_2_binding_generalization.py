@@ -127,9 +127,10 @@ from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_
 from bindcore.runtime import resolve_device
 from bindcore.store import ResultStore, has_weights
 from bindcore.sweep import run_sweep
-from bindcore.verdicts.core import claim_outcomes
+from bindcore.verdicts.core import claim_outcomes, closing_sentence
 from bindcore.verdicts.generalization import (
     RULE_CHANGES,
+    claim_support,
     claims_table,
     generalization_claim_rules,
     transition_table,
@@ -884,6 +885,15 @@ display(pd.DataFrame(RULE_CHANGES))
 # %% tags=["hide-input"]
 display(Markdown("\n".join(f"* {line}" for frame in frames for line in claim_outcomes(frame))))
 
+# %% tags=["remove-cell"]
+# what each size's verdicts rest on (held-out test objects and seeds), per source of records
+support = {(profile, k): v for k, v in claim_support(records, summary).items()}
+if scale_recs:
+    scale_source = f"{depth_label(PLAN_DEPTH)} (published records)"
+    support.update({(scale_source, k): v for k, v in
+                    claim_support(scale_recs, generalization_summary(scale_table)).items()})
+glue("generalization_closing", closing_sentence(pd.concat(frames, ignore_index=True), support))
+
 # %% [markdown]
 # ## How the scale recipe was found
 #
@@ -937,10 +947,17 @@ if P["ablations"]:
 # %% [markdown]
 # ## What the profiles show
 #
-# The `quick` profile trains small models for a few CPU-minutes each: the qualitative
-# pattern at small object spaces, not the paper's numbers. The scale sweep above is the
-# same science at the two-concept object spaces of its plan, on a CPU (the paper's
-# three-concept space is not run here). The `paper` profile reruns this build's
+# The `quick` profile trains small models for a few CPU-minutes each, at small object
+# spaces, and gives none of the paper's numbers. The scale sweep above is the same
+# science at the two-concept object spaces of its plan, on a CPU (the paper's
+# three-concept space is not run here). What they show is what their verdicts above
+# say, and no more:
+#
+# ```{container} glued-prose
+# {glue:text}`generalization_closing`
+# ```
+#
+# The `paper` profile reruns this build's
 # sweep with the released recipe at the paper's coverages and larger object spaces; run
 # it on a GPU with
 # `papermill notebooks/05_2_binding_generalization.ipynb out.ipynb -f notebooks/profiles/paper/05_2_binding_generalization.yaml`.
