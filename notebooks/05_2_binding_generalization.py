@@ -623,11 +623,11 @@ print(f"{len(records)} runs; sources: {table['source'].value_counts().to_dict()}
       f"training time per run: {table['minutes'].mean():.1f} min on average ({table['device'].iloc[0]})")
 
 # %% [markdown]
-# Accuracies on test objects (`test_*`), validation objects (`val_*`) and training
-# objects (`train_*`), for one- and two-object scenes; swap-pair recognition over all
-# twins (`test_swap_pair`) and over twins made only of test objects
-# (`test_swap_pair_heldout`); the bag-of-concepts floor (`boc_test_object_2`, the
-# tie-failing oracle) and ceiling (`boc_ceiling_test_object_2`) on the same scenes. The
+# Accuracies on test, validation and training objects (each column names its objects),
+# for one- and two-object scenes ("strict": the scene recognised as exactly its
+# objects); swap-pair recognition over all twins ("swap pairs") and over twins made only
+# of test objects ("swap pairs (held-out twins)"); the bag-of-concepts floor ("bag
+# floor", the tie-failing oracle) and ceiling ("bag ceiling") on the same scenes. The
 # candidate set is the full vocabulary (all $V^C$ objects, all $C \cdot V$ concept
 # values).
 

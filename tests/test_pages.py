@@ -198,23 +198,25 @@ def _page(cell_html: str, tags: str = "") -> str:
 
 def test_numbers_in_table_cells_never_wrap():
     """A cell of numbers is marked to stay on one line ("10,00 / 0" and "1000 / 0" were wrapped),
-    a number group inside text is joined by no-break spaces, and words break only where a word
-    alone is wider than its cell ("coverag e" was broken mid-word)."""
+    a number group inside text ("0.12-0.38", "<= 0.2") is kept whole, and words break only where a
+    word alone is wider than its cell ("coverag e" was broken mid-word)."""
     import pandas as pd
 
     from bindcore.book.chapter import table_html
     from bindcore.book.tables import page_table_problems
 
     df = pd.DataFrame({"steps": ["10,000 / 0", "1000 / 0"], "CPU min": [12.5, 3.0], "fitted": ["3 of 3", "1 of 3"],
-                       "chosen on": ["coverage 0.1, swap pairs <= 0.2", "training objects"]})
+                       "chosen on": ["coverage 0.1, swap pairs <= 0.2", "3 seeds, range 0.12-0.38"]})
     html = table_html(df)
     assert html.count('<td class="num">') == 6, html
-    assert "swap pairs &lt;=\u00a00.2" in html  # the comparison stays with its number
+    assert 'swap pairs <span class="nowrap">&lt;= 0.2</span>' in html  # the comparison stays with its number
+    assert 'range <span class="nowrap">0.12-0.38</span>' in html
     assert page_table_problems(_page(html)) == []
     plain = df.to_html(classes="bindcore-table")  # what a page showed before: every number may wrap
-    assert any("10,000 / 0" in p for p in page_table_problems(_page(plain)))
+    found = page_table_problems(_page(plain))
+    assert any("10,000 / 0" in p for p in found) and any("'0.12-0.38'" in p for p in found), found
     css = (ROOT / "book" / "_static" / "bindcore.css").read_text()
-    rule = css[css.index("table.bindcore-table td.num {"):]
+    rule = css[css.index("table.bindcore-table td.num,"):]
     assert "white-space: nowrap" in rule[:rule.index("}")]
     assert "anywhere" not in css[css.index("table.bindcore-table"):], "table cells may break a word anywhere"
 
@@ -249,8 +251,8 @@ def test_table_headers_are_words_and_no_column_is_cut():
     from bindcore.book.chapter import table_html
     from bindcore.book.tables import column_label, page_table_problems
 
-    assert column_label("boc_ceiling_test_object_2") == "bag ceiling: test objects, strict, 2 objects"
-    assert column_label("boc_test_object_2") == "bag floor: test objects, strict, 2 objects"
+    assert column_label("boc_ceiling_test_object_2") == "bag ceiling: test objects, strict, 2-object scenes"
+    assert column_label("boc_test_object_2") == "bag floor: test objects, strict, 2-object scenes"
     assert column_label("release_test_pooled") == "release protocol, test objects, pooled"
     assert column_label("test_swap_pair_heldout") == "test objects, swap pairs (held-out twins)"
     assert column_label("heldout_object") == "held-out objects"

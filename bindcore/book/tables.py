@@ -400,10 +400,10 @@ _METRIC_SETS = {"test": "test objects", "val": "validation objects", "train": "t
                 "task": "training task"}
 _METRIC_KINDS = {"object": "strict", "concept": "concepts", "swap_pair": "swap pairs",
                  "swap_pair_heldout": "swap pairs (held-out twins)", "pooled": "pooled"}
-NBSP = "\u00a0"
-_JOINERS = {"/", "–", "-", "vs", "of", "x", "×"}  # words between the two numbers of a group ("3 of 5")
-_COMPARISONS = {">=", "<=", ">", "<", "=", "≥", "≤", "≈", "~"}
-_STARTS_A_NUMBER = re.compile(r"[-+−(]?\.?\d")
+_NUMBER = r"[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?"
+# a group of numbers that reads as one: numbers joined by a sign or a word ("10,000 / 0", "0.91-0.95",
+# "3 of 5"), or a comparison and its number ("<= 0.1")
+NUMBER_GROUP = re.compile(rf"(?:(?:<=|>=|<|>|=|≥|≤|≈) )?{_NUMBER}(?: ?(?:/|–|-|×) ?{_NUMBER}| (?:of|vs|x|to) {_NUMBER})*")
 
 
 def numbers_only(text: str) -> bool:
@@ -415,23 +415,26 @@ def numbers_only(text: str) -> bool:
     return re.fullmatch(r"[\s\d.,/:;()\[\]<>=≥≤≈~×–—+%−-]*", rest) is not None
 
 
-def join_number_groups(text: str) -> str:
-    """``text`` with a no-break space wherever a space would split a group of numbers: between
-    two numbers joined by a sign or word ("10,000 / 0", "3 of 5"), after a comparison ("<= 0.1")."""
-    tokens = text.split(" ")
-    out = tokens[:1]
-    for i in range(1, len(tokens)):
-        prev, tok, nxt = tokens[i - 1], tokens[i], tokens[i + 1] if i + 1 < len(tokens) else ""
-        glued = ((prev[-1:].isdigit() or prev[-1:] in "%)") and tok in _JOINERS and _STARTS_A_NUMBER.match(nxt)) or (
-            (prev in _JOINERS | _COMPARISONS) and _STARTS_A_NUMBER.match(tok)
-            and (prev in _COMPARISONS or i >= 2 and tokens[i - 2][-1:].isdigit()))
-        out.append((NBSP if glued else " ") + tok)
-    return "".join(out)
+def breakable_groups(text: str) -> list[str]:
+    """The number groups of ``text`` (:data:`NUMBER_GROUP`) a line could break inside: at a space,
+    after a dash or a slash."""
+    return [g for g in NUMBER_GROUP.findall(text) if re.search(r"[\s/–-]", g.lstrip("-+−"))]
+
+
+def keep_number_groups(text: str) -> str:
+    """``text`` as HTML with each of its :func:`breakable_groups` in a ``nowrap`` span."""
+    out, at = [], 0
+    for m in NUMBER_GROUP.finditer(text):
+        if re.search(r"[\s/–-]", m.group(0).lstrip("-+−")):
+            out += [htmllib.escape(text[at:m.start()], quote=False),
+                    f'<span class="nowrap">{htmllib.escape(m.group(0), quote=False)}</span>']
+            at = m.end()
+    return "".join(out) + htmllib.escape(text[at:], quote=False)
 
 
 def column_label(name: Any) -> Any:
     """A column's name as a reader reads it: a run's metric (``boc_ceiling_test_object_2``) in
-    words ("bag ceiling: test objects, strict, 2 objects"), any other identifier with spaces for
+    words ("bag ceiling: test objects, strict, 2-object scenes"), any other identifier with spaces for
     its underscores; names that are already words are kept."""
     if not isinstance(name, str) or "_" not in name or " " in name:
         return name
@@ -451,24 +454,25 @@ def column_label(name: Any) -> Any:
         kind = "_".join(tail)
         if kind in _METRIC_KINDS:
             return (f"{prefix}{_METRIC_SETS[parts[0]]}, {_METRIC_KINDS[kind]}"
-                    + (f", {n} object{'s' if n != '1' else ''}" if n else ""))
+                    + (f", {n}-object scenes" if n else ""))
     return prefix + rest.replace("_", " ")
 
 
 def _cell(match: re.Match) -> str:
     """One ``<td>`` of :func:`page_table`: a cell of numbers marked ``num`` (kept on one line), a
-    text cell's number groups joined by no-break spaces (``10,000 / 0`` never breaks)."""
+    text cell's number groups kept whole (:func:`keep_number_groups`)."""
     attrs, body = match.group(1), match.group(2)
     text = htmllib.unescape(body)
     if numbers_only(text):
         return f'<td{attrs} class="num">{body}</td>'
-    return f"<td{attrs}>{htmllib.escape(join_number_groups(text), quote=False)}</td>"
+    return f"<td{attrs}>{keep_number_groups(text)}</td>"
 
 
 def page_table(df: pd.DataFrame) -> str:
     """``df`` as a page shows it: headers in words (:func:`column_label`), no plain 0..n-1 index,
     every column (a wide table scrolls in its box, ``bindcore-table-scroll``), cells of numbers
-    kept on one line (``td.num``), a cell's line breaks kept; longer than :data:`FOLD_ROWS` rows:
+    kept on one line (``td.num``) and number groups in text too (``span.nowrap``), a cell's line
+    breaks kept; longer than :data:`FOLD_ROWS` rows:
     folded in a details block under a line that says its size and columns."""
     index = df.index
     plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
@@ -489,7 +493,7 @@ def page_table(df: pd.DataFrame) -> str:
 def page_table_problems(page: str) -> list[str]:
     """What a reader trips on in the result tables of a built page (its HTML), read as
     :func:`page_table` writes them: a cell of numbers that may wrap (no ``num`` class), a text
-    cell whose number group may break at a space, a table over :data:`FOLD_ROWS` rows shown
+    cell whose number group may break (outside a ``nowrap`` span), a table over :data:`FOLD_ROWS` rows shown
     unfolded (neither in a details block nor in a ``hide-output`` cell), a column cut ("..."),
     a header that is an identifier rather than words. Empty when there is none."""
     problems = []
@@ -509,9 +513,12 @@ def page_table_problems(page: str) -> list[str]:
                 problems.append(f"a table cut to some of its columns ('...'; first column {first!r})")
             problems += [f"a header that is not words: {h!r}" for h in headers if re.fullmatch(r"\w+(?:_\w+)+", h)]
             for attrs, inner in re.findall(r"<td([^>]*)>(.*?)</td>", body, re.S):
-                text = htmllib.unescape(re.sub(r"<.*?>", " ", inner)).strip()
-                if numbers_only(text) and "num" not in attrs:
-                    problems.append(f"a cell of numbers that may wrap: {text!r}")
-                elif not numbers_only(text) and join_number_groups(text) != text:
-                    problems.append(f"a number group that may break at a space: {text!r}")
+                text = htmllib.unescape(re.sub(r"<.*?>", "\n", inner)).strip()
+                if numbers_only(text):
+                    if "num" not in attrs:
+                        problems.append(f"a cell of numbers that may wrap: {text!r}")
+                    continue
+                loose = re.sub(r'<span class="nowrap">.*?</span>', " # ", inner)
+                problems += [f"a number that may wrap inside the text {text!r}: {g!r}"
+                             for g in breakable_groups(htmllib.unescape(re.sub(r"<.*?>", "\n", loose)))]
     return list(dict.fromkeys(problems))
