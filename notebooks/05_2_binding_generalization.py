@@ -93,7 +93,7 @@ from bindcore.analysis.generalization import (
 )
 from bindcore.book.chapter import show_source, start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import show_claims
+from bindcore.book.tables import per_size, show_claims
 from bindcore.controlled.models import DualEncoder
 from bindcore.controlled.recipes import (
     COMPARISON_SIZES,
@@ -658,9 +658,9 @@ plot_scale(axes, table, transition=BINDS_AT)
 fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.06)
 plt.show()
 
-# %% tags=["full-width"]
+# %%
 summary = generalization_summary(table)
-summary.round(3)
+per_size(summary.round(3))  # a column per object-space size
 
 # %% tags=["remove-cell"]
 best = summary.loc[summary["objects"].idxmax()]

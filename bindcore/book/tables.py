@@ -23,6 +23,7 @@ from bindcore.paper import (
     PAPER_EDITING,
     PAPER_EDITING_CASE,
     PAPER_RECONSTRUCTION,
+    fmt_objects,
 )
 
 # our datasets standing for the paper's
@@ -415,17 +416,29 @@ def numbers_only(text: str) -> bool:
     return re.fullmatch(r"[\s\d.,/:;()\[\]<>=≥≤≈~×–—+%−-]*", rest) is not None
 
 
+# what a line must not break inside: a number group, or a word holding a digit and a dash or
+# slash (a name such as ViT-B/32, all-MiniLM-L6-v2, a range written 3-D)
+_KEEP = re.compile(rf"{NUMBER_GROUP.pattern}|[^\s<>]*\d[^\s<>]*")
+# cells without a digit that stand in a column of numbers: kept on one line and aligned like them
+_NUMBER_LIKE = {"–", "-", "—", "nan", "NaN", "None", "True", "False", "?", "inf"}
+LONG_TEXT = 20  # a text cell longer than this gets a minimum width, so that it is not squeezed word by word
+
+
+def _breaks_inside(piece: str) -> bool:
+    return re.search(r"[\s/–-]", piece.lstrip("-+−")) is not None
+
+
 def breakable_groups(text: str) -> list[str]:
-    """The number groups of ``text`` (:data:`NUMBER_GROUP`) a line could break inside: at a space,
-    after a dash or a slash."""
-    return [g for g in NUMBER_GROUP.findall(text) if re.search(r"[\s/–-]", g.lstrip("-+−"))]
+    """The pieces of ``text`` a line must not break inside (:data:`_KEEP`) that a browser could
+    break: at a space, after a dash or a slash."""
+    return [m.group(0) for m in _KEEP.finditer(text) if _breaks_inside(m.group(0))]
 
 
 def keep_number_groups(text: str) -> str:
     """``text`` as HTML with each of its :func:`breakable_groups` in a ``nowrap`` span."""
     out, at = [], 0
-    for m in NUMBER_GROUP.finditer(text):
-        if re.search(r"[\s/–-]", m.group(0).lstrip("-+−")):
+    for m in _KEEP.finditer(text):
+        if _breaks_inside(m.group(0)):
             out += [htmllib.escape(text[at:m.start()], quote=False),
                     f'<span class="nowrap">{htmllib.escape(m.group(0), quote=False)}</span>']
             at = m.end()
@@ -459,27 +472,62 @@ def column_label(name: Any) -> Any:
 
 
 def _cell(match: re.Match) -> str:
-    """One ``<td>`` of :func:`page_table`: a cell of numbers marked ``num`` (kept on one line), a
-    text cell's number groups kept whole (:func:`keep_number_groups`)."""
-    attrs, body = match.group(1), match.group(2)
+    """One cell (``<td>`` or header ``<th>``) of :func:`page_table`: a cell of numbers marked
+    ``num`` (kept on one line), a text cell's number groups and names kept whole
+    (:func:`keep_number_groups`), a long text cell marked ``long``."""
+    tag, attrs, body = match.group(1), match.group(2), match.group(3)
     text = htmllib.unescape(body)
-    if numbers_only(text):
+    if tag == "td" and (numbers_only(text) or text.strip() in _NUMBER_LIKE):
         return f'<td{attrs} class="num">{body}</td>'
-    return f"<td{attrs}>{keep_number_groups(text)}</td>"
+    long = ' class="long"' if tag == "td" and len(text) > LONG_TEXT else ""
+    return f"<{tag}{attrs}{long}>{keep_number_groups(text)}</{tag}>"
+
+
+def _value_text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "–"
+    return str(v)
+
+
+def with_ranges(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each column of seed ranges ("swap pairs range", "swap pairs range at chosen
+    coverage") set in one cell beside the value it ranges ("0.95 (0.91-0.98)") rather than in a
+    column of its own; the value alone where the seeds agree (a range of one number). Presentation
+    only: the numbers are the table's."""
+    out = df.copy()
+    for col in [c for c in df.columns if isinstance(c, str) and " range" in c]:
+        head, _, tail = col.partition(" range")
+        base = head + tail
+        if base not in out.columns or base == col:
+            continue
+        out[base] = [f"{_value_text(v)} ({r})" if "-" in _value_text(r).lstrip("-") else _value_text(v)
+                     for v, r in zip(out[base], out[col])]
+        out = out.drop(columns=col)
+    return out
+
+
+def per_size(summary: pd.DataFrame) -> pd.DataFrame:
+    """A summary of one row per object-space size and many columns (``generalization_summary``)
+    read down instead of across: a column per size ("|O| = 100"), a row per measure, seed ranges
+    beside their values (:func:`with_ranges`)."""
+    out = with_ranges(summary).set_index("objects").T
+    out.columns = [fmt_objects(o) for o in out.columns]
+    return out.rename_axis("measure")
 
 
 def page_table(df: pd.DataFrame) -> str:
-    """``df`` as a page shows it: headers in words (:func:`column_label`), no plain 0..n-1 index,
+    """``df`` as a page shows it: headers in words (:func:`column_label`), seed ranges beside their
+    values (:func:`with_ranges`), no plain 0..n-1 index,
     every column (a wide table scrolls in its box, ``bindcore-table-scroll``), cells of numbers
     kept on one line (``td.num``) and number groups in text too (``span.nowrap``), a cell's line
     breaks kept; longer than :data:`FOLD_ROWS` rows:
     folded in a details block under a line that says its size and columns."""
     index = df.index
     plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
-    shown = df.rename(columns=column_label) if df.columns.nlevels == 1 else df
+    shown = with_ranges(df).rename(columns=column_label) if df.columns.nlevels == 1 else df
     html = shown.to_html(index=not plain, classes="bindcore-table", border=0, max_cols=None,
                          max_rows=None if len(df) <= MAX_SHOWN_ROWS else MAX_SHOWN_ROWS, show_dimensions=False)
-    html = re.sub(r"<td([^>]*)>(.*?)</td>", _cell, html, flags=re.S)
+    html = re.sub(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", _cell, html, flags=re.S)
     html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
     box = f'<div class="bindcore-table-scroll">{html}</div>'
     if len(df) <= FOLD_ROWS:
@@ -512,9 +560,9 @@ def page_table_problems(page: str) -> list[str]:
             if "..." in headers or "…" in headers:
                 problems.append(f"a table cut to some of its columns ('...'; first column {first!r})")
             problems += [f"a header that is not words: {h!r}" for h in headers if re.fullmatch(r"\w+(?:_\w+)+", h)]
-            for attrs, inner in re.findall(r"<td([^>]*)>(.*?)</td>", body, re.S):
+            for tag, attrs, inner in re.findall(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", table, re.S):
                 text = htmllib.unescape(re.sub(r"<.*?>", "\n", inner)).strip()
-                if numbers_only(text):
+                if tag == "td" and numbers_only(text):
                     if "num" not in attrs:
                         problems.append(f"a cell of numbers that may wrap: {text!r}")
                     continue
