@@ -99,7 +99,72 @@ def readability_problems(fig: Any) -> list[str]:
         if leg is not None and leg.get_visible() and ax.get_visible():
             if ax.get_window_extent(renderer).overlaps(leg.get_window_extent(renderer)):
                 out.append(f"a legend over the data of the panel {ax.get_title()!r}")
+        boxes = [(t.get_text(), _text_box(t, renderer)) for t in ax.texts if t.get_visible() and t.get_text()]
+        for i, (a, box) in enumerate(boxes):
+            hit = next((b for b, other in boxes[i + 1:] if _overlap(box, other) > 1.0), None)
+            if hit is not None:
+                out.append(f"labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
     return out
+
+
+def _text_box(text: Any, renderer: Any) -> Any:
+    """The bounding box of a label's text alone (an annotation's line to its point left out)."""
+    if isinstance(text, mpl.text.Annotation):
+        text.update_positions(renderer)
+    return mpl.text.Text.get_window_extent(text, renderer)
+
+
+def _overlap(a: Any, b: Any) -> float:
+    """Area (display pixels²) two bounding boxes share."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(w, 0.0) * max(h, 0.0)
+
+
+# where a point's label may sit, tried in this order: offsets in points from the point
+_LABEL_OFFSETS = [(r * dx, r * dy) for r in (4, 9, 15, 22, 30, 40)
+                  for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))]
+
+
+def place_labels(ax: Any, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], fontsize: float = 8,
+                 marker_pt: float = 4.0) -> None:
+    """Label each point (``xs``, ``ys``) of ``ax`` where its label covers no label placed before,
+    no other point and stays inside the axes: the first free offset of :data:`_LABEL_OFFSETS`
+    (else the least covered), with a thin line to its point when it sits away from it. Call it
+    once the figure's layout is final (after ``tight_layout``)."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    scale = fig.dpi / 72
+    points = ax.transData.transform(np.column_stack([np.asarray(xs, float), np.asarray(ys, float)]))
+    r = marker_pt * scale
+    marks = [mpl.transforms.Bbox([[x - r, y - r], [x + r, y + r]]) for x, y in points]
+    frame = ax.get_window_extent(renderer)
+    placed: list[Any] = []
+    for i, (x, y, label) in enumerate(zip(xs, ys, labels)):
+        best = None
+        for dx, dy in _LABEL_OFFSETS:
+            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                               ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                               va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+            box = text.get_window_extent(renderer)
+            cost = (sum(_overlap(box, b) for b in placed) + sum(_overlap(box, m) for j, m in enumerate(marks) if j != i)
+                    + box.width * box.height - _overlap(box, frame))
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, text, box, (dx, dy))
+            else:
+                text.remove()
+            if cost == 0:
+                break
+        _, text, box, (dx, dy) = best
+        if max(abs(dx), abs(dy)) > 9:  # away from its point: a line says whose label it is
+            text.remove()
+            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                               ha=text.get_ha(), va=text.get_va(),
+                               arrowprops={"arrowstyle": "-", "color": "#888888", "lw": 0.5, "shrinkA": 0,
+                                           "shrinkB": 2})
+        placed.append(box)
 
 
 def token_name(space: SceneSpace, tok: int, concept_names: Sequence[str] | None = None) -> str:
@@ -225,13 +290,12 @@ def _names(s: EmbeddingSet, c: int) -> list[str]:
     return [str(v) for v in range(s.values_per_concept[c])]
 
 
-def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16) -> None:
-    """D.5 on two axes, first two MDS dimensions: objects (colour: concept 0, marker: concept 1; labelled
-    up to ``annotate_max``) and concept values; legends below the axes."""
+def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame) -> None:
+    """D.5 on two axes, first two MDS dimensions: objects (colour: concept 0, marker: concept 1) and
+    concept values; legends below the axes (the points' labels: :func:`label_mds`)."""
     ax_o, ax_c = axes
     objs = df[df["bank"] == "objects"]
     cols = _value_colours(_names(s, 0))
-    names0 = _names(s, 0)
     names1 = _names(s, 1) if len(s.values_per_concept) > 1 else [""]
     for v1 in range(len(names1)):
         sub = objs[objs["value_1"].astype(int) == v1] if len(s.values_per_concept) > 1 else objs
@@ -239,10 +303,6 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
                      marker=_MARKERS[v1 % len(_MARKERS)], s=42, edgecolors="black", linewidths=0.4)
         ax_o.scatter([], [], marker=_MARKERS[v1 % len(_MARKERS)], s=42, c="#bbbbbb", edgecolors="black",
                      linewidths=0.4, label=names1[v1])  # the legend's marker, in neutral grey
-        if len(objs) <= annotate_max:
-            for _, r in sub.iterrows():
-                ax_o.annotate(f"{names0[int(r['value_0'])]} {names1[v1]}".strip(), (r["mds_1"], r["mds_2"]),
-                              fontsize=8, xytext=(3, 3), textcoords="offset points")
     if len(s.values_per_concept) > 1:
         ax_o.legend(title=s.concept_names[1] if len(s.concept_names) > 1 else None, fontsize=8,
                     title_fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(5, len(names1)),
@@ -257,9 +317,6 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
         ax_c.scatter(sub["mds_1"], sub["mds_2"], marker=_MARKERS[c % len(_MARKERS)], s=42, label=name,
                      c=[cols[int(v)] for v in sub["value"]] if c == 0 else "#7f7f7f", edgecolors="black",
                      linewidths=0.4)
-        for _, r in sub.iterrows():
-            ax_c.annotate(_names(s, c)[int(r["value"])], (r["mds_1"], r["mds_2"]), fontsize=8, xytext=(3, 3),
-                          textcoords="offset points")
     ax_c.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     ax_c.set_title("concept values", fontsize=9)
     for ax in axes:
@@ -268,12 +325,30 @@ def plot_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_ma
         ax.tick_params(labelsize=8)
 
 
+def label_mds(axes: Sequence[Any], s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16) -> None:
+    """The value names of :func:`plot_mds`'s points, placed apart (:func:`place_labels`): every
+    concept value, and each object where there are at most ``annotate_max``."""
+    ax_o, ax_c = axes
+    objs = df[df["bank"] == "objects"]
+    if len(objs) <= annotate_max:
+        names0 = _names(s, 0)
+        names1 = _names(s, 1) if len(s.values_per_concept) > 1 else None
+        labels = [f"{names0[int(r['value_0'])]} {names1[int(r['value_1'])] if names1 else ''}".strip()
+                  for _, r in objs.iterrows()]
+        place_labels(ax_o, objs["mds_1"], objs["mds_2"], labels)
+    conc = df[df["bank"] == "concepts"]
+    place_labels(ax_c, conc["mds_1"], conc["mds_2"],
+                 [_names(s, int(c))[int(v)] for c, v in zip(conc["concept"], conc["value"])])
+
+
 def mds_figure(s: EmbeddingSet, df: pd.DataFrame, annotate_max: int = 16):
-    """:func:`plot_mds` of one set as a figure of the page's width, titled with the set."""
+    """:func:`plot_mds` of one set as a figure of the page's width, titled with the set, its
+    points labelled once the layout is set (:func:`label_mds`)."""
     fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.8), gridspec_kw={"width_ratios": [1.25, 1]})
-    plot_mds(axes, s, df, annotate_max=annotate_max)
+    plot_mds(axes, s, df)
     fig.suptitle(s.label, fontsize=10)
     fig.tight_layout()
+    label_mds(axes, s, df, annotate_max=annotate_max)
     return fig
 
 

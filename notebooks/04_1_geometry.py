@@ -93,6 +93,7 @@ from bindcore.experiments.inputs import data_and_weights_note
 from bindcore.figures import plot_decomposition, plot_editing_sweep
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
 from bindcore.parameters import chapter_parameters
+from bindcore.verdicts.core import closing_sentence
 from bindcore.verdicts.geometry import geometry_claims
 
 P = start_chapter("geometry", globals())
@@ -519,14 +520,20 @@ else:
 
 # %%
 null_frames, null_edit_frames = geometry_nulls(sets, P)
-show_claims(geometry_claims(sets, frames, edit_frames, profile, null_frames=null_frames,
-                            null_edit_frames=null_edit_frames), "04_1_geometry")
+claims = geometry_claims(sets, frames, edit_frames, profile, null_frames=null_frames, null_edit_frames=null_edit_frames)
+show_claims(claims, "04_1_geometry")
+
+# %% tags=["remove-cell"]
+glue("geometry_closing", closing_sentence(claims))
 
 # %% [markdown]
 # What this build can and cannot show: without the Hugging Face Hub (see the top of
 # the page) the only pretrained encoder is MiniLM, a sentence encoder, and the image
 # rows come from a ViT-B/32 with random weights, a control. The additive structure of
 # MiniLM's caption embeddings is this build's test of the paper's text finding; the
-# image finding needs pretrained CLIP (run the chapter on Colab). The controlled models'
-# rows are a finding of their own: a model trained only to match scenes to queries
-# builds its scene embeddings from object-sized parts.
+# image finding needs pretrained CLIP (run the chapter on Colab). What this build shows
+# is what its verdicts above say, and no more:
+#
+# ```{container} glued-prose
+# {glue:text}`geometry_closing`
+# ```

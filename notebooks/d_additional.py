@@ -94,7 +94,7 @@ from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
 from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
 from bindcore.book.chapter import ran_with, show_source, start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import mds_table, show_claims
+from bindcore.book.tables import mds_table, parameter_table, show_claims
 from bindcore.data.clevr3d import OCCLUDED_VISIBLE
 from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
 from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
@@ -109,7 +109,7 @@ folders, dino, data_note = data_and_weights_note(P, "d_additional", "the D.3, D.
 image_encoders = list(encoders["image"]) + ([(dino, True)] if dino is not None else [])
 display(Markdown(f"> **Encoders used on this page.** {note}"))
 display(Markdown(data_note))
-print(f"profile {profile!r}: {P}")
+display(parameter_table("additional", P))
 
 # %% tags=["remove-cell"]
 glue("paper_probe_low", PAPER_THREE_OBJECTS[True]["probing"][0], ".2f")

@@ -79,7 +79,7 @@ from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
 from bindcore.book.chapter import start_chapter
 from bindcore.book.prose import glue
-from bindcore.book.tables import level_summary, pixel_results_table
+from bindcore.book.tables import level_summary, level_support, pixel_results_table
 from bindcore.controlled.recipes import pixel_recipe, recipe_table
 from bindcore.data.pixels import LEVEL_LABELS, palette_separation
 from bindcore.experiments.pixels import (
@@ -100,6 +100,8 @@ from bindcore.figures import (
 from bindcore.paper import PAPER_PIXELS
 from bindcore.parameters import chapter_parameters
 from bindcore.runtime import resolve_device
+from bindcore.verdicts.core import closing_sentence, support_text
+from bindcore.verdicts.outcomes import pixel_frame
 from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims, pixel_form_sentences
 
 P = start_chapter("pixel_encoders", globals())
@@ -280,17 +282,22 @@ recipe_table(profile, scene_input="pixels")
 # together with their attribute-swapped twin ({(a, x), (b, y)} and {(a, y), (b, x)}: the
 # same bag, another binding). Any bag-of-concepts scorer ranks the two alike and scores zero.
 
-# %% tags=["full-width"]
+# %%
 records = pixel_runs(profile, P, workers=workers, device=device, progress=True, executor=executor)
 table = pixel_results_table(records)
-cols = ["level", "coverage", "held-out objects", "test_object_2", "test_swap_pair", "boc_test_object_2",
-        "boc_ceiling_test_object_2", "test_concept_2", "test_object_1", "task_object_2", "minutes", "CPU minutes"]
-table[[c for c in cols if c in table]].round(3)
 
 # %% tags=["hide-input"]
 fig = plot_pixel_levels(table, P["levels"])
 fig.suptitle(f"Pixel dual encoders, profile '{profile}' (V = {base.n_values}, {base.steps} steps per run)", y=1.03)
 plt.show()
+
+# %% [markdown]
+# Every run, under the figure:
+
+# %% tags=["full-width"]
+cols = ["level", "coverage", "held-out objects", "test_object_2", "test_swap_pair", "boc_test_object_2",
+        "boc_ceiling_test_object_2", "test_concept_2", "test_object_1", "task_object_2", "minutes", "CPU minutes"]
+table[[c for c in cols if c in table]].round(3)
 
 # %% tags=["hide-input"]
 summary = level_summary(table)
@@ -379,8 +386,9 @@ plt.show()
 # %% tags=["hide-input"]
 print("Rules:", pixel_claim_rules())
 claims = pixel_claims(summary, pd.concat([mlp, forms], ignore_index=True), profile, ceiling)
+support = level_support(table)  # what each level's verdicts rest on: held-out test objects and seeds
 with pd.option_context("display.max_colwidth", None):
-    display(claims)
+    display(claims.assign(**{"rests on": [support_text(*support[f"level {lv}"]) for lv in claims["level"]]}))
 display(Markdown("\n".join(f"* {s}" for s in pixel_form_sentences(forms, claims))))
 
 # %% [markdown]
@@ -403,13 +411,22 @@ if log.exists():
         display(pd.read_csv(log))
 cost.round(2)
 
+# %% tags=["remove-cell"]
+glue("pixel_closing", closing_sentence(pixel_frame(claims), support))
+
 # %% [markdown]
 # ## What the profiles show
 #
 # The `quick` profile is a small-scale version of appendix E: a small object space,
 # small images and a small scene tower (the sizes are printed at the top of the page and
-# in the recipe table) trained for CPU-minutes, one seed per point. It shows the
-# qualitative pattern, not the paper's numbers. The `paper` profile has the paper's
+# in the recipe table) trained for CPU-minutes, one seed per point, and none of the
+# paper's numbers. What it shows is what its verdicts above say, and no more:
+#
+# ```{container} glued-prose
+# {glue:text}`pixel_closing`
+# ```
+#
+# The `paper` profile has the paper's
 # $V$ and an eight-layer scene tower with the released code's optimisation (below); it
 # is meant for a GPU (`papermill notebooks/e_pixel_encoders.ipynb out.ipynb -f
 # notebooks/profiles/paper/e_pixel_encoders.yaml`) and has not been run for this book.

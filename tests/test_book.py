@@ -427,8 +427,11 @@ def _check_reader_page(name: str, page: str) -> None:
     """A chapter's page as a reader meets it: one "Parameters of this run" toggle
     holding the parameters cell and papermill's injected parameters; no library log lines;
     the book's CSS (output lines wrap); tables without pandas' 0..n index; a table wider
-    than 10 columns only in a full-width cell."""
+    than 10 columns only in a full-width cell; no number in a table cell that may wrap, no table
+    over 15 rows unfolded, no column cut, headers in words (bindcore.book.tables.page_table_problems)."""
     import re
+
+    from bindcore.book.tables import page_table_problems
 
     assert page.count('collapsed admonition-title">Parameters of this run<') == 1, f"{name}: no parameters toggle"
     toggle = page[page.index("Parameters of this run"):]
@@ -449,6 +452,8 @@ def _check_reader_page(name: str, page: str) -> None:
             n_columns = len(re.findall(r"<th", head.split("</tr>")[0]))
             assert n_columns <= 10 or "tag_full-width" in cell[:200], (
                 f"{name}: a table of {n_columns} columns in the narrow text column")
+    problems = page_table_problems(page)
+    assert not problems, f"{name}: " + "; ".join(problems[:5])
 
 
 def test_cells_time_out_on_smoke_and_quick_but_not_on_paper(monkeypatch, tmp_path):

@@ -735,3 +735,29 @@ def test_a_transition_that_unrun_coverages_could_move_is_unknown():
     whole = {0.3: 0.0, 0.5: 0.0, **top_two}
     assert statuses(claims_table(summary({10: small, 50: whole}), "scale"))[-1] == CL.SHOWN
     assert statuses(claims_table(summary({10: whole, 50: small}), "scale"))[-1] == CL.NOT_SHOWN  # the null
+
+
+# --------------------------------------------------------------------------- closings
+def test_a_closing_says_what_its_verdicts_say_and_no_more():
+    """A chapter's closing is generated from its claims table: the shown claims named, the rest
+    counted, a "shown" on fewer than 20 test objects or 3 seeds says so where it is stated, and
+    rows of controls are no finding."""
+    row = CL._row
+    frame = CL._frame([
+        row("binding generalizes", "level clean", "p", "o", CL.SHOWN, "w", "quick"),
+        row("binding generalizes", "level speckle", "p", "o", CL.NOT_SHOWN, "w", "quick"),
+        row("small MLPs suffice", "level clean", "p", "o", CL.UNTESTABLE, "w", "quick"),
+        row("objects explain more", "captions | random", "p", "o", CL.UNTESTABLE, "w", "quick", evidence=CL.CONTROL),
+    ])
+    text = CL.closing_sentence(frame, {"level clean": (7, 1)})
+    assert text.startswith("Profile 'quick': of its 3 claim rows, 1 shown: “binding generalizes” (level clean, "
+                           "resting on 7 held-out test objects and one seed only: fewer than the 20 test objects "
+                           "and 3 seeds this book asks of a finding); 1 not shown (“binding generalizes”); 1 "
+                           "without a verdict (cannot be tested at this profile: 1).")
+    assert "Its 1 row of random-init controls and controlled models carries no verdict" in text
+    assert "resting on" not in CL.closing_sentence(frame, {"level clean": (24, 3)})
+    none = CL.closing_sentence(frame.assign(status=CL.NOT_SHOWN))
+    assert "0 shown; 3 not shown" in none and "None of the paper's claims is shown there." in none
+    assert "pattern" not in text + none
+    assert CL.support_text(7, 1) == "7 held-out test objects, one seed (a small sample: fewer than 20 test objects and 3 seeds)"
+    assert CL.support_text(40, 3) == "40 held-out test objects, three seeds"

@@ -190,3 +190,24 @@ def test_figure_9_keeps_the_page_width_however_many_sizes_it_holds():
     plot_figure9(ax, table, corr)
     _ok(fig)
     assert displayed_scale(fig) * 1.1 >= 1.0, f"shown at {PAGE_WIDTH_PX} px, the figure is scaled by {displayed_scale(fig):.2f}"
+
+
+def test_mds_labels_of_nearby_points_do_not_overlap():
+    """MiniLM's adjectives sit close together in its concept MDS panel: each label finds a
+    place of its own (a line to its point where it moved away), never on another label."""
+    adjectives = ["red", "green", "blue", "yellow", "purple", "orange", "brown", "black", "white", "grey"]
+    nouns = ["cube", "sphere", "cone", "cylinder", "torus", "ring", "star", "disc", "prism", "wedge"]
+    s = EmbeddingSet(dataset="captions (C.3)", encoder="all-MiniLM-L6-v2", source="text", pretrained=True,
+                     Z=np.zeros((4, 3)), objects=np.zeros((4, 2, 2), dtype=int), values_per_concept=[10, 10],
+                     concept_names=["adjective", "noun"], value_names=[adjectives, nouns])
+    rng = np.random.default_rng(4)
+    objs = pd.DataFrame([{"bank": "objects", "value_0": a, "value_1": b, "mds_1": rng.normal(), "mds_2": rng.normal()}
+                         for a in range(10) for b in range(10)])
+    # the adjectives within a few hundredths of each other, the nouns spread over the panel
+    conc = pd.DataFrame([{"bank": "concepts", "concept": 0, "value": v, "mds_1": 0.4 + 0.03 * rng.normal(),
+                          "mds_2": -0.2 + 0.03 * rng.normal()} for v in range(10)]
+                        + [{"bank": "concepts", "concept": 1, "value": v, "mds_1": rng.uniform(-1, 1),
+                            "mds_2": rng.uniform(-1, 1)} for v in range(10)])
+    fig = mds_figure(s, pd.concat([objs, conc], ignore_index=True))
+    _ok(fig)
+    assert sorted(t.get_text() for t in fig.axes[1].texts) == sorted(adjectives + nouns)

@@ -188,3 +188,99 @@ def test_tables_scroll_sideways_rather_than_being_cut():
     # theme shows no right margin (below 1200 px), so that their text is not cut at the page's edge
     narrow = css[css.index("@media (min-width: 992px) and (max-width: 1199.98px)"):]
     assert "div.cell.tag_full-width" in narrow and "width: 100%" in narrow[:narrow.index("}")]
+
+
+def _page(cell_html: str, tags: str = "") -> str:
+    """A built page's cell holding ``cell_html`` as its output, as Jupyter Book writes it."""
+    return (f'<div class="cell {tags} docutils container"><div class="cell_output docutils container">'
+            f'<div class="output text_html">{cell_html}</div></div></div>')
+
+
+def test_numbers_in_table_cells_never_wrap():
+    """A cell of numbers is marked to stay on one line ("10,00 / 0" and "1000 / 0" were wrapped),
+    a number group inside text ("0.12-0.38", "<= 0.2") is kept whole, and words break only where a
+    word alone is wider than its cell ("coverag e" was broken mid-word)."""
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+    from bindcore.book.tables import page_table_problems
+
+    df = pd.DataFrame({"steps": ["10,000 / 0", "1000 / 0"], "CPU min": [12.5, 3.0], "fitted": ["3 of 3", "1 of 3"],
+                       "chosen on": ["coverage 0.1, swap pairs <= 0.2", "3 seeds, range 0.12-0.38"]})
+    html = table_html(df)
+    assert html.count('<td class="num">') == 6, html
+    assert 'swap pairs <span class="nowrap">&lt;= 0.2</span>' in html  # the comparison stays with its number
+    assert 'range <span class="nowrap">0.12-0.38</span>' in html
+    assert page_table_problems(_page(html)) == []
+    plain = df.to_html(classes="bindcore-table")  # what a page showed before: every number may wrap
+    found = page_table_problems(_page(plain))
+    assert any("10,000 / 0" in p for p in found) and any("'0.12-0.38'" in p for p in found), found
+    css = (ROOT / "book" / "_static" / "bindcore.css").read_text()
+    rule = css[css.index("table.bindcore-table td.num,"):]
+    assert "white-space: nowrap" in rule[:rule.index("}")]
+    assert "anywhere" not in css[css.index("table.bindcore-table"):], "table cells may break a word anywhere"
+
+
+def test_a_table_over_fifteen_rows_is_folded_under_a_summary():
+    import nbformat
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+    from bindcore.book.tables import FOLD_ROWS, page_table_problems
+
+    assert FOLD_ROWS == 15
+    short, long = table_html(pd.DataFrame({"x": range(15)})), table_html(pd.DataFrame({"x": range(62)}))
+    assert "<details" not in short
+    assert long.startswith('<details class="bindcore-fold"><summary>The table: 62 rows × 1 column (x)</summary>')
+    assert long.count("<tr") == 63, "a folded table shows every row once opened"
+    assert page_table_problems(_page(short)) == [] and page_table_problems(_page(long)) == []
+    unfolded = long[long.index("<div class"):long.rindex("</details>")]
+    assert page_table_problems(_page(unfolded)) == ["a table of 62 rows shown unfolded (first column 'x')"]
+    assert page_table_problems(_page(unfolded, "tag_hide-output")) == []  # the cell's own toggle folds it
+    # in a cell whose output is folded already, the table is not folded a second time
+    cell = nbformat.v4.new_code_cell("table", outputs=[nbformat.v4.new_output(
+        "display_data", {"text/html": long, "text/plain": "table"})], metadata={"tags": ["hide-output"]})
+    page = nbformat.reads(render.reader_page(nbformat.v4.new_notebook(cells=[cell])).decode(), as_version=4)
+    html = page.cells[0].outputs[0]["data"]["text/html"]
+    assert "<details" not in html and html.count("<tr") == 63
+
+
+def test_table_headers_are_words_and_no_column_is_cut():
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+    from bindcore.book.tables import column_label, page_table_problems
+
+    assert column_label("boc_ceiling_test_object_2") == "bag ceiling: test objects, strict, 2-object scenes"
+    assert column_label("boc_test_object_2") == "bag floor: test objects, strict, 2-object scenes"
+    assert column_label("release_test_pooled") == "release protocol, test objects, pooled"
+    assert column_label("test_swap_pair_heldout") == "test objects, swap pairs (held-out twins)"
+    assert column_label("heldout_object") == "held-out objects"
+    assert column_label("n_components") == "n components"
+    assert column_label("held-out objects, strict") == "held-out objects, strict"
+    wide = pd.DataFrame({f"metric_{i}": [0.5] for i in range(30)})
+    html = table_html(wide)
+    assert html.count("<th>") == 30 and "<th>...</th>" not in html and "<th>metric 29</th>" in html
+    assert page_table_problems(_page(html)) == []
+    assert page_table_problems(_page(wide.to_html(max_cols=20))) [:2] == [
+        "a table cut to some of its columns ('...'; first column 'metric_0')", "a header that is not words: 'metric_0'"]
+
+
+# the chapters whose closing paragraph states what the build shows: generated from their claims
+CLOSINGS = {"04_1_geometry": "geometry_closing", "05_2_binding_generalization": "generalization_closing",
+            "e_pixel_encoders": "pixel_closing"}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSINGS))
+def test_a_closing_is_generated_from_the_chapter_verdicts(name):
+    """"The quick profile shows the qualitative pattern" outran the verdicts (none shown on
+    05_2, 1 of 9 on appendix E); the closing is now the verdicts' own sentence, glued."""
+    glued = CLOSINGS[name]
+    cells = _notebook(name).cells
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    assert f'glue("{glued}", closing_sentence(' in code, f"{name}: its closing is not made from its claims"
+    closing = [c.source for c in cells if c.cell_type == "markdown" and f"{{glue:text}}`{glued}`" in c.source]
+    assert closing, f"{name}: no paragraph states the glued closing"
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    for phrase in ("qualitative pattern", "object-sized parts"):
+        assert phrase not in prose, f"{name}: a closing says {phrase!r}, which no verdict of it says"

@@ -157,17 +157,13 @@ def quiet_library_logging() -> None:
 
 
 def table_html(df: Any) -> str:
-    """A DataFrame as HTML in a sideways-scrolling box (``bindcore-table-scroll``), without a plain
-    0..n-1 index and with a cell's line breaks kept."""
-    import pandas as pd
+    """A DataFrame as HTML for a page (:func:`bindcore.book.tables.page_table`): every column and
+    row, headers in words, numbers kept on one line, in a sideways-scrolling box
+    (``bindcore-table-scroll``), folded under a one-line summary when longer than
+    :data:`~bindcore.book.tables.FOLD_ROWS` rows."""
+    from bindcore.book.tables import page_table
 
-    index = df.index
-    plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
-    html = df.to_html(index=not plain, classes="bindcore-table", border=0,
-                      max_rows=pd.get_option("display.max_rows"), max_cols=pd.get_option("display.max_columns"),
-                      show_dimensions=False)
-    html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
-    return f'<div class="bindcore-table-scroll">{html}</div>'
+    return page_table(df)
 
 
 def show_source(*objects: Any) -> Any:

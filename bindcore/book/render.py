@@ -23,6 +23,8 @@ from .toc import toc_notebooks
 # Files next to the notebooks that a rendered page may reference (figures).
 NOTEBOOK_ASSET_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg")
 PARAMETERS_PROMPT = "Parameters of this run"
+FOLD_OPEN = '<details class="bindcore-fold">'  # how bindcore.book.tables.page_table folds a long table
+_FOLDED = re.compile(re.escape(FOLD_OPEN) + r"<summary>.*?</summary>(.*?)</details>", re.S)
 
 
 class BookBuildError(RuntimeError):
@@ -40,10 +42,18 @@ def reader_page(nb: Any) -> bytes:
     """An executed notebook (an ``nbformat`` node) as the page a reader meets: the
     parameters cell and papermill's injected-parameters cell merged into one cell,
     collapsed under one "Parameters of this run" toggle (a myst-nb ``hide-cell`` with
-    its own prompt). Everything else is left as it is."""
+    its own prompt). A long table folded in its own details block
+    (:func:`bindcore.book.tables.page_table`) in a cell whose output is already folded
+    (``hide-output``) is unfolded: one click shows it. Everything else is left as it is."""
     import nbformat
 
     cells = nb.cells
+    for cell in cells:
+        if "hide-output" in cell.get("metadata", {}).get("tags", []):
+            for out in cell.get("outputs", []):
+                html = out.get("data", {}).get("text/html")
+                if isinstance(html, str) and FOLD_OPEN in html:
+                    out["data"]["text/html"] = _FOLDED.sub(r"\1", html)
     at = next((i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
     if at is not None:
         cell = cells[at]

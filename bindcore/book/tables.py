@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import html as htmllib
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +14,7 @@ import pandas as pd
 from bindcore.analysis.embedding_sets import frame_row, weights_label
 from bindcore.analysis.generalization import results_table
 from bindcore.analysis.geometry_sets import EmbeddingSet
+from bindcore.book.render import FOLD_OPEN
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import (
     CLIP,
@@ -20,6 +23,7 @@ from bindcore.paper import (
     PAPER_EDITING,
     PAPER_EDITING_CASE,
     PAPER_RECONSTRUCTION,
+    fmt_objects,
 )
 
 # our datasets standing for the paper's
@@ -201,6 +205,17 @@ def pixel_results_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return table
 
 
+def level_support(table: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """What each level's claims rest on at its largest coverage, keyed as the claim rows name it
+    ("level clean"): held-out test objects over its object splits, and seeds."""
+    out = {}
+    for level, sub in table.groupby("level", sort=False):
+        top = sub[sub["coverage"] == sub["coverage"].max()]
+        out[f"level {level}"] = (int(top.groupby("split seed")["held-out objects"].max().sum()),
+                                 int(top["seed"].nunique()))
+    return out
+
+
 def level_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per level at its largest coverage: held-out two-object recognition beside the bag floor and ceiling."""
     rows = []
@@ -348,3 +363,210 @@ def sweep_display(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     if "width" in out:
         out["width"] = [("–" if pd.isna(w) else f"{int(w):,}") for w in out["width"]]
     return out.round(2)
+
+
+# ---------------------------------------------------------------------------------
+# a chapter's parameters
+# ---------------------------------------------------------------------------------
+MACHINE_PARAMETERS = ("profile", "workers", "device")  # where and how a run executes, not what it computes
+
+
+def _parameter_text(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_parameter_text(v) for v in value) or "–"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def parameter_table(chapter: str, params: dict[str, Any]) -> pd.DataFrame:
+    """A run's parameters (``params``; the machine's, :data:`MACHINE_PARAMETERS`, left out) as a
+    small table beside the paper profile's values ("same" where equal)."""
+    from bindcore.parameters import chapter_parameters
+
+    paper = chapter_parameters(chapter, "paper")
+    return pd.DataFrame([{"parameter": k, "this run": _parameter_text(v),
+                          "paper profile": "same" if paper.get(k) == v else _parameter_text(paper.get(k))}
+                         for k, v in params.items() if k not in MACHINE_PARAMETERS])
+
+
+# ---------------------------------------------------------------------------------
+# tables as a page shows them
+# ---------------------------------------------------------------------------------
+FOLD_ROWS = 15  # a longer table is folded under a one-line summary (a details block)
+MAX_SHOWN_ROWS = 500  # beyond this pandas shows the first and last rows only
+
+# the parts of a run's metric names (bindcore.controlled.evaluation) in words
+_METRIC_SETS = {"test": "test objects", "val": "validation objects", "train": "training objects",
+                "task": "training task"}
+_METRIC_KINDS = {"object": "strict", "concept": "concepts", "swap_pair": "swap pairs",
+                 "swap_pair_heldout": "swap pairs (held-out twins)", "pooled": "pooled"}
+_NUMBER = r"[-+−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?"
+# a group of numbers that reads as one: numbers joined by a sign or a word ("10,000 / 0", "0.91-0.95",
+# "3 of 5"), or a comparison and its number ("<= 0.1")
+NUMBER_GROUP = re.compile(rf"(?:(?:<=|>=|<|>|=|≥|≤|≈) )?{_NUMBER}(?: ?(?:/|–|-|×) ?{_NUMBER}| (?:of|vs|x|to) {_NUMBER})*")
+
+
+def numbers_only(text: str) -> bool:
+    """Whether a cell holds numbers only (signs, brackets and the words of a number group
+    between them: "10,000 / 0", "0.87 (0.93)", "3 of 3", "0.91-0.95", "nan")."""
+    if not any(c.isdigit() for c in text):
+        return False
+    rest = re.sub(r"(?<=\d)e[-+]?\d+", "", re.sub(r"\b(?:of|vs|nan|NaN|inf|x)\b", " ", text))
+    return re.fullmatch(r"[\s\d.,/:;()\[\]<>=≥≤≈~×–—+%−-]*", rest) is not None
+
+
+# what a line must not break inside: a number group, or a word holding a digit and a dash or
+# slash (a name such as ViT-B/32, all-MiniLM-L6-v2, a range written 3-D)
+_KEEP = re.compile(rf"{NUMBER_GROUP.pattern}|[^\s<>]*\d[^\s<>]*")
+# cells without a digit that stand in a column of numbers: kept on one line and aligned like them
+_NUMBER_LIKE = {"–", "-", "—", "nan", "NaN", "None", "True", "False", "?", "inf"}
+LONG_TEXT = 20  # a text cell longer than this gets a minimum width, so that it is not squeezed word by word
+
+
+def _breaks_inside(piece: str) -> bool:
+    return re.search(r"[\s/–-]", piece.lstrip("-+−")) is not None
+
+
+def breakable_groups(text: str) -> list[str]:
+    """The pieces of ``text`` a line must not break inside (:data:`_KEEP`) that a browser could
+    break: at a space, after a dash or a slash."""
+    return [m.group(0) for m in _KEEP.finditer(text) if _breaks_inside(m.group(0))]
+
+
+def keep_number_groups(text: str) -> str:
+    """``text`` as HTML with each of its :func:`breakable_groups` in a ``nowrap`` span."""
+    out, at = [], 0
+    for m in _KEEP.finditer(text):
+        if _breaks_inside(m.group(0)):
+            out += [htmllib.escape(text[at:m.start()], quote=False),
+                    f'<span class="nowrap">{htmllib.escape(m.group(0), quote=False)}</span>']
+            at = m.end()
+    return "".join(out) + htmllib.escape(text[at:], quote=False)
+
+
+def column_label(name: Any) -> Any:
+    """A column's name as a reader reads it: a run's metric (``boc_ceiling_test_object_2``) in
+    words ("bag ceiling: test objects, strict, 2-object scenes"), any other identifier with spaces for
+    its underscores; names that are already words are kept."""
+    if not isinstance(name, str) or "_" not in name or " " in name:
+        return name
+    if name in SWEEP_COLUMNS:
+        return SWEEP_COLUMNS[name]
+    rest, prefix = name, ""
+    for key, words in (("boc_ceiling_", "bag ceiling: "), ("boc_", "bag floor: ")):
+        if rest.startswith(key):
+            rest, prefix = rest.removeprefix(key), words
+            break
+    if rest.startswith("release_"):
+        rest, prefix = rest.removeprefix("release_"), prefix + "release protocol, "
+    parts = rest.split("_")
+    if parts[0] in _METRIC_SETS and len(parts) >= 2:
+        tail = parts[1:]
+        n = tail.pop() if tail[-1].isdigit() else None
+        kind = "_".join(tail)
+        if kind in _METRIC_KINDS:
+            return (f"{prefix}{_METRIC_SETS[parts[0]]}, {_METRIC_KINDS[kind]}"
+                    + (f", {n}-object scenes" if n else ""))
+    return prefix + rest.replace("_", " ")
+
+
+def _cell(match: re.Match) -> str:
+    """One cell (``<td>`` or header ``<th>``) of :func:`page_table`: a cell of numbers marked
+    ``num`` (kept on one line), a text cell's number groups and names kept whole
+    (:func:`keep_number_groups`), a long text cell marked ``long``."""
+    tag, attrs, body = match.group(1), match.group(2), match.group(3)
+    text = htmllib.unescape(body)
+    if tag == "td" and (numbers_only(text) or text.strip() in _NUMBER_LIKE):
+        return f'<td{attrs} class="num">{body}</td>'
+    long = ' class="long"' if tag == "td" and len(text) > LONG_TEXT else ""
+    return f"<{tag}{attrs}{long}>{keep_number_groups(text)}</{tag}>"
+
+
+def _value_text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "–"
+    return str(v)
+
+
+def with_ranges(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each column of seed ranges ("swap pairs range", "swap pairs range at chosen
+    coverage") set in one cell beside the value it ranges ("0.95 (0.91-0.98)") rather than in a
+    column of its own; the value alone where the seeds agree (a range of one number). Presentation
+    only: the numbers are the table's."""
+    out = df.copy()
+    for col in [c for c in df.columns if isinstance(c, str) and " range" in c]:
+        head, _, tail = col.partition(" range")
+        base = head + tail
+        if base not in out.columns or base == col:
+            continue
+        out[base] = [f"{_value_text(v)} ({r})" if "-" in _value_text(r).lstrip("-") else _value_text(v)
+                     for v, r in zip(out[base], out[col])]
+        out = out.drop(columns=col)
+    return out
+
+
+def per_size(summary: pd.DataFrame) -> pd.DataFrame:
+    """A summary of one row per object-space size and many columns (``generalization_summary``)
+    read down instead of across: a column per size ("|O| = 100"), a row per measure, seed ranges
+    beside their values (:func:`with_ranges`)."""
+    out = with_ranges(summary).set_index("objects").T
+    out.columns = [fmt_objects(o) for o in out.columns]
+    return out.rename_axis("measure")
+
+
+def page_table(df: pd.DataFrame) -> str:
+    """``df`` as a page shows it: headers in words (:func:`column_label`), seed ranges beside their
+    values (:func:`with_ranges`), no plain 0..n-1 index,
+    every column (a wide table scrolls in its box, ``bindcore-table-scroll``), cells of numbers
+    kept on one line (``td.num``) and number groups in text too (``span.nowrap``), a cell's line
+    breaks kept; longer than :data:`FOLD_ROWS` rows:
+    folded in a details block under a line that says its size and columns."""
+    index = df.index
+    plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
+    shown = with_ranges(df).rename(columns=column_label) if df.columns.nlevels == 1 else df
+    html = shown.to_html(index=not plain, classes="bindcore-table", border=0, max_cols=None,
+                         max_rows=None if len(df) <= MAX_SHOWN_ROWS else MAX_SHOWN_ROWS, show_dimensions=False)
+    html = re.sub(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", _cell, html, flags=re.S)
+    html = html.replace("\\n", "<br>")  # pandas writes a cell's line breaks as "\n"
+    box = f'<div class="bindcore-table-scroll">{html}</div>'
+    if len(df) <= FOLD_ROWS:
+        return box
+    names = [str(c) for c in shown.columns]
+    listed = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
+    return (f'{FOLD_OPEN}<summary>The table: {len(df)} rows × {len(names)} column{"s" if len(names) != 1 else ""} '
+            f'({htmllib.escape(listed, quote=False)})</summary>{box}</details>')
+
+
+def page_table_problems(page: str) -> list[str]:
+    """What a reader trips on in the result tables of a built page (its HTML), read as
+    :func:`page_table` writes them: a cell of numbers that may wrap (no ``num`` class), a text
+    cell whose number group may break (outside a ``nowrap`` span), a table over :data:`FOLD_ROWS` rows shown
+    unfolded (neither in a details block nor in a ``hide-output`` cell), a column cut ("..."),
+    a header that is an identifier rather than words. Empty when there is none."""
+    problems = []
+    for cell in re.split(r'<div class="cell ', page)[1:]:
+        hidden = "tag_hide-output" in cell[:300]
+        for m in re.finditer(r'<table[^>]*class="dataframe[^"]*"[^>]*>(.*?)</table>', cell, re.S):
+            table, before = m.group(1), cell[:m.start()]
+            head = re.search(r"<thead>(.*?)</thead>", table, re.S)
+            headers = [htmllib.unescape(re.sub(r"<.*?>", "", h)).strip()
+                       for h in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1) if head else "", re.S)]
+            body = table[table.find("<tbody>"):]
+            rows = len(re.findall(r"<tr[ >]", body))
+            first = next((h for h in headers if h), "")
+            if rows > FOLD_ROWS and not hidden and before.count("<details") <= before.count("</details>"):
+                problems.append(f"a table of {rows} rows shown unfolded (first column {first!r})")
+            if "..." in headers or "…" in headers:
+                problems.append(f"a table cut to some of its columns ('...'; first column {first!r})")
+            problems += [f"a header that is not words: {h!r}" for h in headers if re.fullmatch(r"\w+(?:_\w+)+", h)]
+            for tag, attrs, inner in re.findall(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", table, re.S):
+                text = htmllib.unescape(re.sub(r"<.*?>", "\n", inner)).strip()
+                if tag == "td" and numbers_only(text):
+                    if "num" not in attrs:
+                        problems.append(f"a cell of numbers that may wrap: {text!r}")
+                    continue
+                loose = re.sub(r'<span class="nowrap">.*?</span>', " # ", inner)
+                problems += [f"a number that may wrap inside the text {text!r}: {g!r}"
+                             for g in breakable_groups(htmllib.unescape(re.sub(r"<.*?>", "\n", loose)))]
+    return list(dict.fromkeys(problems))

@@ -184,3 +184,94 @@ def claim_outcomes(frame: pd.DataFrame) -> list[str]:
         out.append(f"{claim[:1].upper()}{claim[1:]}: {'; '.join(parts)} ({source}).")
     return out
 
+
+
+# a "shown" resting on fewer held-out test objects or seeds than these says so where it is stated
+# (the book's standard for a point of §5.2: bindcore.controlled.recipes.MIN_TEST_OBJECTS, SCALE_SEEDS)
+SMALL_SAMPLE_OBJECTS = 20
+SMALL_SAMPLE_SEEDS = 3
+_NUMBER_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
+def sample_caveat(test_objects: Any = None, seeds: Any = None) -> str:
+    """", resting on 7 held-out test objects and one seed only: fewer than ..." where a verdict rests on fewer
+    than :data:`SMALL_SAMPLE_OBJECTS` test objects or :data:`SMALL_SAMPLE_SEEDS` seeds, else ""."""
+    few_objects = _ok(test_objects) and int(test_objects) < SMALL_SAMPLE_OBJECTS
+    few_seeds = _ok(seeds) and int(seeds) < SMALL_SAMPLE_SEEDS
+    if not (few_objects or few_seeds):
+        return ""
+    parts = []
+    if _ok(test_objects):
+        parts.append(f"{int(test_objects)} held-out test object{'s' if int(test_objects) != 1 else ''}")
+    if _ok(seeds):
+        n = int(seeds)
+        parts.append(f"{_NUMBER_WORDS.get(n, n)} seed{'s' if n != 1 else ''}")
+    return (f", resting on {' and '.join(parts)} only: fewer than the {SMALL_SAMPLE_OBJECTS} test objects "
+            f"and {SMALL_SAMPLE_SEEDS} seeds this book asks of a finding")
+
+
+def support_text(test_objects: Any, seeds: Any) -> str:
+    """What a verdict rests on, as a claims table's cell: "7 held-out test objects, one seed
+    (a small sample: fewer than 20 test objects and 3 seeds)"."""
+    n, k = (int(v) if _ok(v) else None for v in (test_objects, seeds))
+    text = ", ".join(t for t in (f"{n} held-out test object{'s' if n != 1 else ''}" if n is not None else "",
+                                 f"{_NUMBER_WORDS.get(k, k)} seed{'s' if k != 1 else ''}" if k is not None else "")
+                     if t) or "–"
+    if sample_caveat(test_objects, seeds):
+        text += (f" (a small sample: fewer than {SMALL_SAMPLE_OBJECTS} test objects and {SMALL_SAMPLE_SEEDS} "
+                 "seeds)")
+    return text
+
+
+def _listed(names: Sequence[str], most: int = 4) -> str:
+    names = list(dict.fromkeys(names))
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _source_name(source: str) -> str:
+    return f"profile '{source}'" if source in ("smoke", "quick", "paper") else source
+
+
+def closing_sentence(frame: pd.DataFrame, support: dict[str, tuple[Any, Any]] | None = None) -> str:
+    """What a chapter's verdicts show, in words generated from its claims table and nothing
+    more: per source (``profile`` column), how many of its claim rows are shown (each named with
+    its subject, as a substitute where it is one, and with :func:`sample_caveat` where ``support``
+    (``{subject or (source, subject): (held-out test objects, seeds)}``) says it rests on few), not
+    shown, or carry no
+    verdict (counted by status); rows of random-init controls and of controlled models in a claim
+    about CLIP are counted apart, as shown for reference, never as evidence."""
+    support = support or {}
+    if not len(frame):
+        return "No claim of this chapter was judged in this build: it shows none of the paper's findings here."
+    ev = frame["evidence"] if "evidence" in frame else pd.Series(NATIVE, index=frame.index)
+    out = []
+    for source, rows in frame.groupby(frame["profile"].astype(str), sort=False):
+        kinds = ev.loc[rows.index]
+        reference = rows[kinds.isin([CONTROL, CONTROLLED])]
+        own = rows[~kinds.isin([CONTROL, CONTROLLED])]
+        shown = own[own["status"] == SHOWN]
+        not_shown = own[own["status"] == NOT_SHOWN]
+        rest = own[~own["status"].isin([SHOWN, NOT_SHOWN])]
+        named = []
+        for i, r in shown.iterrows():
+            sub = ", a substitute encoder" if kinds.loc[i] == SUBSTITUTE else ""
+            caveat = sample_caveat(*support.get((source, str(r["subject"])),
+                                                support.get(str(r["subject"]), (None, None))))
+            named.append(f"“{r['claim']}” ({r['subject']}{sub}{caveat})")
+        parts = [f"{len(shown)} shown" + (f": {'; '.join(named)}" if named else "")]
+        if len(not_shown):
+            parts.append(f"{len(not_shown)} not shown ({_listed([f'“{c}”' for c in not_shown['claim']])})")
+        if len(rest):
+            counts = rest["status"].value_counts(sort=False)
+            parts.append(f"{len(rest)} without a verdict (" + ", ".join(f"{s}: {n}" for s, n in counts.items()) + ")")
+        text = (f"{_source_name(source)[:1].upper()}{_source_name(source)[1:]}: of its {len(own)} claim "
+                f"row{'s' if len(own) != 1 else ''}, " + "; ".join(parts) + ".")
+        if not len(shown):
+            text += " None of the paper's claims is shown there."
+        if len(reference):
+            one = len(reference) == 1
+            text += (f" {'Its' if one else 'The'} {len(reference)} row{'' if one else 's'} of random-init controls "
+                     f"and controlled models carr{'ies' if one else 'y'} no verdict: shown for reference, not as a "
+                     "finding.")
+        out.append(text)
+    return " ".join(out)

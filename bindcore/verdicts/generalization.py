@@ -221,6 +221,19 @@ def claims_table(summary: pd.DataFrame, profile: str, transition: float = BINDS_
     return _frame(rows)
 
 
+def claim_support(records: list[dict[str, Any]], summary: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """What the claims of each size (its :func:`claims_table` subject) rest on at the coverage
+    they read (the chosen coverage): held-out test objects over its object splits, and seeds."""
+    out = {}
+    for r in summary.to_dict("records"):
+        runs = [rec for rec in records if rec["config"]["n_values"] ** rec["config"]["n_concepts"] == r["objects"]
+                and rec["config"]["coverage"] == r["chosen coverage"]]
+        tests = {rec["config"].get("split_seed", 0): rec.get("n_test_objects") for rec in runs}
+        if runs and all(n is not None for n in tests.values()):
+            out[_size(r)] = (sum(tests.values()), len({rec["config"]["seed"] for rec in runs}))
+    return out
+
+
 def transition_sentence(summary: list[dict[str, Any]] | pd.DataFrame, paper_release: str = "") -> str:
     """The outcome table's §5.2 line: per size, its layers and steps, the transition coverage
     as the cross-size claim reads it (or up to where none; unknown where its runs there mostly
