@@ -221,6 +221,24 @@ def test_numbers_in_table_cells_never_wrap():
     assert "anywhere" not in css[css.index("table.bindcore-table"):], "table cells may break a word anywhere"
 
 
+def test_an_outcome_row_without_its_reason_is_found_on_the_page():
+    """The report's outcome table as a page shows it: a row whose reason cell is empty is named;
+    its null, the same table with every reason given, has no problem."""
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+    from bindcore.book.tables import page_table_problems
+    from bindcore.verdicts.outcomes import COLUMNS
+
+    row = dict(zip(COLUMNS, ["§5.2 binding generalizes", "0.8", "0.7", "quick", "not reproduced",
+                             "2 of 5 claims not shown (rises with coverage: 0.14 at 0.1)"]))
+    full = pd.DataFrame([row, {**row, "finding": "§5.3 small MLPs"}])
+    assert page_table_problems(_page(table_html(full))) == []
+    empty = full.assign(**{"reason, command": ["", "budget 50x below the paper's"]})
+    assert page_table_problems(_page(table_html(empty))) == [
+        "a row without its 'reason, command' ('§5.2 binding generalizes')"]
+
+
 def test_a_table_over_fifteen_rows_is_folded_under_a_summary():
     import nbformat
     import pandas as pd

@@ -543,7 +543,8 @@ def page_table_problems(page: str) -> list[str]:
     :func:`page_table` writes them: a cell of numbers that may wrap (no ``num`` class), a text
     cell whose number group may break (outside a ``nowrap`` span), a table over :data:`FOLD_ROWS` rows shown
     unfolded (neither in a details block nor in a ``hide-output`` cell), a column cut ("..."),
-    a header that is an identifier rather than words. Empty when there is none."""
+    a header that is an identifier rather than words, a row whose "reason" cell is empty. Empty when
+    there is none."""
     problems = []
     for cell in re.split(r'<div class="cell ', page)[1:]:
         hidden = "tag_hide-output" in cell[:300]
@@ -560,6 +561,11 @@ def page_table_problems(page: str) -> list[str]:
             if "..." in headers or "…" in headers:
                 problems.append(f"a table cut to some of its columns ('...'; first column {first!r})")
             problems += [f"a header that is not words: {h!r}" for h in headers if re.fullmatch(r"\w+(?:_\w+)+", h)]
+            for col in [i for i, h in enumerate(headers) if h.startswith("reason")]:
+                for row in re.findall(r"<tr[ >](.*?)</tr>", body, re.S):
+                    cells = re.findall(r"<(?:td|th)[^>]*>(.*?)</(?:td|th)>", row, re.S)
+                    if len(cells) == len(headers) and not re.sub(r"<.*?>", "", cells[col]).strip():
+                        problems.append(f"a row without its {headers[col]!r} ({re.sub(r'<.*?>', '', cells[0]).strip()!r})")
             for tag, attrs, inner in re.findall(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", table, re.S):
                 text = htmllib.unescape(re.sub(r"<.*?>", "\n", inner)).strip()
                 if tag == "td" and numbers_only(text):
