@@ -101,8 +101,8 @@ def default_encoders(architecture: str = DEFAULT_CLIP_ARCH, pretrained: str = DE
         note = (f"Pretrained {clip.name} weights are not available here, so image embeddings come from "
                 f"{rnd.name}: the same architecture with both towers freshly initialised (seed {seed}), a "
                 f"random-weights control, not CLIP. Text embeddings come from the pretrained {text.name} "
-                f"sentence encoder. Run this chapter where the Hugging Face Hub is reachable (e.g. Colab) "
-                f"for CLIP's figures.")
+                f"sentence encoder. CLIP's own figures come from a run where the Hugging Face Hub is "
+                f"reachable (e.g. Colab).")
         return DefaultEncoders(image=rnd, text=text, pretrained_clip=False, note=note, extra={"reason": str(e)})
     return DefaultEncoders(image=clip, text=clip, pretrained_clip=True,
                            note=f"Image and text embeddings from pretrained {clip.name}.")

@@ -237,16 +237,13 @@ def outcome_table(claims: dict[str, pd.DataFrame], profile: str, pixel: pd.DataF
 
 
 def outcome_summary(table: pd.DataFrame, profile: str) -> str:
-    """The outcome table in one sentence."""
-    counts = {o: int((table["outcome"] == o).sum()) for o in OUTCOMES}
-
-    def named(o: str) -> str:
-        who = table.loc[table["outcome"] == o, "finding"].tolist()
-        return f"{counts[o]} {o}" + (f" ({', '.join(who)})" if who else "")
-
+    """The outcome table as short sentences: the count, then one per outcome that occurs."""
     appendix = sum(not h.headline for h in headlines() if h.finding in set(table["finding"]))
-    return (f"Of the paper's {len(table)} findings in this table ({len(table) - appendix} headline findings, "
-            f"{appendix} of appendix D), {named(REPRODUCED)}; {named(NOT_REPRODUCED)}; "
-            f"{named(ON_SUBSTITUTE)}; {named(NOT_ON_SUBSTITUTE)}; {named(NOT_TESTABLE_HERE)}; {named(NOT_RUN)} "
-            f"(profile '{profile}'; §5.2 from "
-            "the published scale records where the build has them).")
+    sentences = [f"Of the paper's {len(table)} findings in this table ({len(table) - appendix} headline findings, "
+                 f"{appendix} of appendix D), on the '{profile}' profile (§5.2 from the published scale records "
+                 "where the build has them):"]
+    for o in OUTCOMES:
+        who = table.loc[table["outcome"] == o, "finding"].tolist()
+        if who:
+            sentences.append(f"{len(who)} {o}: {', '.join(who)}.")
+    return " ".join(sentences)
