@@ -300,10 +300,15 @@ class RayExecutor:
         ray = _import_ray()
         if ray.is_initialized():
             return
+        main_thread = threading.current_thread() is threading.main_thread()
+        handler = signal.getsignal(signal.SIGTERM) if main_thread else None
         try:
             ray.init(address=self.address)
         except ConnectionError as exc:
             raise ValueError(f"no Ray cluster at address {self.address!r}: {_last_line(str(exc))}") from None
+        finally:  # Ray's core replaces the SIGTERM handler with one that aborts the process: put the caller's back
+            if callable(handler) or handler in (signal.SIG_DFL, signal.SIG_IGN):
+                signal.signal(signal.SIGTERM, handler)
 
     def check_resources(self) -> None:
         """A ``ValueError`` when one run asks for more CPUs or GPUs than the cluster has (it would wait

@@ -228,3 +228,28 @@ def test_asking_for_more_than_the_cluster_has_is_refused_up_front(local_ray, tmp
                  "--results", str(tmp_path)]) == 2
     assert "GPUs per run, and the Ray cluster has 0 in all" in capsys.readouterr().err
     assert not (tmp_path / STORE_KIND).exists()
+
+
+def test_sigterm_to_a_ray_sweep_ends_it_as_a_local_sweep_ends(tmp_path):
+    """Ray's core replaces the driver's SIGTERM handler with one that aborts (exit 134, a stack
+    dump); the sweep puts its own back, so `kill` ends it with 143 and one line, and the stopped
+    run's checkpoint is there to resume from."""
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "bindcore.cli", "sweep", "--profile", "smoke", "--executor", "ray", "--workers", "1",
+           "--quiet", "--set", "steps=20000", "--set", "checkpoint_every=20", "--set", "eval_every=100000",
+           "--results", str(results)]
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "BINDCORE_CONTEXT": '{"published": false}'}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while not list(results.glob(f"{STORE_KIND}/*/checkpoint.pt")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()[0]
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the Ray sweep went on after SIGTERM") from None
+    assert proc.returncode == 143, out[-2000:]
+    assert "terminated (SIGTERM)" in out and "SIGTERM received" not in out, out[-2000:]
+    assert list(results.glob(f"{STORE_KIND}/*/checkpoint.pt")) and not list(results.glob(f"{STORE_KIND}/*/result.json"))
