@@ -52,15 +52,14 @@ import pandas as pd
 import torch
 
 import bindcore
-from bindcore.analysis.metrics import (
+from bindcore.analysis import (
     bag_ceiling,
     bag_of_concepts_accuracy,
     bag_of_concepts_scores,
     expected_bag_of_concepts_two_objects,
 )
-from bindcore.book.chapter import start_chapter
-from bindcore.book.prose import glue
-from bindcore.controlled.scenes import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
+from bindcore.book import glue, start_chapter
+from bindcore.controlled import EMPTY, SceneSpace, coverage_split, object_labels, sample_scenes
 from bindcore.figures import draw_token_rows, object_grid
 
 P = start_chapter("formalisation", globals())

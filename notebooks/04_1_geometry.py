@@ -79,22 +79,33 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 
-from bindcore.analysis.embedding_sets import frame_row
-from bindcore.analysis.geometry import nearest_after_edit as nearest_scenes_after_edit
-from bindcore.analysis.geometry import object_banks, object_values, sample_edits
-from bindcore.analysis.geometry_sets import HOLDOUT, decomposition, editing
-from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import in_book_build, show_source, start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import decomposition_table, editing_table, sets_frame, show_claims
+from bindcore.analysis import (
+    HOLDOUT,
+    PROBE_TRAIN_FRACTION,
+    decomposition,
+    editing,
+    frame_row,
+    object_banks,
+    object_values,
+    sample_edits,
+)
+from bindcore.analysis import nearest_after_edit as nearest_scenes_after_edit
+from bindcore.book import (
+    chapter_parameters,
+    decomposition_table,
+    editing_table,
+    glue,
+    in_book_build,
+    sets_frame,
+    show_claims,
+    show_source,
+    start_chapter,
+)
 from bindcore.data import caption
-from bindcore.experiments.geometry import geometry_nulls, geometry_sets
-from bindcore.experiments.inputs import data_and_weights_note
+from bindcore.experiments import data_and_weights_note, geometry_nulls, geometry_sets
 from bindcore.figures import plot_decomposition, plot_editing_sweep
 from bindcore.paper import PAPER_CONCEPT_R2, PAPER_EDITING, PAPER_OBJECTS_OVER_CONCEPTS, PAPER_RECONSTRUCTION
-from bindcore.parameters import chapter_parameters
-from bindcore.verdicts.core import closing_sentence
-from bindcore.verdicts.geometry import geometry_claims
+from bindcore.verdicts import closing_sentence, geometry_claims
 
 P = start_chapter("geometry", globals())
 sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
@@ -370,7 +381,7 @@ plt.show()
 # order, the release's rule.
 
 # %% tags=["remove-input"]
-from bindcore.analysis.geometry import edit_embeddings
+from bindcore.analysis import edit_embeddings
 
 show_source(edit_embeddings)
 

@@ -81,17 +81,15 @@ device = None
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
+from bindcore.analysis import PROBE_TRAIN_FRACTION
+
+# from its module: bindcore.analysis.attribution is the module this chapter exports
 from bindcore.analysis.geometry_sets import ATTRIBUTION_FOLDS, attribution
-from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import attribution_table, sets_frame, show_claims
-from bindcore.experiments.geometry import geometry_sets
-from bindcore.experiments.inputs import data_and_weights_note
+from bindcore.book import attribution_table, chapter_parameters, glue, sets_frame, show_claims, start_chapter
+from bindcore.experiments import data_and_weights_note, geometry_sets
 from bindcore.figures import plot_attribution
 from bindcore.paper import PAPER_ATTRIBUTION
-from bindcore.parameters import chapter_parameters
-from bindcore.verdicts.geometry import attribution_claims
+from bindcore.verdicts import attribution_claims
 
 P = start_chapter("geometry", globals())
 sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

@@ -68,18 +68,18 @@ executor = None  # approximator sweeps: one after the other here (default) or "r
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
+from bindcore.analysis import PROBE_TRAIN_FRACTION, PCATreeRegressor, pretrained_binding
 from bindcore.analysis import complexity as CX
-from bindcore.analysis.approximators import PCATreeRegressor
-from bindcore.analysis.embedding_sets import pretrained_binding
-from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import show_claims, sweep_display
-from bindcore.experiments.complexity import pretrained_sweeps
-from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
+from bindcore.book import glue, show_claims, show_source, start_chapter, sweep_display
+from bindcore.experiments import (
+    data_and_weights_note,
+    geometry_encoders,
+    pretrained_encoders,
+    pretrained_sweeps,
+)
 from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_by_fraction
 from bindcore.paper import PAPER_PRETRAINED_CONCEPTS, PAPER_PRETRAINED_OBJECTS
-from bindcore.verdicts.approximators import pretrained_claims, pretrained_sentences
+from bindcore.verdicts import pretrained_claims, pretrained_sentences
 
 P = start_chapter("pretrained_complexity", globals())
 encoders, note = pretrained_encoders()
@@ -131,7 +131,7 @@ ceiling.pivot(index="fraction", columns="encoder", values="heldout_object").roun
 # chapter defines them one model at a time; the sweeps train them stacked, tested equal):
 
 # %% tags=["remove-input"]
-from bindcore.analysis.approximators.reference import approximator_output
+from bindcore.analysis import approximator_output
 
 show_source(approximator_output)
 

@@ -77,7 +77,8 @@ import torch
 from IPython.display import Markdown
 
 import bindcore
-from bindcore.analysis.generalization import (
+from bindcore import resolve_device
+from bindcore.analysis import (
     ABLATION_LABELS,
     ABLATION_NAMES,
     ONE_PHASE,
@@ -91,11 +92,9 @@ from bindcore.analysis.generalization import (
     results_table,
     seed_summary,
 )
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import per_size, show_claims
-from bindcore.controlled.models import DualEncoder
-from bindcore.controlled.recipes import (
+from bindcore.book import glue, per_size, show_claims, show_source, start_chapter
+from bindcore.controlled import (
+    BINDS_AT,
     COMPARISON_SIZES,
     EARLIER_DEPTH,
     FIT_MARGIN,
@@ -106,33 +105,38 @@ from bindcore.controlled.recipes import (
     SCALE_CAPS,
     SCALE_SEEDS,
     SCALE_STEPS,
+    STORE_KIND,
+    DualEncoder,
+    TrainConfig,
     comparison_depth,
     depth_fit,
     depth_label,
     fitted,
+    load_model,
+    object_query_additivity,
     planned_coverages,
+    read_attempts,
     recipe_table,
+    sample_scenes,
+    train,
 )
-from bindcore.controlled.runs import load_model, train
-from bindcore.controlled.scenes import sample_scenes
-from bindcore.controlled.search import BINDS_AT, read_attempts
-from bindcore.controlled.training import STORE_KIND, TrainConfig, object_query_additivity
-from bindcore.experiments.generalization import (
+from bindcore.experiments import (
+    ResultStore,
     chapter_recipe,
     describe_scale_records,
+    has_weights,
     note_stored,
+    run_sweep,
     scale_records,
 )
 from bindcore.figures import PAGE_WIDTH_IN, plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
-from bindcore.runtime import resolve_device
-from bindcore.store import ResultStore, has_weights
-from bindcore.sweep import run_sweep
-from bindcore.verdicts.core import claim_outcomes, closing_sentence
-from bindcore.verdicts.generalization import (
+from bindcore.verdicts import (
     RULE_CHANGES,
+    claim_outcomes,
     claim_support,
     claims_table,
+    closing_sentence,
     generalization_claim_rules,
     transition_table,
 )
@@ -485,7 +489,7 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
 # `bindcore/analysis/binding.py`; open the output below to read them):
 
 # %% tags=["remove-input", "hide-output"]
-from bindcore.analysis.binding import bag_ceiling, strict_correct, swap_pair_recognition, swap_twins
+from bindcore.analysis import bag_ceiling, strict_correct, swap_pair_recognition, swap_twins
 
 show_source(strict_correct, swap_twins, swap_pair_recognition, bag_ceiling)
 

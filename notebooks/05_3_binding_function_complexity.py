@@ -82,13 +82,11 @@ executor = None  # where training runs and approximator sweeps run: "local" (def
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.tables import show_claims, sweep_display
-from bindcore.experiments.complexity import controlled_datasets, controlled_sweeps
+from bindcore.analysis import protocol_for, true_embedding_ceiling
+from bindcore.book import chapter_parameters, show_claims, show_source, start_chapter, sweep_display
+from bindcore.experiments import controlled_datasets, controlled_sweeps
 from bindcore.figures import legend_below, model_panels, plot_by_width
-from bindcore.parameters import chapter_parameters
-from bindcore.verdicts.approximators import width_claims
+from bindcore.verdicts import width_claims
 
 P = start_chapter("controlled_complexity", globals())
 sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here
@@ -124,7 +122,7 @@ pd.DataFrame({"model": [d.name for d in datasets], "scenes": [len(d.objects) for
 # other families, one model at a time (the sweeps train them stacked, tested equal):
 
 # %% tags=["remove-input"]
-from bindcore.analysis.approximators.reference import approximator_output
+from bindcore.analysis import approximator_output
 
 show_source(approximator_output)
 

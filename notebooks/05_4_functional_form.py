@@ -66,22 +66,12 @@ import pandas as pd
 import torch
 from IPython.display import Markdown
 
-from bindcore.analysis.approximators import FAMILIES, StackedApproximator, global_codes
-from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.analysis.complexity import protocol_for
-from bindcore.book.chapter import start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import figure9_correlations, show_claims
-from bindcore.experiments.complexity import (
-    controlled_datasets,
-    controlled_sweeps,
-    figure9_runs,
-    figure9_table,
-)
+from bindcore.analysis import FAMILIES, FAMILY_LABELS, StackedApproximator, global_codes, protocol_for
+from bindcore.book import chapter_parameters, figure9_correlations, glue, show_claims, start_chapter
+from bindcore.experiments import controlled_datasets, controlled_sweeps, figure9_runs, figure9_table
 from bindcore.figures import legend_below, model_panels, plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
-from bindcore.parameters import chapter_parameters
-from bindcore.verdicts.approximators import figure9_claims, form_claims, form_sentences
+from bindcore.verdicts import figure9_claims, form_claims, form_sentences
 
 P = start_chapter("controlled_complexity", globals())
 sweep_parameters = chapter_parameters("binding_generalization", profile)  # the §5.2 sweep whose models are reused here

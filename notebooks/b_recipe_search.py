@@ -38,9 +38,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.tables import fit_search_table, recipe_search_table
-from bindcore.controlled.search import read_attempts
+from bindcore.book import fit_search_table, recipe_search_table, show_source, start_chapter
+from bindcore.controlled import read_attempts
 from bindcore.figures import plot_fit_search
 
 start_chapter(None, globals())
@@ -70,7 +69,7 @@ start_chapter(None, globals())
 # candidates include the held-out objects):
 
 # %% tags=["remove-input"]
-from bindcore.controlled.search import hidden_from_choices
+from bindcore.controlled import hidden_from_choices
 
 show_source(hidden_from_choices)
 

@@ -56,15 +56,22 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from bindcore.analysis.metrics import caption_retrieval
-from bindcore.book.chapter import show_source, start_chapter
-from bindcore.book.prose import glue
-from bindcore.data import read_labels_csv
-from bindcore.data.clevr2d import make_clevr2d, make_clevr2d_singles
-from bindcore.data.clevr3d import make_clevr3d, make_clevr3d_singles, make_clevr3d_three
-from bindcore.data.folders import load_folder
-from bindcore.data.text import ADJECTIVES, NOUNS, make_text_space
-from bindcore.data.vocab import CLEVR2D_SHAPES, CLEVR_SHAPES
+from bindcore.analysis import caption_retrieval
+from bindcore.book import glue, show_source, start_chapter
+from bindcore.data import (
+    ADJECTIVES,
+    CLEVR2D_SHAPES,
+    CLEVR_SHAPES,
+    NOUNS,
+    load_folder,
+    make_clevr2d,
+    make_clevr2d_singles,
+    make_clevr3d,
+    make_clevr3d_singles,
+    make_clevr3d_three,
+    make_text_space,
+    read_labels_csv,
+)
 from bindcore.encoders import default_encoders, embed_dataset
 from bindcore.figures import sample_grid
 from bindcore.paper import PAPER_DATASET_SIZES, PAPER_DATASETS

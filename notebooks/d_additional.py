@@ -83,25 +83,38 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from bindcore.analysis.embedding_sets import (
+from bindcore.analysis import (
+    HOLDOUT,
+    PROBE_TRAIN_FRACTION,
+    mds_analysis,
     natural_dataset,
     natural_sets,
     three_object_datasets,
     three_object_sets,
     visibility_frame,
 )
-from bindcore.analysis.geometry_sets import HOLDOUT, mds_analysis
-from bindcore.analysis.probes import PROBE_TRAIN_FRACTION
-from bindcore.book.chapter import ran_with, show_source, start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import mds_table, parameter_table, show_claims
-from bindcore.data.clevr3d import OCCLUDED_VISIBLE
-from bindcore.experiments.geometry import geometry_sets, natural_table, three_object_long, three_object_table
-from bindcore.experiments.inputs import data_and_weights_note, geometry_encoders
+from bindcore.book import (
+    chapter_parameters,
+    glue,
+    mds_table,
+    parameter_table,
+    ran_with,
+    show_claims,
+    show_source,
+    start_chapter,
+)
+from bindcore.data import OCCLUDED_VISIBLE
+from bindcore.experiments import (
+    data_and_weights_note,
+    geometry_encoders,
+    geometry_sets,
+    natural_table,
+    three_object_long,
+    three_object_table,
+)
 from bindcore.figures import PALETTE, mds_figure, plot_three_objects, sample_grid
 from bindcore.paper import PAPER_NATURAL_IMAGES, PAPER_THREE_OBJECTS
-from bindcore.parameters import chapter_parameters
-from bindcore.verdicts.additional import additional_claims, natural_claims
+from bindcore.verdicts import additional_claims, natural_claims
 
 P = start_chapter("additional", globals())
 encoders, note = geometry_encoders()
@@ -260,7 +273,7 @@ show_claims(natural_claims(natural, profile), "d_additional")
 # Grid-likeness as computed (`bindcore.analysis.geometry`):
 
 # %% tags=["remove-input"]
-from bindcore.analysis.geometry import grid_likeness
+from bindcore.analysis import grid_likeness
 
 show_source(grid_likeness)
 

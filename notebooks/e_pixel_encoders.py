@@ -74,15 +74,20 @@ import pandas as pd
 from IPython.display import Markdown
 
 import bindcore
-from bindcore.analysis.approximators import FAMILIES
-from bindcore.analysis.approximators.labels import FAMILY_LABELS
-from bindcore.analysis.complexity import protocol_for, true_embedding_ceiling
-from bindcore.book.chapter import start_chapter
-from bindcore.book.prose import glue
-from bindcore.book.tables import level_summary, level_support, pixel_results_table
-from bindcore.controlled.recipes import pixel_recipe, recipe_table
-from bindcore.data.pixels import LEVEL_LABELS, palette_separation
-from bindcore.experiments.pixels import (
+from bindcore import resolve_device
+from bindcore.analysis import FAMILIES, FAMILY_LABELS, protocol_for, true_embedding_ceiling
+from bindcore.book import (
+    chapter_parameters,
+    glue,
+    level_summary,
+    level_support,
+    pixel_results_table,
+    start_chapter,
+)
+from bindcore.controlled import pixel_recipe, recipe_table
+from bindcore.experiments import (
+    LEVEL_LABELS,
+    palette_separation,
     pixel_approximator_params,
     pixel_base,
     pixel_binding_data,
@@ -98,11 +103,14 @@ from bindcore.figures import (
     plot_pixel_samples,
 )
 from bindcore.paper import PAPER_PIXELS
-from bindcore.parameters import chapter_parameters
-from bindcore.runtime import resolve_device
-from bindcore.verdicts.core import closing_sentence, support_text
-from bindcore.verdicts.outcomes import pixel_frame
-from bindcore.verdicts.pixels import pixel_claim_rules, pixel_claims, pixel_form_sentences
+from bindcore.verdicts import (
+    closing_sentence,
+    pixel_claim_rules,
+    pixel_claims,
+    pixel_form_sentences,
+    pixel_frame,
+    support_text,
+)
 
 P = start_chapter("pixel_encoders", globals())
 base = pixel_base(profile, P)

@@ -55,25 +55,28 @@ import pandas as pd
 import torch
 from IPython.display import Markdown
 
-from bindcore.analysis.generalization import ablation_configs, ablation_summary, results_table
-from bindcore.analysis.metrics import (
+from bindcore.analysis import (
+    ablation_configs,
+    ablation_summary,
     bag_ceiling,
     bag_of_concepts_accuracy,
     expected_bag_of_concepts_two_objects,
+    results_table,
 )
-from bindcore.book.chapter import ran_with, start_chapter
-from bindcore.book.prose import glue
-from bindcore.controlled.recipes import recipe_table
-from bindcore.controlled.scenes import SceneSpace, sample_scenes
-from bindcore.experiments.generalization import chapter_recipe, note_stored
-from bindcore.experiments.report import gather_results
+from bindcore.book import chapter_parameters, glue, ran_with, start_chapter
+from bindcore.controlled import SceneSpace, recipe_table, sample_scenes
+from bindcore.experiments import chapter_recipe, gather_results, note_stored, run_sweep
 from bindcore.paper import paper_items
-from bindcore.parameters import chapter_parameters
-from bindcore.sweep import run_sweep
-from bindcore.verdicts.comparison import GROUPS, comparison_table, summary_line
-from bindcore.verdicts.core import claim_outcomes
-from bindcore.verdicts.outcomes import outcome_summary
-from bindcore.verdicts.report import claims_overview, gather, report_parameters
+from bindcore.verdicts import (
+    GROUPS,
+    claim_outcomes,
+    claims_overview,
+    comparison_table,
+    gather,
+    outcome_summary,
+    report_parameters,
+    summary_line,
+)
 
 start_chapter(None, globals())
 chapter_params, sources = report_parameters(profile)  # what each chapter ran with in this build
@@ -239,7 +242,7 @@ if P["ablations"]:
 # held-out object recognition against the model's, per object-space size:
 
 # %% tags=["hide-input", "hide-output", "full-width"]
-from bindcore.book.tables import figure9_correlations
+from bindcore.book import figure9_correlations
 
 display(figure9_correlations(R["fig9"]).round(3))
 R["fig9"].round(3)
@@ -289,7 +292,7 @@ R["grid"].round(3)
 # global-product probe on the frozen encoders of §5.1 beside the pixel-trained models.
 
 # %% tags=["hide-input", "hide-output", "full-width"]
-from bindcore.verdicts.pixels import d7_contrast
+from bindcore.verdicts import d7_contrast
 
 PE = R["pixels"]["params"]
 print("parameters:", R["pixels"]["source"])
@@ -304,7 +307,7 @@ d7_contrast(R["pretrained"], R["pixels"]["approx"], profile).round(3)
 # defaults.
 
 # %% tags=["hide-input", "hide-output", "full-width"]
-from bindcore.verdicts.deviations import paper_deviations, release_deviations
+from bindcore.verdicts import paper_deviations, release_deviations
 
 prm = R["params"]
 with pd.option_context("display.max_colwidth", None):

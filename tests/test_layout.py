@@ -3,13 +3,17 @@ experiments never import the book (bindcore/book/, the verdicts in bindcore/verd
 the figures in bindcore/figures.py); the book neither trains nor fits; the paper's numbers
 and claims live in bindcore/paper.py, the book and bindcore/experiments/ (the paper's
 experiments, with the paper's numbers beside theirs) only; chapters collect their
-parameters from their own namespace."""
+parameters from their own namespace; every module imports first (the packages' __init__
+re-export their modules), and the command line starts without torch."""
 
 from __future__ import annotations
 
 import ast
 import json
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -182,3 +186,47 @@ def test_no_module_or_class_is_looked_up_by_its_name():
         calls = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Call)
                  and ast.unparse(n.func) in ("importlib.import_module", "import_module", "__import__")]
         assert not calls, f"bindcore/{_rel(path)} imports a module named by a string"
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh Python that imports this checkout's bindcore."""
+    setup = f"import sys; sys.path.insert(0, {str(PACKAGE.parent)!r})\n"
+    return subprocess.run([sys.executable, "-c", setup + code], capture_output=True, text=True, timeout=600)
+
+
+def test_every_module_imports_first_and_each_package_has_what_it_lists():
+    """The packages' __init__ re-export their modules for the chapters, and bindcore.analysis and
+    bindcore.controlled import each other's modules: each module of bindcore must import when it
+    is the first one imported (a cycle fails for some first module); each name of a package's
+    ``__all__`` exists (bindcore.book's tables load on first use)."""
+    modules = sorted(_module(p) for p in PACKAGE.rglob("*.py") if p.name != "__main__.py")
+    run = _python(textwrap.dedent(f"""
+        import importlib, json
+        failed = {{}}
+        for name in {modules!r}:
+            for loaded in [m for m in sys.modules if m == "bindcore" or m.startswith("bindcore.")]:
+                del sys.modules[loaded]
+            try:
+                module = importlib.import_module(name)
+                missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+                if missing:
+                    failed[name] = f"__all__ lists {{missing}}, which it lacks"
+            except Exception as e:
+                failed[name] = repr(e)
+        print(json.dumps(failed))
+        """))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.splitlines()[-1]) == {}
+
+
+def test_the_command_line_and_the_book_build_start_without_torch():
+    """``bindcore``, the command line and what its quick commands import (the book build, sync,
+    the datasets) load neither torch nor pandas; bindcore.book's tables (pandas, the science)
+    load only when a chapter asks for one."""
+    run = _python(textwrap.dedent("""
+        import bindcore, bindcore.cli, bindcore.book.build, bindcore.book.pairs, bindcore.data
+        from bindcore.book import glue, show_source, start_chapter
+        print(sorted(m for m in ("torch", "pandas", "matplotlib", "bindcore.book.tables") if m in sys.modules))
+        """))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-1] == "[]"

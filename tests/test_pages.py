@@ -109,6 +109,63 @@ def test_import_cells_are_folded_away(name):
                 f"notebooks/{name}.py cell {i} imports on the page; tag it hide-input (or remove-cell)")
 
 
+# bindcore modules a chapter may import from: the packages' public APIs (their __init__) and a few
+# modules (bindcore.figures, bindcore.paper), not the library module by module
+MAX_MODULES = 8
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT / name.replace(".", "/")
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def bindcore_modules(sources) -> set[str]:
+    """The bindcore modules code imports from: ``bindcore.x`` for ``import bindcore.x`` and
+    ``from bindcore.x import y``, ``bindcore.x.y`` where ``y`` is itself a module
+    (``from bindcore.analysis import complexity``)."""
+    found = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "bindcore"}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module.split(".")[0] == "bindcore":
+                found |= {f"{node.module}.{a.name}" if _is_module(f"{node.module}.{a.name}") else node.module
+                          for a in node.names}
+    return found
+
+
+def chapter_modules(name: str) -> set[str]:
+    """The bindcore modules a chapter's cells import from; its cells tagged export are library
+    modules (written to bindcore/ by `bindcore sync`) and import what their module needs."""
+    return bindcore_modules(c.source for c in _notebook(name).cells
+                            if c.cell_type == "code" and "export" not in c.metadata.get("tags", []))
+
+
+def check_few_modules(where: str, modules: set[str]) -> None:
+    assert len(modules) <= MAX_MODULES, (
+        f"{where} imports from {len(modules)} bindcore modules (at most {MAX_MODULES}): {sorted(modules)}; "
+        "import from the packages (bindcore.analysis, bindcore.book, bindcore.controlled, ...)")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_chapter_imports_from_few_bindcore_modules(name):
+    check_few_modules(f"notebooks/{name}.py", chapter_modules(name))
+
+
+def test_a_chapter_importing_from_nine_bindcore_modules_is_refused():
+    eight = ["import bindcore", "from bindcore.analysis import bag_ceiling", "from bindcore.book import glue",
+             "from bindcore.controlled import TrainConfig", "from bindcore.data import caption",
+             "from bindcore.experiments import run_sweep", "from bindcore.figures import PALETTE",
+             "def f():\n    from bindcore.paper import PAPER_PIXELS",  # an import inside a function counts
+             "from bindcore.book import show_claims"]  # a module imported from twice counts once
+    assert len(bindcore_modules(eight)) == 8
+    check_few_modules("eight", bindcore_modules(eight))
+    for ninth in ("from bindcore.verdicts import gather", "import bindcore.store",
+                  "from bindcore.analysis import complexity as CX"):  # a module, not a name of bindcore.analysis
+        with pytest.raises(AssertionError, match="imports from 9 bindcore modules"):
+            check_few_modules("nine", bindcore_modules([*eight, ninth]))
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_no_cell_ends_in_a_call_whose_value_is_not_for_the_reader(name):
     """A cell's last expression is shown as its output; a glue call, an axis setter or a
