@@ -189,3 +189,14 @@ def test_a_reason_names_the_failed_claims_by_how_much_and_the_suspect():
     claims["§5.3"] = width_claims(widths({4: 0.0, 256: 0.0}).assign(**{"model: validation swap pairs": 0.05}), "quick")
     reason = OC.outcome_table(claims, "quick").set_index("finding").loc["§5.3 low complexity", "reason, command"]
     assert reason.startswith("precondition failed: ") and "validation swap pairs 0.05 < 0.5" in reason
+
+
+def test_a_shortened_number_list_is_cut_after_a_whole_number():
+    """A reason shortened to its length keeps every number it shows whole ("+0.93, +0.96, …"; it
+    read "+0…." before); a text without items to cut after is cut where it must be."""
+    gaps = ", ".join(f"|O| = 400: +0.9{i}" for i in range(9))
+    short = OC._short(gaps, 60)
+    assert short.endswith(", …") and len(short) <= 60
+    assert all(re.fullmatch(r"\|O\| = 400: \+0\.9\d", item) for item in short[:-3].split(", ")), short
+    assert OC._short("x" * 200, 60) == "x" * 59 + "…"
+    assert OC._short(gaps, 1000) == gaps

@@ -296,6 +296,22 @@ def test_an_outcome_row_without_its_reason_is_found_on_the_page():
         "a row without its 'reason, command' ('§5.2 binding generalizes')"]
 
 
+def test_a_file_path_in_a_text_cell_may_break_after_its_slashes():
+    """A command in a reason cell names a profile file; held whole, as a name holding a digit is,
+    it widened the report's table past the page. It may break after each slash; a number group
+    beside it stays whole, and the page check finds nothing."""
+    import pandas as pd
+
+    from bindcore.book.chapter import table_html
+    from bindcore.book.tables import page_table_problems
+
+    cmd = "run `papermill notebooks/05_1_x.ipynb out.ipynb -f notebooks/profiles/paper/05_1_pretrained.yaml` (0.12-0.38)"
+    html = table_html(pd.DataFrame({"reason, command": [cmd]}))
+    assert "notebooks/<wbr>profiles/<wbr>paper/<wbr>05_1_pretrained.yaml" in html
+    assert '<span class="nowrap">(0.12-0.38)</span>' in html
+    assert page_table_problems(_page(html)) == []
+
+
 def test_a_table_over_fifteen_rows_is_folded_under_a_summary():
     import nbformat
     import pandas as pd

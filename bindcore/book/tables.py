@@ -428,17 +428,27 @@ def _breaks_inside(piece: str) -> bool:
     return re.search(r"[\s/–-]", piece.lstrip("-+−")) is not None
 
 
+# a file path (two slashes or more: notebooks/profiles/paper/05_1_....yaml) is no number: it may
+# break after a slash (a <wbr>), or it would hold a cell as wide as itself
+_PATH = re.compile(r"`?[\w.-]+(?:/[\w.-]+){2,}`?")
+
+
 def breakable_groups(text: str) -> list[str]:
     """The pieces of ``text`` a line must not break inside (:data:`_KEEP`) that a browser could
-    break: at a space, after a dash or a slash."""
-    return [m.group(0) for m in _KEEP.finditer(text) if _breaks_inside(m.group(0))]
+    break: at a space, after a dash or a slash (file paths aside)."""
+    return [m.group(0) for m in _KEEP.finditer(text) if _breaks_inside(m.group(0)) and not _PATH.fullmatch(m.group(0))]
 
 
 def keep_number_groups(text: str) -> str:
-    """``text`` as HTML with each of its :func:`breakable_groups` in a ``nowrap`` span."""
+    """``text`` as HTML with each of its :func:`breakable_groups` in a ``nowrap`` span, and a
+    file path free to break after each slash."""
     out, at = [], 0
     for m in _KEEP.finditer(text):
-        if _breaks_inside(m.group(0)):
+        if _PATH.fullmatch(m.group(0)):
+            out += [htmllib.escape(text[at:m.start()], quote=False),
+                    htmllib.escape(m.group(0), quote=False).replace("/", "/<wbr>")]
+            at = m.end()
+        elif _breaks_inside(m.group(0)):
             out += [htmllib.escape(text[at:m.start()], quote=False),
                     f'<span class="nowrap">{htmllib.escape(m.group(0), quote=False)}</span>']
             at = m.end()

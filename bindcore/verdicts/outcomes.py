@@ -134,8 +134,14 @@ def _rows(h: Headline, claims: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, s
 
 
 def _short(text: str, most: int = 110) -> str:
+    """``text`` within ``most`` characters, cut after a whole item (at ", " or "; ") where one ends in
+    its second half, so that no number is cut ("+0.93, +0.96, …", never "+0.…")."""
     text = str(text)
-    return text if len(text) <= most else text[:most - 1].rstrip(" ,;:") + "…"
+    if len(text) <= most:
+        return text
+    head = text[:most - 1]
+    cut = max(head.rfind(", "), head.rfind("; "))
+    return head[:cut].rstrip(" ,;:") + ", …" if cut > most // 2 else head.rstrip(" ,;:") + "…"
 
 
 def _ours(rows: pd.DataFrame) -> str:
