@@ -68,9 +68,9 @@ def test_one_row_per_headline_finding_generated_from_the_verdicts():
     line = OC.outcome_summary(table, "quick")
     assert line.startswith("Of the paper's 9 findings in this table (7 headline findings, 2 of appendix D), "
                            "on the 'quick' profile")
-    assert ": 4 reproduced: §4.1 additivity, §4.2 components, §5.1 CLIP's binding complexity, §5.2" in line
-    assert ". 1 not reproduced: §5.3 low complexity. " in line and ". 4 not run here: " in line
-    assert all(len(s.split()) < 40 for s in re.split(r"[.:] (?=\d)", line)), "a sentence a reader cannot take in at once"
+    assert "). Reproduced (4): §4.1 additivity, §4.2 components, §5.1 CLIP's binding complexity, §5.2" in line
+    assert ". Not reproduced (1): §5.3 low complexity. " in line and ". Not run here (4): " in line
+    assert all(len(s.split()) < 40 for s in re.split(r"\. (?=[A-Z])", line)), "a sentence a reader cannot take in at once"
 
 
 def test_a_finding_about_binding_models_is_not_testable_where_no_model_binds():
@@ -80,7 +80,7 @@ def test_a_finding_about_binding_models_is_not_testable_where_no_model_binds():
     claims["§5.3"] = width_claims(widths({4: 0.0, 16: 0.0, 256: 0.0}).assign(**{"model: validation swap pairs": 0.05}), "quick")
     row = OC.outcome_table(claims, "quick").set_index("finding").loc["§5.3 low complexity"]
     assert row["outcome"] == OC.NOT_TESTABLE_HERE and "models that bind" in row["reason, command"]
-    assert "1 not testable here: §5.3 low complexity." in OC.outcome_summary(OC.outcome_table(claims, "quick"), "quick")
+    assert "Not testable here (1): §5.3 low complexity." in OC.outcome_summary(OC.outcome_table(claims, "quick"), "quick")
 
 
 def test_substitutes_and_controls_are_not_the_paper_s_encoder():

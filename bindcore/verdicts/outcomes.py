@@ -247,9 +247,9 @@ def outcome_summary(table: pd.DataFrame, profile: str) -> str:
     appendix = sum(not h.headline for h in headlines() if h.finding in set(table["finding"]))
     sentences = [f"Of the paper's {len(table)} findings in this table ({len(table) - appendix} headline findings, "
                  f"{appendix} of appendix D), on the '{profile}' profile (§5.2 from the published scale records "
-                 "where the build has them):"]
+                 "where the build has them)."]
     for o in OUTCOMES:
         who = table.loc[table["outcome"] == o, "finding"].tolist()
         if who:
-            sentences.append(f"{len(who)} {o}: {', '.join(who)}.")
+            sentences.append(f"{o[:1].upper()}{o[1:]} ({len(who)}): {', '.join(who)}.")
     return " ".join(sentences)
