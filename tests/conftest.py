@@ -6,6 +6,8 @@ bindcore applies its OpenMP policy (bindcore.runtime); pytest imports this modul
 before any test module, hence before torch.
 """
 
+import pytest
+
 import bindcore  # noqa: F401
 
 
@@ -32,3 +34,14 @@ def asked_at_once(ask, times: int = 2) -> list:
     for t in askers:
         t.join()
     return got
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal, for the test (a test run started
+    as a background job inherits an ignored SIGINT)."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

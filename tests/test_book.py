@@ -567,7 +567,7 @@ def test_a_chapter_failing_beside_others_names_itself_and_the_rest_still_finish(
     assert (tmp_path / "build" / "executed" / "smoke" / "ch2.ipynb").is_file()
 
 
-def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, tmp_path, monkeypatch):
+def test_an_interrupted_side_by_side_build_leaves_no_chapter_process(fake_repo, tmp_path, monkeypatch, ctrl_c):
     import signal
     import subprocess
     import threading

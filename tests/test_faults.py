@@ -210,17 +210,6 @@ def test_data_make_killed_during_its_install_loses_nothing(old_dataset, point):
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == []  # no staging folder left
 
 
-@pytest.fixture
-def ctrl_c():
-    """Ctrl-C raises KeyboardInterrupt, as in a terminal, for the test (a test run started
-    as a background job inherits an ignored SIGINT)."""
-    import signal
-
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
-
-
 def test_ctrl_c_during_the_install_takes_effect_when_the_new_dataset_is_complete(old_dataset, monkeypatch, ctrl_c):
     import signal
 

@@ -355,6 +355,12 @@ def test_table_headers_are_words_and_no_column_is_cut():
     assert page_table_problems(_page(html)) == []
     assert page_table_problems(_page(wide.to_html(max_cols=20))) [:2] == [
         "a table cut to some of its columns ('...'; first column 'metric_0')", "a header that is not words: 'metric_0'"]
+    # a pivot's headers, at every level, in words too (the values' names and the pivoted column's)
+    long = pd.DataFrame({"family": ["a", "a"], "init": ["one_plus", "normal"], "train_r2": [0.1, 0.2],
+                         "heldout_object": [0.3, 0.4]})
+    pivot = long.pivot_table(index="family", columns="init", values=["train_r2", "heldout_object"])
+    assert page_table_problems(_page(table_html(pivot))) == []
+    assert "a header that is not words: 'train_r2'" in page_table_problems(_page(pivot.to_html()))
 
 
 # the chapters whose closing paragraph states what the build shows: generated from their claims

@@ -353,7 +353,8 @@ def show_claims(frame: pd.DataFrame, notebook: str | None = None) -> None:
 # the approximator sweeps' columns as a reader names them
 SWEEP_COLUMNS = {"family": "family", "width": "width", "fraction": "data fraction", "lr": "learning rate",
                  "heldout_concept": "held-out concepts", "heldout_object": "held-out objects",
-                 "heldout_r2": "held-out R²", "train_object": "training objects", "seconds": "seconds"}
+                 "heldout_r2": "held-out R²", "train_object": "training objects", "train_r2": "training R²",
+                 "seconds": "seconds", "one_plus": "1 + 0.1 N(0, 1)"}
 
 
 def sweep_display(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -526,7 +527,7 @@ def per_size(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def page_table(df: pd.DataFrame) -> str:
-    """``df`` as a page shows it: headers in words (:func:`column_label`), seed ranges beside their
+    """``df`` as a page shows it: headers in words (:func:`column_label`, at each level of a pivot's), seed ranges beside their
     values (:func:`with_ranges`), no plain 0..n-1 index,
     every column (a wide table scrolls in its box, ``bindcore-table-scroll``), cells of numbers
     kept on one line (``td.num``) and number groups in text too (``span.nowrap``), a cell's line
@@ -534,7 +535,7 @@ def page_table(df: pd.DataFrame) -> str:
     folded in a details block under a line that says its size and columns."""
     index = df.index
     plain = index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
-    shown = with_ranges(df).rename(columns=column_label) if df.columns.nlevels == 1 else df
+    shown = (with_ranges(df) if df.columns.nlevels == 1 else df).rename(columns=column_label)  # a pivot's every level
     html = shown.to_html(index=not plain, classes="bindcore-table", border=0, max_cols=None,
                          max_rows=None if len(df) <= MAX_SHOWN_ROWS else MAX_SHOWN_ROWS, show_dimensions=False)
     html = re.sub(r"<(td|th)((?:\s[^>]*)?)>(.*?)</\1>", _cell, html, flags=re.S)
