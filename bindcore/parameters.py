@@ -47,6 +47,7 @@ TYPES: dict[str, Any] = {
     "steps": _COUNT | None,
     "batch_size": typed(int, ge=1, le=2**20) | None,  # None: full batch
     "lrs": _list(_POSITIVE),
+    "patience": typed(int, ge=1, le=1000) | None,  # None: every approximator runs all its steps
     "tree_grid": typed(Literal["small", "full"]),
     "max_objects": typed(int, ge=1, le=10**4),
     "clevr2d_size": typed(int, ge=16, le=PIXELS),

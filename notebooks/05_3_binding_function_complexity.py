@@ -70,6 +70,7 @@ widths = [4, 8, 16, 32, 64, 256, 1024]  # MLP hidden widths
 steps = 1500  # approximator training steps
 batch_size = 512  # approximator minibatch (None: full batch)
 lrs = [0.01, 0.001]  # learning rates (chosen per model on validation scenes of training objects)
+patience = None  # evaluations without a validation gain before an approximator stops (None: all `steps`)
 max_objects = 400  # objects per controlled model whose ordered pairs form the data
 models = "scale-chosen"  # §5.2 models: "chapter" (its own runs), "scale" (every binding point) or "scale-chosen"
 controlled_steps = 8000  # training steps of the §5.2 models used here (the quick recipe's)
@@ -84,7 +85,7 @@ import pandas as pd
 
 from bindcore.analysis import protocol_for, true_embedding_ceiling
 from bindcore.book import chapter_parameters, show_claims, show_source, start_chapter, sweep_display
-from bindcore.experiments import controlled_datasets, controlled_sweeps
+from bindcore.experiments import controlled_datasets, controlled_sweeps, stop_summary
 from bindcore.figures import legend_below, model_panels, plot_by_width
 from bindcore.verdicts import width_claims
 
@@ -136,6 +137,7 @@ sweep_display(table, ["model", "width", "fraction", "lr", "heldout_concept", "he
                       "heldout_r2", "train_object", "seconds"])
 
 # %%
+print(stop_summary(table))
 fig, panels = model_panels([d.name for d in datasets], rows_per_model=2)
 for (objects, concepts), data in zip(panels, datasets):
     sub = table[table["model"] == data.name]

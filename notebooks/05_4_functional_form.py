@@ -51,6 +51,7 @@ widths = [4, 8, 16, 32, 64, 256, 1024]  # MLP widths; the product families use t
 steps = 1500
 batch_size = 512
 lrs = [0.01, 0.001]
+patience = None  # evaluations without a validation gain before an approximator stops (None: all `steps`)
 max_objects = 400
 models = "scale-chosen"  # §5.2 models: "chapter" (its own runs), "scale" (every binding point) or "scale-chosen"
 controlled_steps = 8000  # training steps of the §5.2 models used here (the quick recipe's)
@@ -67,7 +68,14 @@ import torch
 from IPython.display import Markdown
 
 from bindcore.analysis import FAMILIES, FAMILY_LABELS, StackedApproximator, global_codes, protocol_for
-from bindcore.book import chapter_parameters, figure9_correlations, glue, show_claims, start_chapter
+from bindcore.book import (
+    chapter_parameters,
+    figure9_correlations,
+    figure9_level,
+    glue,
+    show_claims,
+    start_chapter,
+)
 from bindcore.experiments import controlled_datasets, controlled_sweeps, figure9_runs, figure9_table
 from bindcore.figures import legend_below, model_panels, plot_by_fraction, plot_figure9
 from bindcore.paper import PAPER_OBJECT_SPACES
@@ -205,6 +213,7 @@ ax.set_title(f"Figure 9: global product vs the model ({fig9_recipe}; {drawn} of 
              "fitted)", fontsize=10)
 plt.show()
 display(corr.round(3))
+display(Markdown(figure9_level(corr)))
 fig9.round(3)
 
 # %% [markdown]

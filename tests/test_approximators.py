@@ -151,6 +151,79 @@ def test_stacked_equals_one_by_one(small_data, protocol, batch):
         assert (x["family"], x["width"], x["lr"], x["seed"]) == (y["family"], y["width"], y["lr"], y["seed"])
 
 
+def test_a_validation_curve_still_falling_never_stops_and_a_flat_one_does():
+    """The stop rule: a model stops once its validation MSE has not improved (by PLATEAU_DELTA,
+    relative) over ``patience`` evaluations; a curve still falling, however slowly above that
+    gain, is never reported as converged."""
+    def curve(values):
+        return [{"step": 100 * i, "val_mse": v} for i, v in enumerate(values)]
+
+    falling = curve([1.0 * 0.99 ** i for i in range(60)])  # 1% a step: never a plateau
+    assert A.plateau_step(falling, patience=3) is None
+    flat = curve([1.0, 0.5, 0.4] + [0.4] * 5)
+    assert A.plateau_step(flat, patience=3) == 500  # three evaluations without a gain after step 200
+    noisy = curve([1.0, 0.5, 0.45, 0.46, 0.44, 0.4501, 0.46, 0.47])  # the best improves at 400, then not
+    assert A.plateau_step(noisy, patience=3) == 700
+    # gains that add up to less than the threshold over the patience: stops; more: goes on
+    assert A.plateau_step(curve([(1 - A.PLATEAU_DELTA / 4) ** i for i in range(10)]), patience=3) == 300
+    assert A.plateau_step(curve([(1 - A.PLATEAU_DELTA / 2) ** i for i in range(30)]), patience=3) is None
+    assert A.plateau_step(curve([float("nan")] * 5), patience=1) is None  # nothing to stop on
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+def test_with_patience_a_model_stops_on_its_plateau_and_its_stack_mates_go_on(small_data, stacked):
+    """Early stopping per model, stacked or alone alike: a model whose validation MSE stops
+    improving keeps the weights of the step it stopped at (its record says "plateau" and
+    where); one still improving runs to the cap ("cap")."""
+    d = small_data
+    split = object_level_split(d, 0.7, seed=0)
+    specs = (A.make_specs(d, split, "mlp", widths=[16], lrs=[3e-2], seeds=[0], fraction=0.7)
+             + A.make_specs(d, split, "mlp", widths=[16], lrs=[1e-5], seeds=[0], fraction=0.7))
+    cap = 400
+    recs = _train(d, specs, "release", steps=cap, eval_every=10, stacked=stacked, keep_predictions=True)
+    fast, slow = recs
+    plain = _train(d, specs, "release", steps=cap, eval_every=10, stacked=stacked)
+    assert all("stop" not in r for r in plain)  # without patience: the records of a fixed budget
+    recs = _train(d, specs, A.get_protocol("release", steps=cap, eval_every=10, patience=3), stacked=stacked,
+                  keep_predictions=True)
+    fast, slow = recs
+    assert fast["stop"] == "plateau" and fast["steps_run"] < cap and fast["curve"][-1]["step"] == fast["steps_run"]
+    assert A.plateau_step(fast["curve"], 3) == fast["steps_run"]
+    assert slow["stop"] == "cap" and slow["steps_run"] == cap  # lr 1e-5: still improving at the cap
+    assert A.plateau_step(slow["curve"], 3) is None
+    # the stopped model's weights are those of its last evaluation
+    last = fast["curve"][-1]
+    pred = fast["predictions"]
+    y = d.embeddings
+    np.testing.assert_allclose(((pred[specs[0].fit_index] - y[specs[0].fit_index]) ** 2).mean(), last["fit_mse"],
+                               rtol=1e-5)
+    # the curve up to the stop is the one a run without patience draws
+    assert [c["val_mse"] for c in fast["curve"]] == pytest.approx(
+        [c["val_mse"] for c in plain[0]["curve"][:len(fast["curve"])]], rel=1e-5)
+
+
+def test_the_chapter_counts_the_approximators_that_stopped_and_those_still_improving_at_the_cap(small_data):
+    from bindcore.experiments.complexity import approximator_table, stop_summary
+
+    d = small_data
+    split = object_level_split(d, 0.7, seed=0)
+    specs = (A.make_specs(d, split, "mlp", widths=[16], lrs=[3e-2], seeds=[0], fraction=0.7)
+             + A.make_specs(d, split, "mlp", widths=[8], lrs=[1e-5], seeds=[0], fraction=0.7))
+    fixed = approximator_table(_train(d, specs, "release", steps=100, eval_every=10))
+    assert "no stop rule" in stop_summary(fixed) and fixed["stop"].isna().all()
+    stopped = approximator_table(_train(d, specs, A.get_protocol("release", steps=400, eval_every=10, patience=3)))
+    assert stop_summary(stopped) == ("1 of 2 approximators stopped on their validation plateau; 1 reached the step "
+                                     "cap, 1 of them still improving there (chosen at the cap)")
+
+
+def test_a_protocol_without_patience_keeps_the_stored_key_of_a_fixed_budget():
+    p = A.get_protocol("paper", steps=1500, lrs=[0.01, 0.001], batch_size=512, eval_every=150)
+    assert p.key() == {"name": "paper", "steps": 1500, "lrs": (0.01, 0.001), "batch_size": 512, "eval_every": 150}
+    assert A.get_protocol(p, patience=5).key()["patience"] == 5
+    with pytest.raises(ValueError, match="patience"):
+        A.get_protocol(p, patience=0)
+
+
 def test_trainer_is_adam_with_each_models_lr(small_data):
     """Two models differing only in lr, stacked, each equal to a plain torch Adam loop."""
     d = small_data

@@ -193,14 +193,52 @@ def test_width_claims_on_their_null():
 
 
 def test_width_gap_grows_with_the_object_space():
-    grows = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.5, 256: 0.9}, "large", 2500)])
-    assert statuses(width_claims(grows, "quick"))[-1] == CL.SHOWN
-    shrinks = pd.concat([widths({4: 0.5, 256: 0.9}, "small", 64), widths({4: 0.8, 256: 0.9}, "large", 2500)])
+    """On approximators trained to their plateau (records with a stop) the gap runs from the
+    paper's smallest width (64) to the best, per model."""
+    def conv(*a):
+        return widths(*a).assign(stop="plateau")
+
+    grows = pd.concat([conv({64: 0.8, 256: 0.9}, "small", 64), conv({64: 0.5, 256: 0.9}, "large", 2500)])
+    df = width_claims(grows, "quick")
+    assert statuses(df)[-1] == CL.SHOWN and "gap (best - width 64)" in df["ours"].iloc[-1]
+    shrinks = pd.concat([conv({64: 0.5, 256: 0.9}, "small", 64), conv({64: 0.8, 256: 0.9}, "large", 2500)])
     assert statuses(width_claims(shrinks, "quick"))[-1] == CL.NOT_SHOWN
     assert statuses(width_claims(widths({16: 0.9}), "smoke"))[0] == CL.UNTESTABLE  # one width
     # the null: equal gaps up to noise (0.01) is no growth
-    noise = pd.concat([widths({4: 0.8, 256: 0.9}, "small", 64), widths({4: 0.79, 256: 0.9}, "large", 2500)])
+    noise = pd.concat([conv({64: 0.8, 256: 0.9}, "small", 64), conv({64: 0.79, 256: 0.9}, "large", 2500)])
     assert statuses(width_claims(noise, "quick"))[-1] == CL.NOT_SHOWN
+
+
+def test_the_width_gap_is_read_from_the_papers_smallest_width_never_a_smaller_one():
+    """Widths below 64 (an extension) may score 0 at every size; a gap from them is just the best
+    score. Same gaps from 64 (0.10 at both sizes), very different ones from 4: not shown; and the
+    widths below 64 alone (no width 64) judge nothing."""
+    def conv(*a):
+        return widths(*a).assign(stop="cap")
+
+    same = pd.concat([conv({4: 0.0, 64: 0.79, 256: 0.89}, "small", 400),
+                      conv({4: 0.0, 64: 0.48, 256: 0.58}, "large", 2500)])
+    df = width_claims(same, "quick")
+    assert statuses(df)[-1] == CL.NOT_SHOWN and "+0.10" in df["ours"].iloc[-1] and "+0.89" not in df["ours"].iloc[-1]
+    assert "width 64: 0.79" in df["ours"].iloc[0]
+    grows = pd.concat([conv({4: 0.0, 64: 0.79, 256: 0.89}, "small", 400),
+                       conv({4: 0.0, 64: 0.33, 256: 0.58}, "large", 2500)])
+    assert statuses(width_claims(grows, "quick"))[-1] == CL.SHOWN
+    no_64 = pd.concat([conv({4: 0.8, 256: 0.9}, "small", 64), conv({4: 0.0, 256: 0.9}, "large", 2500)])
+    df = width_claims(no_64, "quick")
+    assert statuses(df)[-1] == CL.UNTESTABLE and "width 64" in df["why"].iloc[-1]
+
+
+def test_on_fixed_budget_records_the_width_64_gap_is_shown_and_the_earlier_rule_decides():
+    """The width-64 rule was written after the fixed-budget records were read: on them (no "stop")
+    the gap from the table's smallest width decides, and the gap from 64 is shown beside it."""
+    table = pd.concat([widths({4: 0.0, 64: 0.79, 256: 0.89}, "small", 400),
+                       widths({4: 0.0, 64: 0.33, 256: 0.58}, "large", 2500)])
+    df = width_claims(table, "quick")
+    assert statuses(df)[-1] == CL.NOT_SHOWN  # from width 4: +0.89 against +0.58
+    ours = df["ours"].iloc[-1]
+    assert "gap (best - smallest width): |O| = 400: +0.89" in ours and "not deciding" in ours and "+0.25" in ours
+    assert statuses(width_claims(table.assign(stop="plateau"), "quick"))[-1] == CL.SHOWN
 
 
 def test_width_claims_are_not_testable_on_a_model_that_does_not_bind():

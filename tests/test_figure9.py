@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import pytest
 
 from bindcore.analysis.approximators import get_protocol
 from bindcore.analysis.complexity import APPROX_STORE_KIND, own_split_fit
@@ -86,6 +87,23 @@ def test_figure9_correlations_need_three_models():
     c = figure9_correlations(t).set_index("objects")
     assert c.loc[16, "models"] == 4 and c.loc[16, "Spearman rho"] == 1.0 and np.isnan(c.loc[64, "Pearson r"])
     assert figure9_claims(t, "quick")["status"].tolist() == [CL.SHOWN, CL.UNTESTABLE]
+
+
+def test_figure9_says_the_level_gap_beside_the_rank_relation():
+    """A product that orders the models perfectly (Spearman 1) far below their level: the page
+    says both, the gap as the median of model - product."""
+    import pandas as pd
+
+    from bindcore.book.tables import figure9_level
+
+    t = pd.DataFrame({"objects": [400] * 4, "model: held-out objects": [0.2, 0.5, 0.8, 0.99],
+                      "global product: held-out objects": [0.0, 0.05, 0.1, 0.3]})
+    c = figure9_correlations(t)
+    assert c["Spearman rho"].iloc[0] == 1.0 and c["level gap (median of model - product)"].iloc[0] == pytest.approx(0.57)
+    text = figure9_level(c)
+    assert "|O| = 400: Spearman 1.00, the models at 0.65 and the product at 0.08 (median gap 0.57)" in text
+    assert "orders the models" in text
+    assert figure9_level(figure9_correlations(t.iloc[:0])).startswith("No model")
 
 
 def test_the_quick_figure_9_reads_every_fit_from_published_records(tmp_path, monkeypatch):

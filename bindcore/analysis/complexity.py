@@ -4,7 +4,7 @@ executor), tree components, own-split fits, and the ceiling the frozen probes se
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,9 +30,12 @@ APPROX_STORE_KIND = Kind("approximators-1")
 
 
 def protocol_for(params: dict[str, Any]):
-    """The "paper" protocol with the chapter's ``steps``, ``lrs`` and ``batch_size``."""
-    return get_protocol("paper", steps=params["steps"], lrs=params["lrs"], batch_size=params["batch_size"],
-                        eval_every=max(1, params["steps"] // 10))
+    """The "paper" protocol with the chapter's ``steps``, ``lrs``, ``batch_size`` and ``patience``
+    (if any: then ``steps`` is the cap, and evaluations come four times as often)."""
+    patience = params.get("patience")
+    protocol = get_protocol("paper", steps=params["steps"], lrs=params["lrs"],
+                            eval_every=max(1, params["steps"] // (40 if patience else 10)), patience=patience)
+    return replace(protocol, batch_size=params["batch_size"])  # None too: full batch
 
 
 def tree_grid(name: str) -> dict[str, list[dict[str, Any]]]:
@@ -55,7 +58,7 @@ def sweep_key(data: Any, fractions: Sequence[float], families: Sequence[str], pr
               tree_grid: Any = None, **kwargs: Any) -> dict[str, Any]:
     """A stored sweep's key (JSON): the binding data's hash and every input of ``sweep_fractions``."""
     return {"data": binding_data_hash(data), "name": data.name, "fractions": list(fractions),
-            "families": list(families), "widths": widths, "protocol": asdict(protocol), "tree_grid": tree_grid,
+            "families": list(families), "widths": widths, "protocol": protocol.key(), "tree_grid": tree_grid,
             **(FOREST_TARGETS if "random_forest" in families else {}), **kwargs}
 
 
@@ -171,7 +174,7 @@ def own_split_fit(record: dict[str, Any], protocol: Any, family: str = "global_p
         return None
     store = store or ResultStore()
     key = {"analysis": "own split", "run": config_hash(record["config"]), "family": family,
-           "protocol": asdict(protocol), "max_objects": max_objects}
+           "protocol": protocol.key(), "max_objects": max_objects}
     found = store.find(APPROX_STORE_KIND, key)
     if found is not None:
         return found.result["record"]

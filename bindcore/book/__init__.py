@@ -14,7 +14,8 @@ from .prose import glue
 
 # the tables a chapter imports from here (:func:`__getattr__`)
 _TABLES = (
-    "attribution_table", "decomposition_table", "editing_table", "figure9_correlations", "fit_search_table",
+    "attribution_table", "decomposition_table", "editing_table", "figure9_correlations", "figure9_level",
+    "fit_search_table",
     "level_summary", "level_support", "mds_table", "parameter_table", "per_size", "pixel_results_table",
     "recipe_search_table", "sets_frame", "show_claims", "sweep_display",
 )

@@ -10,7 +10,14 @@ from bindcore.data.pixels import LEVEL_LABELS, palette_separation
 from bindcore.store import ResultStore, has_weights
 from bindcore.sweep import run_sweep
 
-from .complexity import controlled_datasets, controlled_sweeps, figure9_runs, figure9_table, pretrained_sweeps
+from .complexity import (
+    controlled_datasets,
+    controlled_sweeps,
+    figure9_runs,
+    figure9_table,
+    pretrained_sweeps,
+    stop_summary,
+)
 from .generalization import chapter_recipe, describe_scale_records, note_stored, scale_records
 from .geometry import geometry_nulls, geometry_sets, natural_table, three_object_long, three_object_table
 from .inputs import data_and_weights_note, geometry_encoders, pretrained_encoders
@@ -22,6 +29,6 @@ __all__ = [
     "data_and_weights_note", "describe_scale_records", "figure9_runs", "figure9_table", "gather_results",
     "geometry_encoders", "geometry_nulls", "geometry_sets", "has_weights", "natural_table", "note_stored",
     "palette_separation", "pixel_approximator_params", "pixel_base", "pixel_binding_data", "pixel_runs",
-    "pixel_sweeps", "pretrained_encoders", "pretrained_sweeps", "run_sweep", "scale_records",
+    "pixel_sweeps", "pretrained_encoders", "pretrained_sweeps", "run_sweep", "scale_records", "stop_summary",
     "three_object_long", "three_object_table",
 ]

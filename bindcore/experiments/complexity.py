@@ -38,10 +38,24 @@ def approximator_table(records: Sequence[dict[str, Any]], **columns: Any):
             for m in ("concept", "object", "r2"):
                 row[f"{subset}_{m}"] = r.get(f"selected_{subset}_{m}")
         row["held-out scenes with an unseen value"] = r.get("selected_n_heldout_unseen")
+        # trained to a plateau (Protocol.patience): where it stopped and why, and the step chosen
+        row.update({"stop": r.get("stop"), "steps run": r.get("steps_run"), "chosen step": r.get("selected_step")})
         row["seconds"] = r.get("seconds")
         row.update(columns)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def stop_summary(table: Any) -> str:
+    """How the approximators of a table (:func:`approximator_table`) stopped: on their validation
+    plateau or at the step cap, and how many chose their last step there (still improving)."""
+    trained = table[table["stop"].notna()] if "stop" in table else table.iloc[:0]
+    if not len(trained):
+        return "every approximator ran its full step budget (no stop rule: `patience` is None)"
+    cap = trained[trained["stop"] == "cap"]
+    at_cap = int((cap["chosen step"] == cap["steps run"]).sum())
+    return (f"{len(trained) - len(cap)} of {len(trained)} approximators stopped on their validation plateau; "
+            f"{len(cap)} reached the step cap, {at_cap} of them still improving there (chosen at the cap)")
 
 
 def pretrained_sweeps(params: dict[str, Any], binding: dict[str, Any], device: str | None = None,

@@ -13,6 +13,7 @@ from .families import (
 from .sweeps import GROUP_KEYS, fit_family, select_best, sweep_fractions
 from .synthetic import synthetic_binding_data
 from .trainer import (
+    PLATEAU_DELTA,
     PROTOCOLS,
     STACK_OVERHEAD_WORK,
     ModelSpec,
@@ -21,14 +22,15 @@ from .trainer import (
     get_protocol,
     make_specs,
     plan_stacks,
+    plateau_step,
     step_work,
     train_models,
 )
 from .trees import TREE_GRIDS, TREE_KINDS, PCATreeRegressor, fit_trees
 
 __all__ = [
-    "FAMILIES", "GROUP_KEYS", "PRODUCT_INITS", "PROTOCOLS", "STACK_OVERHEAD_WORK", "TREE_GRIDS", "TREE_KINDS",
-    "ModelSpec", "PCATreeRegressor", "Protocol", "StackedApproximator", "default_width", "fit_family", "fit_trees",
-    "get_protocol", "global_codes", "make_approximator", "make_specs", "one_hot_codes", "plan_stacks",
-    "select_best", "slot_sizes", "step_work", "sweep_fractions", "synthetic_binding_data", "train_models",
+    "FAMILIES", "GROUP_KEYS", "PLATEAU_DELTA", "PRODUCT_INITS", "PROTOCOLS", "STACK_OVERHEAD_WORK", "TREE_GRIDS",
+    "TREE_KINDS", "ModelSpec", "PCATreeRegressor", "Protocol", "StackedApproximator", "default_width", "fit_family",
+    "fit_trees", "get_protocol", "global_codes", "make_approximator", "make_specs", "one_hot_codes", "plan_stacks",
+    "plateau_step", "select_best", "slot_sizes", "step_work", "sweep_fractions", "synthetic_binding_data", "train_models",
 ]

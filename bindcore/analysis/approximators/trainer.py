@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,13 +32,16 @@ from .families import _HIDDEN, FAMILIES, PRODUCT_INITS, StackedApproximator, glo
 @dataclass(frozen=True)
 class Protocol:
     """How approximators are trained (MSE, Adam); ``batch_size=None``: full batch, else
-    minibatches drawn with replacement."""
+    minibatches drawn with replacement. ``patience``: a model stops once its validation MSE
+    has not improved (by :data:`PLATEAU_DELTA`, relative) over that many evaluations
+    (:func:`plateau_step`), else at ``steps``, the cap; None: every model runs ``steps``."""
 
     name: str
     steps: int
     lrs: tuple[float, ...]
     batch_size: int | None
     eval_every: int
+    patience: int | None = None
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -49,14 +52,50 @@ class Protocol:
             raise ValueError(f"batch_size must be >= 1 or None, got {self.batch_size}")
         if not self.lrs or any(not (0 < lr < math.inf) for lr in self.lrs):
             raise ValueError(f"lrs must be positive and finite, got {self.lrs}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
+
+    def key(self) -> dict[str, Any]:
+        """The protocol as a stored sweep's key reads it (``patience`` only when set, so that the
+        keys of sweeps run to a fixed budget stay as they were)."""
+        out = asdict(self)
+        if self.patience is None:
+            del out["patience"]
+        return out
 
     def __str__(self) -> str:
         """The protocol in words, as a page prints it."""
         batch = "full batch" if self.batch_size is None else f"batch {self.batch_size:,}"
         lrs = ", ".join(f"{lr:g}" for lr in self.lrs)
-        return (f"Adam, {self.steps:,} steps, {batch}, learning rate{'s' if len(self.lrs) > 1 else ''} {lrs} "
-                f"(chosen per fit on validation scenes), evaluated every {self.eval_every:,} steps "
+        steps = (f"{self.steps:,} steps" if self.patience is None else
+                 f"until validation MSE stops improving ({self.patience} evaluations without a "
+                 f"{PLATEAU_DELTA:.1%} gain) or {self.steps:,} steps")
+        return (f"Adam, {steps}, {batch}, learning rate{'s' if len(self.lrs) > 1 else ''} {lrs} "
+                f"(chosen per fit on validation scenes), evaluated every "
+                f"{'step' if self.eval_every == 1 else f'{self.eval_every:,} steps'} "
                 f"(based on the {self.name!r} protocol)")
+
+
+# the least relative fall of the validation MSE that counts as an improvement (``Protocol.patience``)
+PLATEAU_DELTA = 0.001
+
+
+def plateau_step(curve: Sequence[dict[str, float]], patience: int, delta: float = PLATEAU_DELTA) -> int | None:
+    """The step at which a model's validation MSE (``curve``: its evaluations, in order) has not
+    fallen below ``(1 - delta)`` times its best so far for ``patience`` evaluations in a row:
+    where it stops; None while it still improves (a curve still falling never stops)."""
+    best, since = math.inf, 0
+    for point in curve:
+        v = point["val_mse"]
+        if not math.isfinite(v):
+            return None  # no validation scenes: nothing to stop on
+        if v < best * (1 - delta) or best == math.inf:
+            best, since = v, 0
+        else:
+            since += 1
+            if since >= patience:
+                return int(point["step"])
+    return None
 
 
 PROTOCOLS = {
@@ -77,7 +116,7 @@ def get_protocol(protocol: str | Protocol, **overrides: Any) -> Protocol:
     changes = {k: v for k, v in overrides.items() if v is not None}
     if "lrs" in changes:
         changes["lrs"] = tuple(float(x) for x in changes["lrs"])
-    unknown = set(changes) - {"steps", "lrs", "batch_size", "eval_every"}
+    unknown = set(changes) - {"steps", "lrs", "batch_size", "eval_every", "patience"}
     if unknown:
         raise ValueError(f"unknown protocol field(s) {sorted(unknown)}")
     return replace(protocol, **changes)
@@ -242,9 +281,10 @@ class _SliceAdam:
         self.opt = torch.optim.Adam([{"params": v, "lr": lr} for lr, v in groups.items()], betas=betas, eps=eps,
                                     fused=fused)
 
-    def step(self) -> None:
+    def step(self, frozen: Any = ()) -> None:
+        """One Adam step; models of ``frozen`` (``(stack, index)`` pairs) keep their weights."""
         for p, m, leaf in self.pairs:
-            leaf.grad = p.grad[m]
+            leaf.grad = None if (id(p), m) in frozen else p.grad[m]  # Adam skips a slice without a gradient
         self.opt.step()
         for p, _, leaf in self.pairs:
             leaf.grad = None
@@ -280,13 +320,22 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
     order = [i for group in plan for i in group]
     eval_steps = set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps}
 
+    stopped: dict[int, int] = {}  # model (index into specs) -> the step it stopped at (Protocol.patience)
+    frozen: set[tuple[int, int]] = set()  # their slices, which the optimizer leaves as they are
+
     def evaluate(step: int) -> None:
         k = 0
         for st in stacks:
             preds = st.predict_all()
             for m, spec in enumerate(st.specs):
-                curves[order[k]].append({"step": step, **_metrics(data, spec, preds[m])})
+                i = order[k]
                 k += 1
+                if i in stopped:
+                    continue
+                curves[i].append({"step": step, **_metrics(data, spec, preds[m])})
+                if protocol.patience is not None and plateau_step(curves[i], protocol.patience) is not None:
+                    stopped[i] = step
+                    frozen.update((id(p), m) for p in st.model.parameters())
 
     t_eval = time.perf_counter()
     evaluate(0)
@@ -294,9 +343,11 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
     bar = progress_bar(range(1, protocol.steps + 1), enabled=progress, desc=desc, leave=False)
     t_steps, timed = time.perf_counter(), min(ESTIMATE_STEPS, protocol.steps)
     for step in bar:
+        if len(stopped) == len(specs):
+            break
         loss = sum(st.loss() for st in stacks)
         loss.backward()
-        opt.step()
+        opt.step(frozen)
         if estimate and step == timed:
             per_step = (time.perf_counter() - t_steps) / timed
             total = per_step * protocol.steps + t_eval * len(eval_steps)
@@ -322,7 +373,9 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
             info[order[k]] = {"stack_size": len(st.specs), "padded_width": max(st.model.widths), "padded_rows": st.B}
             k += 1
     records = []
-    for curve, extra in zip(curves, info):
+    for i, (curve, extra) in enumerate(zip(curves, info)):
+        if protocol.patience is not None:  # where it stopped and why
+            extra.update(stop="plateau" if i in stopped else "cap", steps_run=curve[-1]["step"])
         records.append({"curve": curve, **extra})
     return records, finals
 
