@@ -180,8 +180,6 @@ def test_with_patience_a_model_stops_on_its_plateau_and_its_stack_mates_go_on(sm
     specs = (A.make_specs(d, split, "mlp", widths=[16], lrs=[3e-2], seeds=[0], fraction=0.7)
              + A.make_specs(d, split, "mlp", widths=[16], lrs=[1e-5], seeds=[0], fraction=0.7))
     cap = 400
-    recs = _train(d, specs, "release", steps=cap, eval_every=10, stacked=stacked, keep_predictions=True)
-    fast, slow = recs
     plain = _train(d, specs, "release", steps=cap, eval_every=10, stacked=stacked)
     assert all("stop" not in r for r in plain)  # without patience: the records of a fixed budget
     recs = _train(d, specs, A.get_protocol("release", steps=cap, eval_every=10, patience=3), stacked=stacked,

@@ -225,9 +225,11 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
     # a "stop"), the rule of 2026-12-07 written before them; on fixed-budget records, which it was
     # written after, the gap from the table's smallest width decides and the other is shown
     converged = "stop" in top and top["stop"].notna().all() and len(top)
-    sized = sorted((o, g64 if converged else g0, name) for o, g64, g0, name in gaps if _ok(o) and _ok(g64 if converged else g0))
-    also = "" if converged else "; from width {small} (a rule written after these fixed-budget records: shown, not deciding): " + \
-        ", ".join(f"{fmt_objects(o)}: {g:+.2f}" for o, g, _, _ in sorted(gaps) if _ok(o) and _ok(g))
+    from_small = sorted((o, g, name) for o, g, _, name in gaps if _ok(o) and _ok(g))
+    from_smallest = sorted((o, g, name) for o, _, g, name in gaps if _ok(o) and _ok(g))
+    sized = from_small if converged else from_smallest
+    also = "" if converged else (f"; from width {small} (a rule written after these fixed-budget records: shown, "
+                                 "not deciding): " + ", ".join(f"{fmt_objects(o)}: {g:+.2f}" for o, g, _ in from_small))
     if len({g[0] for g in sized}) < 2 and SWAPS in top and not top[SWAPS].map(binds).all():
         rows.append(_row(claim, "all models", PAPER_WIDTH, "–", NOT_TESTABLE,
                          "needs models that bind of two or more object-space sizes, and fewer bind here", profile))
@@ -238,7 +240,7 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
     else:
         ours = ", ".join(f"{fmt_objects(o)}: {g:+.2f}" for o, g, _ in sized)
         rows.append(_row(claim, "all models", PAPER_WIDTH,
-                         f"gap (best - {f'width {small}' if converged else 'smallest width'}): {ours}{also.format(small=small)}",
+                         f"gap (best - {f'width {small}' if converged else 'smallest width'}): {ours}{also}",
                          verdict(sized[-1][1] - sized[0][1] >= gap_margin),
                          f"shown when the largest |O|'s gap exceeds the smallest |O|'s by >= {gap_margin:g}", profile,
                          null=f"smallest |O|: {sized[0][1]:+.2f}", margin=_margin(sized[-1][1], sized[0][1], gap_margin)))

@@ -282,7 +282,8 @@ class _SliceAdam:
                                     fused=fused)
 
     def step(self, frozen: Any = ()) -> None:
-        """One Adam step; models of ``frozen`` (``(stack, index)`` pairs) keep their weights."""
+        """One Adam step; the slices in ``frozen`` (``(id(stacked parameter), model index)`` pairs)
+        keep their weights."""
         for p, m, leaf in self.pairs:
             leaf.grad = None if (id(p), m) in frozen else p.grad[m]  # Adam skips a slice without a gradient
         self.opt.step()
@@ -320,7 +321,7 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
     order = [i for group in plan for i in group]
     eval_steps = set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps}
 
-    stopped: dict[int, int] = {}  # model (index into specs) -> the step it stopped at (Protocol.patience)
+    stopped: set[int] = set()  # models (indices into specs) past their plateau (Protocol.patience)
     frozen: set[tuple[int, int]] = set()  # their slices, which the optimizer leaves as they are
 
     def evaluate(step: int) -> None:
@@ -334,7 +335,7 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
                     continue
                 curves[i].append({"step": step, **_metrics(data, spec, preds[m])})
                 if protocol.patience is not None and plateau_step(curves[i], protocol.patience) is not None:
-                    stopped[i] = step
+                    stopped.add(i)
                     frozen.update((id(p), m) for p in st.model.parameters())
 
     t_eval = time.perf_counter()
