@@ -214,6 +214,23 @@ def test_the_chapter_counts_the_approximators_that_stopped_and_those_still_impro
                                      "cap, 1 of them still improving there (chosen at the cap)")
 
 
+def test_a_sweep_is_timed_on_the_specs_it_trains_and_its_cap_counts_every_evaluation(small_data):
+    """``sweep_specs`` are the torch approximators ``sweep_fractions`` trains, in its order; the
+    timing of their stacks extrapolates to the cap with every evaluation the protocol makes."""
+    d = small_data
+    protocol = A.get_protocol("release", steps=100, eval_every=30)
+    specs = A.sweep_specs(d, [0.5, 0.8], ["mlp", "additive", "xgboost"], {"mlp": [8, 16]}, [1e-2, 1e-3])
+    recs = A.sweep_fractions(d, [0.5, 0.8], ["mlp", "additive"], {"mlp": [8, 16]}, lrs=[1e-2, 1e-3],
+                             protocol=protocol, progress=False)
+    assert [(s.family, s.width, s.lr, s.fraction) for s in specs] == \
+        [(r["family"], r["width"] or A.default_width("additive", d), r["lr"], r["fraction"]) for r in recs]
+    t = A.time_stacks(d, specs, protocol, steps=2)
+    assert t["approximators"] == len(specs) == 12 and t["evaluations"] == 5  # steps 0, 30, 60, 90 and 100
+    for clock in ("", "_cpu"):
+        assert t[f"per_step{clock}"] > 0 and t[f"per_evaluation{clock}"] > 0
+        assert t[f"at_cap{clock}"] == pytest.approx(100 * t[f"per_step{clock}"] + 5 * t[f"per_evaluation{clock}"])
+
+
 def test_a_protocol_without_patience_keeps_the_stored_key_of_a_fixed_budget():
     p = A.get_protocol("paper", steps=1500, lrs=[0.01, 0.001], batch_size=512, eval_every=150)
     assert p.key() == {"name": "paper", "steps": 1500, "lrs": (0.01, 0.001), "batch_size": 512, "eval_every": 150}

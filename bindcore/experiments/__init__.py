@@ -12,6 +12,7 @@ from bindcore.sweep import run_sweep
 
 from .complexity import (
     controlled_datasets,
+    controlled_jobs,
     controlled_sweeps,
     figure9_runs,
     figure9_table,
@@ -25,7 +26,7 @@ from .pixels import pixel_approximator_params, pixel_base, pixel_binding_data, p
 from .report import gather_results
 
 __all__ = [
-    "LEVEL_LABELS", "ResultStore", "chapter_recipe", "controlled_datasets", "controlled_sweeps",
+    "LEVEL_LABELS", "ResultStore", "chapter_recipe", "controlled_datasets", "controlled_jobs", "controlled_sweeps",
     "data_and_weights_note", "describe_scale_records", "figure9_runs", "figure9_table", "gather_results",
     "geometry_encoders", "geometry_nulls", "geometry_sets", "has_weights", "natural_table", "note_stored",
     "palette_separation", "pixel_approximator_params", "pixel_base", "pixel_binding_data", "pixel_runs",

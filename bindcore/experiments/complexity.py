@@ -89,6 +89,15 @@ def controlled_datasets(profile: str, params: dict[str, Any], sweep_params: Mapp
     return runs, datasets
 
 
+def controlled_jobs(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str], widths: Any,
+                    **kwargs: Any) -> list[dict[str, Any]]:
+    """The approximator sweep of each controlled model (the arguments of
+    :func:`~bindcore.analysis.approximators.sweep_fractions`) at the chapter's ``params``."""
+    protocol = protocol_for(params)
+    return [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
+            for d in datasets]
+
+
 def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families: Sequence[str],
                       widths: Any, device: str | None = None, executor: Any = None, workers: int | None = None,
                       **kwargs: Any):
@@ -96,12 +105,10 @@ def controlled_sweeps(datasets: Sequence[Any], params: dict[str, Any], families:
     ceiling of each fraction's held-out scenes (``bag ceiling``; ``executor``/``workers``:
     :func:`bindcore.analysis.complexity.stored_sweeps`; ``kwargs``, e.g. ``product_init``,
     go to :func:`~bindcore.analysis.approximators.sweep_fractions`)."""
-    protocol = protocol_for(params)
-    jobs = [dict(data=d, fractions=params["fractions"], families=families, protocol=protocol, widths=widths, **kwargs)
-            for d in datasets]
     from bindcore.analysis.probes import heldout_bag_ceiling
 
-    sweeps = stored_sweeps(jobs, device=device, executor=executor, workers=workers)
+    sweeps = stored_sweeps(controlled_jobs(datasets, params, families, widths, **kwargs), device=device,
+                           executor=executor, workers=workers)
     tables = []
     for d, records in zip(datasets, sweeps):
         t = approximator_table(records, model=d.name, objects=d.n_object_ids)

@@ -10,7 +10,7 @@ from .families import (
     one_hot_codes,
     slot_sizes,
 )
-from .sweeps import GROUP_KEYS, fit_family, select_best, sweep_fractions
+from .sweeps import GROUP_KEYS, fit_family, select_best, sweep_fractions, sweep_specs
 from .synthetic import synthetic_binding_data
 from .trainer import (
     PLATEAU_DELTA,
@@ -24,6 +24,7 @@ from .trainer import (
     plan_stacks,
     plateau_step,
     step_work,
+    time_stacks,
     train_models,
 )
 from .trees import TREE_GRIDS, TREE_KINDS, PCATreeRegressor, fit_trees
@@ -32,5 +33,6 @@ __all__ = [
     "FAMILIES", "GROUP_KEYS", "PLATEAU_DELTA", "PRODUCT_INITS", "PROTOCOLS", "STACK_OVERHEAD_WORK", "TREE_GRIDS",
     "TREE_KINDS", "ModelSpec", "PCATreeRegressor", "Protocol", "StackedApproximator", "default_width", "fit_family",
     "fit_trees", "get_protocol", "global_codes", "make_approximator", "make_specs", "one_hot_codes", "plan_stacks",
-    "plateau_step", "select_best", "slot_sizes", "step_work", "sweep_fractions", "synthetic_binding_data", "train_models",
+    "plateau_step", "select_best", "slot_sizes", "step_work", "sweep_fractions", "sweep_specs", "synthetic_binding_data",
+    "time_stacks", "train_models",
 ]

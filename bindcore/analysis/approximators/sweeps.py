@@ -48,23 +48,35 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
         if fam not in FAMILIES and fam not in TREE_KINDS:
             raise ValueError(f"family must be one of {FAMILIES + TREE_KINDS}, got {fam!r}")
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
-    lrs = proto.lrs if lrs is None else tuple(lrs)
-    specs: list[ModelSpec] = []
     records: list[dict[str, Any]] = []
     for frac in fractions:
-        split = object_level_split(data, frac, seed=split_seed)
         for fam in families:
             if fam in TREE_KINDS:
-                grid = (tree_grid or {}).get(fam)
-                records += fit_trees(data, split, fam, grid=grid, val_fraction=val_fraction, seed=split_seed,
+                records += fit_trees(data, object_level_split(data, frac, seed=split_seed), fam,
+                                     grid=(tree_grid or {}).get(fam), val_fraction=val_fraction, seed=split_seed,
                                      progress=progress, fraction=frac, **(tree_kwargs or {}))
-                continue
-            w = widths.get(fam) if isinstance(widths, dict) else widths
-            specs += make_specs(data, split, fam, w, lrs, seeds, val_fraction, split_seed, frac,
-                                product_init=product_init)
+    specs = sweep_specs(data, fractions, families, widths, proto.lrs if lrs is None else lrs, seeds, split_seed,
+                        val_fraction, product_init)
     records += train_models(data, specs, proto, device=device, progress=progress, pad_work=pad_work,
                             estimate=estimate)
     return records
+
+
+def sweep_specs(data: BindingData, fractions: Iterable[float], families: Iterable[str],
+                widths: dict[str, Iterable[int]] | Iterable[int] | None, lrs: Iterable[float],
+                seeds: Iterable[int] = (0,), split_seed: int = 0, val_fraction: float = 0.2,
+                product_init: str = "one_plus") -> list[ModelSpec]:
+    """The torch approximators of a sweep (:func:`sweep_fractions`; tree kinds are left out), in
+    the order it trains them: per fraction, per family, per width x lr x seed."""
+    specs: list[ModelSpec] = []
+    for frac in fractions:
+        split = object_level_split(data, frac, seed=split_seed)
+        for fam in families:
+            if fam not in TREE_KINDS:
+                w = widths.get(fam) if isinstance(widths, dict) else widths
+                specs += make_specs(data, split, fam, w, tuple(lrs), seeds, val_fraction, split_seed, frac,
+                                    product_init=product_init)
+    return specs
 
 
 GROUP_KEYS = ("family", "width", "fraction", "seed", "protocol")

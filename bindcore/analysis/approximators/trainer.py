@@ -309,14 +309,64 @@ def _metrics(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, 
 ESTIMATE_STEPS = 5
 
 
-def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device: torch.device,
-                 pad_work: float, progress: bool, desc: str,
-                 keep_predictions: bool, estimate: bool = False) -> tuple[list[dict[str, Any]], list[np.ndarray | None]]:
+def _build(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device: torch.device,
+           pad_work: float) -> tuple[list[list[int]], list[_Stack], _SliceAdam]:
+    """(plan, stacks, optimizer) of one stacked run of ``specs``."""
     codes = torch.as_tensor(global_codes(data.slot_codes(), data.values_per_concept), device=device)
     targets = torch.as_tensor(data.embeddings, device=device)
     plan = plan_stacks(specs, protocol.batch_size, data.dim, 2 * data.n_concepts, pad_work)
     stacks = [_Stack(data, [specs[i] for i in group], protocol, codes, targets, device) for group in plan]
-    opt = _SliceAdam(stacks)
+    return plan, stacks, _SliceAdam(stacks)
+
+
+def _evaluations(protocol: Protocol) -> int:
+    """How many evaluations a run at the step cap makes (step 0 and the last included)."""
+    return len(set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps})
+
+
+def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | Protocol = "paper",
+                device: str | torch.device | None = None, pad_work: float = STACK_OVERHEAD_WORK,
+                steps: int = ESTIMATE_STEPS) -> dict[str, float]:
+    """One stacked run of ``specs`` timed, not trained through: ``steps`` steps and one evaluation
+    (after one untimed of each), on the wall clock and again on the process's CPU clock (``*_cpu``)
+    -> seconds a step, seconds an evaluation, and the run's seconds at the step cap (an upper
+    bound where ``patience`` stops models earlier; on a GPU read the wall clock)."""
+    proto = get_protocol(protocol)
+    dev = resolve_device(str(device) if device is not None else None)
+    specs = list(specs)
+    _, stacks, opt = _build(data, specs, proto, dev, pad_work)
+
+    def step() -> None:
+        sum(st.loss() for st in stacks).backward()
+        opt.step()
+
+    def evaluate() -> None:
+        for st in stacks:
+            preds = st.predict_all()
+            for m, spec in enumerate(st.specs):
+                _metrics(data, spec, preds[m])
+
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    step(), evaluate()  # warm-up
+    out: dict[str, float] = {"approximators": len(specs), "stacks": len(stacks), "evaluations": _evaluations(proto)}
+    for clock, name in ((time.perf_counter, ""), (time.process_time, "_cpu")):  # wall, then CPU time
+        t0 = clock()
+        for _ in range(steps):
+            step()
+        sync()
+        t1 = clock()
+        evaluate()
+        sync()
+        t2 = clock()
+        out[f"per_step{name}"], out[f"per_evaluation{name}"] = (t1 - t0) / steps, t2 - t1
+        out[f"at_cap{name}"] = out[f"per_step{name}"] * proto.steps + out[f"per_evaluation{name}"] * out["evaluations"]
+    return out
+
+
+def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device: torch.device,
+                 pad_work: float, progress: bool, desc: str,
+                 keep_predictions: bool, estimate: bool = False) -> tuple[list[dict[str, Any]], list[np.ndarray | None]]:
+    plan, stacks, opt = _build(data, specs, protocol, device, pad_work)
     curves: list[list[dict]] = [[] for _ in specs]
     order = [i for group in plan for i in group]
     eval_steps = set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps}
