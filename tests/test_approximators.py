@@ -200,6 +200,28 @@ def test_with_patience_a_model_stops_on_its_plateau_and_its_stack_mates_go_on(sm
         [c["val_mse"] for c in plain[0]["curve"][:len(fast["curve"])]], rel=1e-5)
 
 
+@pytest.mark.parametrize("stacked", [True, False])
+def test_with_patience_the_chosen_and_last_steps_read_every_metric_of_the_weights_there(small_data, stacked):
+    """Evaluations under patience read the MSEs only; the record's selected and final metrics are
+    the full metrics of the weights at those steps: those a run without patience, capped where
+    the model stopped, reports (it evaluates everything at every step)."""
+    d = small_data
+    split = object_level_split(d, 0.7, seed=0)
+    specs = (A.make_specs(d, split, "mlp", widths=[16], lrs=[3e-2], seeds=[0], fraction=0.7)
+             + A.make_specs(d, split, "mlp", widths=[8], lrs=[1e-2], seeds=[0], fraction=0.7))
+    patient = _train(d, specs, A.get_protocol("release", steps=400, eval_every=10, patience=3), stacked=stacked)
+    for spec, rec in zip(specs, patient):
+        for point in rec["curve"]:  # the MSEs alone, but at the chosen and the last step
+            full = point["step"] in (rec["selected_step"], rec["final_step"])
+            assert ("heldout_object" in point) == full and {"step", "fit_mse", "val_mse"} <= set(point)
+        plain = _train(d, [spec], "release", steps=rec["steps_run"], eval_every=10)[0]
+        assert plain["selected_step"] == rec["selected_step"] and plain["final_step"] == rec["final_step"]
+        for key in ("heldout_object", "heldout_concept", "train_object", "val_object", "val_mse", "heldout_r2"):
+            assert rec[f"selected_{key}"] == pytest.approx(plain[f"selected_{key}"], rel=1e-4, abs=1e-6), key
+            assert rec[f"final_{key}"] == pytest.approx(plain[f"final_{key}"], rel=1e-4, abs=1e-6), key
+    assert any(r["selected_step"] < r["final_step"] for r in patient)  # a best step before the last is read too
+
+
 def test_the_chapter_counts_the_approximators_that_stopped_and_those_still_improving_at_the_cap(small_data):
     from bindcore.experiments.complexity import approximator_table, stop_summary
 
@@ -226,9 +248,13 @@ def test_a_sweep_is_timed_on_the_specs_it_trains_and_its_cap_counts_every_evalua
         [(r["family"], r["width"] or A.default_width("additive", d), r["lr"], r["fraction"]) for r in recs]
     t = A.time_stacks(d, specs, protocol, steps=2)
     assert t["approximators"] == len(specs) == 12 and t["evaluations"] == 5  # steps 0, 30, 60, 90 and 100
+    patient = A.time_stacks(d, specs, A.get_protocol(protocol, patience=3), steps=2)
     for clock in ("", "_cpu"):
-        assert t[f"per_step{clock}"] > 0 and t[f"per_evaluation{clock}"] > 0
+        assert t[f"per_step{clock}"] > 0 and t[f"per_evaluation{clock}"] == t[f"per_full_evaluation{clock}"] > 0
         assert t[f"at_cap{clock}"] == pytest.approx(100 * t[f"per_step{clock}"] + 5 * t[f"per_evaluation{clock}"])
+        # with patience: evaluations of the MSEs alone, and two full ones once training ends
+        assert patient[f"at_cap{clock}"] == pytest.approx(100 * patient[f"per_step{clock}"] + 5 * patient[
+            f"per_evaluation{clock}"] + 2 * patient[f"per_full_evaluation{clock}"])
 
 
 def test_a_protocol_without_patience_keeps_the_stored_key_of_a_fixed_budget():

@@ -34,7 +34,9 @@ class Protocol:
     """How approximators are trained (MSE, Adam); ``batch_size=None``: full batch, else
     minibatches drawn with replacement. ``patience``: a model stops once its validation MSE
     has not improved (by :data:`PLATEAU_DELTA`, relative) over that many evaluations
-    (:func:`plateau_step`), else at ``steps``, the cap; None: every model runs ``steps``."""
+    (:func:`plateau_step`), else at ``steps``, the cap; its evaluations then read the MSEs alone,
+    and every metric is computed at its best and its last step; None: every model runs ``steps``
+    and every evaluation reads every metric."""
 
     name: str
     steps: int
@@ -292,12 +294,18 @@ class _SliceAdam:
             p.grad = None
 
 
-def _metrics(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, float]:
-    out = dict(functional_binding(data, pred, spec.split))
+def _mse(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, float]:
+    """The MSE on the fitting and the validation scenes (NaN without validation scenes)."""
     y = data.embeddings
-    out["fit_mse"] = float(((pred[spec.fit_index] - y[spec.fit_index]) ** 2).mean())
+    out = {"fit_mse": float(((pred[spec.fit_index] - y[spec.fit_index]) ** 2).mean())}
+    out["val_mse"] = float(((pred[spec.val_index] - y[spec.val_index]) ** 2).mean()) if len(spec.val_index) \
+        else float("nan")
+    return out
+
+
+def _metrics(data: BindingData, spec: ModelSpec, pred: np.ndarray) -> dict[str, float]:
+    out = {**functional_binding(data, pred, spec.split), **_mse(data, spec, pred)}
     if len(spec.val_index):
-        out["val_mse"] = float(((pred[spec.val_index] - y[spec.val_index]) ** 2).mean())
         out["val_concept"] = concept_recognition(data, pred, spec.val_index)
         out["val_object"] = object_recognition(data, pred, spec.val_index)
     else:
@@ -328,9 +336,10 @@ def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | P
                 device: str | torch.device | None = None, pad_work: float = STACK_OVERHEAD_WORK,
                 steps: int = ESTIMATE_STEPS) -> dict[str, float]:
     """One stacked run of ``specs`` timed, not trained through: ``steps`` steps and one evaluation
-    (after one untimed of each), on the wall clock and again on the process's CPU clock (``*_cpu``)
-    -> seconds a step, seconds an evaluation, and the run's seconds at the step cap (an upper
-    bound where ``patience`` stops models earlier; on a GPU read the wall clock)."""
+    of each kind, on the wall clock and again on the process's CPU clock (``*_cpu``) -> seconds a
+    step, seconds an evaluation (with ``patience``: one reading MSEs only, as training makes them),
+    and the run's seconds at the step cap (with ``patience`` an upper bound, with the two full
+    evaluations at its end; on a GPU read the wall clock)."""
     proto = get_protocol(protocol)
     dev = resolve_device(str(device) if device is not None else None)
     specs = list(specs)
@@ -340,26 +349,31 @@ def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | P
         sum(st.loss() for st in stacks).backward()
         opt.step()
 
-    def evaluate() -> None:
+    def evaluate(metrics: Any) -> None:
         for st in stacks:
             preds = st.predict_all()
             for m, spec in enumerate(st.specs):
-                _metrics(data, spec, preds[m])
+                metrics(data, spec, preds[m])
 
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    step(), evaluate()  # warm-up
+    light = proto.patience is not None  # evaluations read MSEs; two full ones at the end (_train_group)
+    step(), evaluate(_mse if light else _metrics)  # warm-up
     out: dict[str, float] = {"approximators": len(specs), "stacks": len(stacks), "evaluations": _evaluations(proto)}
     for clock, name in ((time.perf_counter, ""), (time.process_time, "_cpu")):  # wall, then CPU time
-        t0 = clock()
+        t = [clock()]
         for _ in range(steps):
             step()
+        for metrics in (_mse, _metrics):
+            sync()
+            t.append(clock())
+            evaluate(metrics)
         sync()
-        t1 = clock()
-        evaluate()
-        sync()
-        t2 = clock()
-        out[f"per_step{name}"], out[f"per_evaluation{name}"] = (t1 - t0) / steps, t2 - t1
-        out[f"at_cap{name}"] = out[f"per_step{name}"] * proto.steps + out[f"per_evaluation{name}"] * out["evaluations"]
+        t.append(clock())
+        per_step, light_eval, full_eval = (t[1] - t[0]) / steps, t[2] - t[1], t[3] - t[2]
+        out[f"per_step{name}"], out[f"per_evaluation{name}"] = per_step, light_eval if light else full_eval
+        out[f"per_full_evaluation{name}"] = full_eval
+        out[f"at_cap{name}"] = per_step * proto.steps + (
+            light_eval * out["evaluations"] + 2 * full_eval if light else full_eval * out["evaluations"])
     return out
 
 
@@ -373,6 +387,10 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
 
     stopped: set[int] = set()  # models (indices into specs) past their plateau (Protocol.patience)
     frozen: set[tuple[int, int]] = set()  # their slices, which the optimizer leaves as they are
+    # with patience, evaluations read the MSEs only, and each model's slices are kept at its lowest
+    # validation MSE so far: the full metrics are computed once training ends, at its best and last step
+    light = protocol.patience is not None
+    best: dict[int, tuple[float, dict[int, torch.Tensor]]] = {}
 
     def evaluate(step: int) -> None:
         k = 0
@@ -383,10 +401,36 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
                 k += 1
                 if i in stopped:
                     continue
-                curves[i].append({"step": step, **_metrics(data, spec, preds[m])})
-                if protocol.patience is not None and plateau_step(curves[i], protocol.patience) is not None:
+                point = (_mse if light else _metrics)(data, spec, preds[m])
+                curves[i].append({"step": step, **point})
+                if not light:
+                    continue
+                if i not in best or point["val_mse"] < best[i][0]:
+                    best[i] = (point["val_mse"], {id(p): p.detach()[m].clone() for p in st.model.parameters()})
+                if plateau_step(curves[i], protocol.patience) is not None:
                     stopped.add(i)
                     frozen.update((id(p), m) for p in st.model.parameters())
+
+    def full_metrics() -> None:
+        """Each model's last and best evaluation with every metric (its weights at those steps)."""
+        k = 0
+        for st in stacks:
+            params = list(st.model.parameters())
+            last, kept = st.predict_all(), [p.detach().clone() for p in params]
+            with torch.no_grad():
+                for m in range(len(st.specs)):
+                    for p in params:
+                        p[m] = best[order[k + m]][1][id(p)]
+                at_best = st.predict_all()
+                for p, v in zip(params, kept):
+                    p.copy_(v)
+            for m, spec in enumerate(st.specs):
+                curve = curves[order[k]]
+                curve[-1] = {"step": curve[-1]["step"], **_metrics(data, spec, last[m])}
+                if len(spec.val_index):
+                    j = min(range(len(curve)), key=lambda n: (curve[n]["val_mse"], curve[n]["step"]))
+                    curve[j] = {"step": curve[j]["step"], **_metrics(data, spec, at_best[m])}
+                k += 1
 
     t_eval = time.perf_counter()
     evaluate(0)
@@ -409,6 +453,8 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
             evaluate(step)
             bar.set_postfix(loss=f"{float(loss.detach()) / len(specs):.4g}")
     bar.close()
+    if light:
+        full_metrics()
     finals: list[np.ndarray | None] = [None] * len(specs)
     if keep_predictions:
         k = 0
