@@ -31,12 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
-from bindcore.analysis.approximators import FAMILIES, sweep_specs, time_stacks  # noqa: E402
+from bindcore.analysis.approximators import FAMILIES, PRODUCT_FAMILIES, sweep_specs, time_stacks  # noqa: E402
 from bindcore.experiments import controlled_datasets, controlled_jobs, figure9_runs  # noqa: E402
 from bindcore.parameters import chapter_parameters  # noqa: E402
 from bindcore.runtime import set_threads  # noqa: E402
-
-PRODUCTS = ["global_product", "sum_global_product", "within_object_product", "sum_within_object_product"]
 
 
 def chapter_jobs(datasets, P):
@@ -45,7 +43,7 @@ def chapter_jobs(datasets, P):
     yield "§5.3 MLP widths", controlled_jobs(datasets, P, ["mlp"], P["widths"])
     yield "§5.4 families", controlled_jobs(datasets, P, list(FAMILIES), {"mlp": [max(P["widths"])]})
     for init in ("one_plus", "normal"):
-        yield f"§5.4 product inits ({init})", controlled_jobs(datasets, top_only, PRODUCTS, None, product_init=init)
+        yield f"§5.4 product inits ({init})", controlled_jobs(datasets, top_only, list(PRODUCT_FAMILIES), None, product_init=init)
     yield "figure 9 (per model)", controlled_jobs(datasets, top_only, ["global_product"], None)
 
 

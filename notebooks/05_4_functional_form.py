@@ -67,7 +67,14 @@ import pandas as pd
 import torch
 from IPython.display import Markdown
 
-from bindcore.analysis import FAMILIES, FAMILY_LABELS, StackedApproximator, global_codes, protocol_for
+from bindcore.analysis import (
+    FAMILIES,
+    FAMILY_LABELS,
+    PRODUCT_FAMILIES,
+    StackedApproximator,
+    global_codes,
+    protocol_for,
+)
 from bindcore.book import (
     chapter_parameters,
     figure9_correlations,
@@ -180,8 +187,7 @@ plt.show()
 
 # %% tags=["full-width"]
 top_only = {**P, "fractions": [max(P["fractions"])]}
-products = ["global_product", "sum_global_product", "within_object_product", "sum_within_object_product"]
-inits = pd.concat([controlled_sweeps(datasets, top_only, products, widths=None, device=device, executor=executor,
+inits = pd.concat([controlled_sweeps(datasets, top_only, list(PRODUCT_FAMILIES), widths=None, device=device, executor=executor,
                                      product_init=init).assign(init=init) for init in ("one_plus", "normal")])
 inits.pivot_table(index=["model", "family"], columns="init",
                   values=["train_r2", "heldout_r2", "train_object", "heldout_object"]).round(3)

@@ -9,7 +9,7 @@ other first, so that either can be imported first."""
 import bindcore.controlled  # noqa: F401 (before this package's modules: see above)
 from bindcore.ids import object_values
 
-from .approximators import FAMILIES, PCATreeRegressor, StackedApproximator, global_codes
+from .approximators import FAMILIES, PRODUCT_FAMILIES, PCATreeRegressor, StackedApproximator, global_codes
 from .approximators.labels import FAMILY_LABELS
 from .approximators.reference import approximator_output
 from .binding import bag_ceiling, strict_correct, swap_pair_recognition, swap_twins
@@ -48,7 +48,7 @@ from .metrics import (
 from .probes import PROBE_TRAIN_FRACTION
 
 __all__ = [
-    "ABLATION_LABELS", "ABLATION_NAMES", "FAMILIES", "FAMILY_LABELS", "HOLDOUT", "ONE_PHASE",
+    "ABLATION_LABELS", "ABLATION_NAMES", "FAMILIES", "FAMILY_LABELS", "HOLDOUT", "ONE_PHASE", "PRODUCT_FAMILIES",
     "PROBE_TRAIN_FRACTION", "RELEASE_NEGATIVES", "PCATreeRegressor", "StackedApproximator",
     "ablation_configs", "ablation_sentence", "ablation_summary", "approximator_output", "bag_ceiling",
     "bag_of_concepts_accuracy", "bag_of_concepts_scores", "caption_retrieval", "decomposition",

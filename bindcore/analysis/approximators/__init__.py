@@ -3,6 +3,7 @@ scene's slot codes ``[N, 2C]`` to its embedding ``[N, d]``, read by the encoder'
 
 from .families import (
     FAMILIES,
+    PRODUCT_FAMILIES,
     PRODUCT_INITS,
     StackedApproximator,
     global_codes,
@@ -30,9 +31,9 @@ from .trainer import (
 from .trees import TREE_GRIDS, TREE_KINDS, PCATreeRegressor, fit_trees
 
 __all__ = [
-    "FAMILIES", "GROUP_KEYS", "PLATEAU_DELTA", "PRODUCT_INITS", "PROTOCOLS", "STACK_OVERHEAD_WORK", "TREE_GRIDS",
-    "TREE_KINDS", "ModelSpec", "PCATreeRegressor", "Protocol", "StackedApproximator", "default_width", "fit_family",
-    "fit_trees", "get_protocol", "global_codes", "make_approximator", "make_specs", "one_hot_codes", "plan_stacks",
-    "plateau_step", "select_best", "slot_sizes", "step_work", "sweep_fractions", "sweep_specs", "synthetic_binding_data",
-    "time_stacks", "train_models",
+    "FAMILIES", "GROUP_KEYS", "PLATEAU_DELTA", "PRODUCT_FAMILIES", "PRODUCT_INITS", "PROTOCOLS",
+    "STACK_OVERHEAD_WORK", "TREE_GRIDS", "TREE_KINDS", "ModelSpec", "PCATreeRegressor", "Protocol",
+    "StackedApproximator", "default_width", "fit_family", "fit_trees", "get_protocol", "global_codes",
+    "make_approximator", "make_specs", "one_hot_codes", "plan_stacks", "plateau_step", "select_best", "slot_sizes",
+    "step_work", "sweep_fractions", "sweep_specs", "synthetic_binding_data", "time_stacks", "train_models",
 ]

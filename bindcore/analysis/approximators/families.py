@@ -31,6 +31,8 @@ FAMILIES = (
 _HIDDEN = {"mlp": "relu", "global_product": "global", "sum_global_product": "global",
            "within_object_product": "within", "sum_within_object_product": "within"}
 _ADDITIVE = {"additive", "sum_global_product", "sum_within_object_product"}
+# the families with a product hidden layer (whose factors' init ``product_init`` sets)
+PRODUCT_FAMILIES = tuple(f for f in FAMILIES if _HIDDEN.get(f, "relu") != "relu")
 
 
 # ---------------------------------------------------------------------------------

@@ -49,12 +49,12 @@ def sweep_fractions(data: BindingData, fractions: Iterable[float], families: Ite
             raise ValueError(f"family must be one of {FAMILIES + TREE_KINDS}, got {fam!r}")
     proto = get_protocol(protocol, steps=steps, eval_every=eval_every)
     records: list[dict[str, Any]] = []
-    for frac in fractions:
-        for fam in families:
-            if fam in TREE_KINDS:
-                records += fit_trees(data, object_level_split(data, frac, seed=split_seed), fam,
-                                     grid=(tree_grid or {}).get(fam), val_fraction=val_fraction, seed=split_seed,
-                                     progress=progress, fraction=frac, **(tree_kwargs or {}))
+    trees = [fam for fam in families if fam in TREE_KINDS]
+    for frac in fractions if trees else ():
+        split = object_level_split(data, frac, seed=split_seed)
+        for fam in trees:
+            records += fit_trees(data, split, fam, grid=(tree_grid or {}).get(fam), val_fraction=val_fraction,
+                                 seed=split_seed, progress=progress, fraction=frac, **(tree_kwargs or {}))
     specs = sweep_specs(data, fractions, families, widths, proto.lrs if lrs is None else lrs, seeds, split_seed,
                         val_fraction, product_init)
     records += train_models(data, specs, proto, device=device, progress=progress, pad_work=pad_work,

@@ -23,7 +23,7 @@ from ..probes import (
     functional_binding,
     object_recognition,
 )
-from .families import _HIDDEN, FAMILIES, PRODUCT_INITS, StackedApproximator, global_codes
+from .families import FAMILIES, PRODUCT_FAMILIES, PRODUCT_INITS, StackedApproximator, global_codes
 
 
 # ---------------------------------------------------------------------------------
@@ -327,9 +327,16 @@ def _build(data: BindingData, specs: list[ModelSpec], protocol: Protocol, device
     return plan, stacks, _SliceAdam(stacks)
 
 
-def _evaluations(protocol: Protocol) -> int:
-    """How many evaluations a run at the step cap makes (step 0 and the last included)."""
-    return len(set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps})
+def _eval_steps(protocol: Protocol) -> set[int]:
+    """The steps a run to the cap evaluates at (step 0 and the last included)."""
+    return set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps}
+
+
+def _cap_seconds(protocol: Protocol, per_step: float, per_evaluation: float, per_full_evaluation: float) -> float:
+    """A run's seconds at the step cap: its steps, its evaluations and, with ``patience``, the two
+    evaluations of every metric once it ends (:func:`_train_group`)."""
+    return (per_step * protocol.steps + per_evaluation * len(_eval_steps(protocol))
+            + (2 * per_full_evaluation if protocol.patience is not None else 0.0))
 
 
 def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | Protocol = "paper",
@@ -358,7 +365,8 @@ def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | P
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     light = proto.patience is not None  # evaluations read MSEs; two full ones at the end (_train_group)
     step(), evaluate(_mse if light else _metrics)  # warm-up
-    out: dict[str, float] = {"approximators": len(specs), "stacks": len(stacks), "evaluations": _evaluations(proto)}
+    out: dict[str, float] = {"approximators": len(specs), "stacks": len(stacks),
+                             "evaluations": len(_eval_steps(proto))}
     for clock, name in ((time.perf_counter, ""), (time.process_time, "_cpu")):  # wall, then CPU time
         t = [clock()]
         for _ in range(steps):
@@ -372,8 +380,7 @@ def time_stacks(data: BindingData, specs: Sequence[ModelSpec], protocol: str | P
         per_step, light_eval, full_eval = (t[1] - t[0]) / steps, t[2] - t[1], t[3] - t[2]
         out[f"per_step{name}"], out[f"per_evaluation{name}"] = per_step, light_eval if light else full_eval
         out[f"per_full_evaluation{name}"] = full_eval
-        out[f"at_cap{name}"] = per_step * proto.steps + (
-            light_eval * out["evaluations"] + 2 * full_eval if light else full_eval * out["evaluations"])
+        out[f"at_cap{name}"] = _cap_seconds(proto, per_step, out[f"per_evaluation{name}"], full_eval)
     return out
 
 
@@ -383,14 +390,14 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
     plan, stacks, opt = _build(data, specs, protocol, device, pad_work)
     curves: list[list[dict]] = [[] for _ in specs]
     order = [i for group in plan for i in group]
-    eval_steps = set(range(0, protocol.steps + 1, protocol.eval_every)) | {protocol.steps}
+    eval_steps = _eval_steps(protocol)
 
     stopped: set[int] = set()  # models (indices into specs) past their plateau (Protocol.patience)
     frozen: set[tuple[int, int]] = set()  # their slices, which the optimizer leaves as they are
     # with patience, evaluations read the MSEs only, and each model's slices are kept at its lowest
     # validation MSE so far: the full metrics are computed once training ends, at its best and last step
     light = protocol.patience is not None
-    best: dict[int, tuple[float, dict[int, torch.Tensor]]] = {}
+    best: dict[int, dict[int, torch.Tensor]] = {}  # model -> its slices (by id of the stacked parameter)
 
     def evaluate(step: int) -> None:
         k = 0
@@ -405,8 +412,8 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
                 curves[i].append({"step": step, **point})
                 if not light:
                     continue
-                if i not in best or point["val_mse"] < best[i][0]:
-                    best[i] = (point["val_mse"], {id(p): p.detach()[m].clone() for p in st.model.parameters()})
+                if len(curves[i]) == 1 or point["val_mse"] < min(c["val_mse"] for c in curves[i][:-1]):
+                    best[i] = {id(p): p.detach()[m].clone() for p in st.model.parameters()}
                 if plateau_step(curves[i], protocol.patience) is not None:
                     stopped.add(i)
                     frozen.update((id(p), m) for p in st.model.parameters())
@@ -420,7 +427,7 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
             with torch.no_grad():
                 for m in range(len(st.specs)):
                     for p in params:
-                        p[m] = best[order[k + m]][1][id(p)]
+                        p[m] = best[order[k + m]][id(p)]
                 at_best = st.predict_all()
                 for p, v in zip(params, kept):
                     p.copy_(v)
@@ -445,7 +452,7 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
         opt.step(frozen)
         if estimate and step == timed:
             per_step = (time.perf_counter() - t_steps) / timed
-            total = per_step * protocol.steps + t_eval * len(eval_steps)
+            total = _cap_seconds(protocol, per_step, t_eval, t_eval)  # with patience, t_eval reads MSEs only
             print(f"cost: {len(specs)} approximator(s) in {len(stacks)} stack(s), {protocol.steps:,} steps, "
                   f"{len(eval_steps)} evaluations; about {format_duration(total)} on {device} "
                   f"(timed: {1e3 * per_step:.1f} ms a step, {t_eval:.2f} s an evaluation)", flush=True)
@@ -492,7 +499,7 @@ def _record(spec: ModelSpec, protocol: Protocol, curve: list[dict], extra: dict)
         "final_step": final["step"], "selected_step": best["step"],
         "selected_by": "val_mse" if has_val else "final (no validation scenes)",
     }
-    if spec.family in _HIDDEN and _HIDDEN[spec.family] != "relu":
+    if spec.family in PRODUCT_FAMILIES:
         rec["product_init"] = spec.product_init
     for k, v in final.items():
         if k != "step":
