@@ -557,7 +557,7 @@ def plot_figure9(ax: Any, table: pd.DataFrame, correlations: pd.DataFrame) -> No
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
 
 
-def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = BINDS_AT) -> None:
+def plot_scale(axes: Sequence[Any], table: pd.DataFrame) -> None:
     """§5.2 at several sizes on three axes (seeds dots, medians lines): strict recognition with bag ceiling
     (and release protocol), swap pairs, and transition coverage against |O| (open: none)."""
     keys = ["objects", "C", "V", "coverage"]
@@ -576,12 +576,12 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = BIN
             axes[0].plot(sub["coverage"], sub["release_test_object_2"], "--", color=colour, lw=1.2)
         axes[1].plot(sub["coverage"], sub["test_swap_pair"], "o-", color=colour, label=label)
         axes[1].plot(runs["coverage"], runs["test_swap_pair"], ".", color=colour, alpha=0.45)
-        t = transition_coverage(sub["coverage"], sub["test_swap_pair"], transition)
+        t = transition_coverage(sub["coverage"], sub["test_swap_pair"])
         reached = not math.isnan(t)
         trans.append((objects, t if reached else float(sub["coverage"].max()), reached, colour))
     axes[0].set_ylabel("strict, held-out objects")
     axes[0].set_title("dotted: bag ceiling" + ("\ndashed: release protocol" if release else ""), fontsize=9)
-    axes[1].axhline(transition, color="grey", ls="--", lw=1)
+    axes[1].axhline(BINDS_AT, color="grey", ls="--", lw=1)
     axes[1].set_ylabel("swap pairs, held-out objects")
     axes[1].set_title("a bag of concepts: 0\ndots: seeds", fontsize=9)
     for ax in axes[:2]:
@@ -593,7 +593,7 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame, transition: float = BIN
     axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
     axes[2].set_xscale("log")
     axes[2].set_xlabel("|O|")
-    axes[2].set_ylabel(f"transition (swap pairs >= {transition:g})")
+    axes[2].set_ylabel(f"transition (swap pairs >= {BINDS_AT:g})")
     axes[2].set_ylim(0, 1)
     axes[2].set_title("open: no transition up\nto that coverage", fontsize=9)
     fig = axes[0].figure

@@ -659,7 +659,7 @@ seed_summary(table).round(3)
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
-plot_scale(axes, table, transition=BINDS_AT)
+plot_scale(axes, table)
 fig.suptitle(f"This build's runs, profile '{profile}' ({base.steps} steps per run)", y=1.06)
 plt.show()
 
@@ -798,7 +798,7 @@ glue("largest_space_deep", "; ".join(
 if scale_recs:
     scale_table = results_table(scale_recs)
     fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH_IN, 3.0))
-    plot_scale(axes, scale_table, transition=BINDS_AT)
+    plot_scale(axes, scale_table)
     fig.suptitle(f"The scale sweep ({depth_label(PLAN_DEPTH)}; published records)", y=1.06)
     plt.show()
     display(seed_summary(scale_table).round(3))
@@ -862,14 +862,14 @@ else:
 # The rules by which the verdicts below follow from the numbers:
 
 # %% tags=["hide-input"]
-display(Markdown(generalization_claim_rules(transition=BINDS_AT)))
-frames = [claims_table(summary, profile, transition=BINDS_AT)]
+display(Markdown(generalization_claim_rules()))
+frames = [claims_table(summary, profile)]
 if scale_recs:
     frames.append(claims_table(generalization_summary(scale_table, planned=planned_coverages()),
-                               f"{depth_label(PLAN_DEPTH)} (published records)", transition=BINDS_AT))
+                               f"{depth_label(PLAN_DEPTH)} (published records)"))
 if earlier_recs:  # the second recipe: its comparison across sizes only, labelled
     earlier = claims_table(generalization_summary(results_table(earlier_recs), planned=planned_coverages()),
-                           f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)", transition=BINDS_AT)
+                           f"{depth_label(EARLIER_DEPTH)}, earlier plan (published records)")
     frames.append(earlier[earlier["subject"] == "across sizes"])
 show_claims(pd.concat(frames, ignore_index=True), "05_2_binding_generalization")
 

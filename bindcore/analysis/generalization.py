@@ -167,10 +167,13 @@ def transition_gaps(run: Iterable[float], transition: float, planned: Iterable[f
     return [c for c in planned if c >= start and c not in run]
 
 
-def generalization_summary(table, concept_threshold: float = 0.9, transition: float = BINDS_AT,
-                           planned: dict[int, Iterable[float]] | None = None) -> Any:
+# §5.2's "concepts first": the concept recognition a size's concepts are said to generalize at
+CONCEPTS_AT = 0.9
+
+
+def generalization_summary(table, planned: dict[int, Iterable[float]] | None = None) -> Any:
     """Per object-space size, from held-out two-object scenes (median over seeds per coverage): where
-    concepts reach ``concept_threshold``, the transition coverage, swap pairs (with range), strict
+    concepts reach :data:`CONCEPTS_AT`, the transition coverage, swap pairs (with range), strict
     recognition and bag ceiling at the largest and the :func:`chosen_coverage`, and the Spearman
     correlation of recognition with coverage. ``planned``: per size (objects), the coverages its
     grid plans; those not run yet that could move its transition (:func:`transition_gaps`) are
@@ -186,15 +189,15 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
         chosen = sub[sub["coverage"] == cov].iloc[0]
         at = runs[runs["coverage"] == cov]
         rho = sub["coverage"].rank().corr(sub["test_object_2"].rank()) if len(sub) > 1 else float("nan")
+        transition = transition_coverage(sub["coverage"], sub["test_swap_pair"])
         out.append({
             "objects": objects, "C": int(last["C"]), "V": int(last["V"]), "coverages": len(sub),
             "layers": "/".join(str(int(n)) for n in sorted(set(runs["layers"].dropna()))) if "layers" in runs else "",
             "steps": "/".join(f"{int(n):,}" for n in sorted(set(runs["steps"]))) if "steps" in runs else "",
             "seeds": int(runs.groupby("coverage").size().min()),
-            f"concepts >= {concept_threshold:g} from coverage":
-                _first_coverage(sub, sub["test_concept_2"] >= concept_threshold),
-            "transition coverage": transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
-            "transition coverage per seed": seed_transitions(runs, transition),
+            f"concepts >= {CONCEPTS_AT:g} from coverage": _first_coverage(sub, sub["test_concept_2"] >= CONCEPTS_AT),
+            "transition coverage": transition,
+            "transition coverage per seed": seed_transitions(runs),
             "smallest coverage": float(sub["coverage"].iloc[0]),
             "swap pairs at smallest coverage": float(sub["test_swap_pair"].iloc[0]),
             "largest coverage": float(last["coverage"]),
@@ -210,13 +213,11 @@ def generalization_summary(table, concept_threshold: float = 0.9, transition: fl
             "bag ceiling at chosen coverage": float(chosen["boc_ceiling_test_object_2"]),
             "every seed above the bag ceiling at chosen coverage":
                 bool((at["test_object_2"] > at["boc_ceiling_test_object_2"]).all()),
-            "fitted at transition": _fitted_at(runs, transition_coverage(sub["coverage"], sub["test_swap_pair"],
-                                                                        transition)),
+            "fitted at transition": _fitted_at(runs, transition),
             "fitted at largest coverage": _fitted_at(runs, float(last["coverage"])),
             "coverages not run": sorted(set((planned or {}).get(objects, [])) - set(sub["coverage"])),
-            "coverages not run near the transition": transition_gaps(
-                sub["coverage"], transition_coverage(sub["coverage"], sub["test_swap_pair"], transition),
-                (planned or {}).get(objects, [])),
+            "coverages not run near the transition": transition_gaps(sub["coverage"], transition,
+                                                                     (planned or {}).get(objects, [])),
             "release two objects at chosen coverage": float(chosen.get("release_test_object_2", float("nan"))),
             "release bag ceiling at chosen coverage":
                 float(chosen.get("boc_ceiling_release_test_object_2", float("nan"))),
@@ -233,13 +234,13 @@ def _fitted_at(runs, coverage: float) -> str:
     return f"{int(at['fitted'].sum())} of {len(at)}"
 
 
-def seed_transitions(runs, transition: float = BINDS_AT) -> str:
+def seed_transitions(runs) -> str:
     """Each seed's :func:`transition_coverage` as ``seed: coverage`` text (``-``: none)."""
     if "seed" not in runs:
         return ""
     parts = []
     for seed, one in runs.groupby("seed", sort=True):
-        t = transition_coverage(one["coverage"], one["test_swap_pair"], transition)
+        t = transition_coverage(one["coverage"], one["test_swap_pair"])
         parts.append(f"{seed}: {'-' if math.isnan(t) else f'{t:g}'}")
     return ", ".join(parts)
 

@@ -36,21 +36,26 @@ def _row_evidence(r: pd.Series) -> str:
     return NATIVE if str(r["encoder"]).startswith(("CLIP", "DINOv2")) else SUBSTITUTE
 
 
-def two_rates_differ(a: float, b: float, n_a: int, n_b: int, z: float = 2.0) -> bool:
-    """Whether ``a - b`` (rates of ``n_a``, ``n_b`` trials) exceeds ``z`` pooled standard errors."""
+# D.3's "occlusion lowers retrieval" and D.4's "above chance": how many standard errors each needs
+OCCLUSION_Z = 2.0
+CHANCE_Z = 3.0
+
+
+def two_rates_differ(a: float, b: float, n_a: int, n_b: int) -> bool:
+    """Whether ``a - b`` (rates of ``n_a``, ``n_b`` trials) exceeds :data:`OCCLUSION_Z` pooled standard errors."""
     if not _ok(a, b) or n_a < 1 or n_b < 1:
         return False
     p = (a * n_a + b * n_b) / (n_a + n_b)
-    return a - b > z * math.sqrt(max(p * (1 - p), 1e-12) * (1 / n_a + 1 / n_b))
+    return a - b > OCCLUSION_Z * math.sqrt(max(p * (1 - p), 1e-12) * (1 / n_a + 1 / n_b))
 
 
 def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, keep: float = 0.9,
-                      high: float = 0.5, r2_margin: float = 0.02, retrieval_margin: float = 0.05, z: float = 2.0,
+                      high: float = 0.5, r2_margin: float = 0.02, retrieval_margin: float = 0.05,
                       grid_margin: float = 0.05, null_margin: float = 0.2) -> pd.DataFrame:
     """D.3 and D.5 claims per image encoder of ``three`` and over ``grid``'s pretrained sets:
     occluded object probing keeps ``keep`` and reaches ``high`` (``null_margin`` over the null);
     held-out R² objects > concepts by ``r2_margin``; occlusion lowers retrieval by
-    ``retrieval_margin`` and ``z`` SEs; caption grids beat chance and images by ``grid_margin``."""
+    ``retrieval_margin`` and :data:`OCCLUSION_Z` SEs; caption grids beat chance and images by ``grid_margin``."""
     (c_probe, p_probe), (c_r2, p_r2), (c_ret, p_ret), (c_mds, p_mds) = PAPER_CLAIMS_APPENDIX_D
     rows = []
     for (enc, _), sub in three.groupby(["encoder", "weights"], sort=False):
@@ -90,11 +95,11 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
         rt = "retrieval objects (all scenes)"
         drop = a[rt] - b[rt]
         n_a, n_b = (int(a["scenes"]), int(b["scenes"])) if "scenes" in a and _ok(a["scenes"], b["scenes"]) else (0, 0)
-        sig = two_rates_differ(a[rt], b[rt], n_a, n_b, z) if n_a else True
+        sig = two_rates_differ(a[rt], b[rt], n_a, n_b) if n_a else True
         rows.append(_row(c_ret, who, p_ret, f"{a[rt]:.2f} -> {b[rt]:.2f}",
                          verdict(bool(drop >= retrieval_margin and sig)),
                          f"shown when retrieval is lower with occlusion by >= {retrieval_margin:g}"
-                         + (f" and by more than {z:g} standard errors ({n_a} and {n_b} scenes)" if n_a else ""),
+                         + (f" and by more than {OCCLUSION_Z:g} standard errors ({n_a} and {n_b} scenes)" if n_a else ""),
                          profile, evidence=ev, null=f"no occlusion: {a[rt]:.2f}",
                          margin=margin_text(drop, retrieval_margin)))
     pre = grid[grid["weights"] == "pretrained"]
@@ -119,15 +124,15 @@ def additional_claims(three: pd.DataFrame, grid: pd.DataFrame, profile: str, kee
     return _frame(rows)
 
 
-def above_chance(rate: float, chance: float, n: int, z: float = 3.0) -> bool:
-    """Whether ``rate`` of ``n`` trials lies over ``z`` binomial standard errors above ``chance``."""
+def above_chance(rate: float, chance: float, n: int) -> bool:
+    """Whether ``rate`` of ``n`` trials lies over :data:`CHANCE_Z` binomial standard errors above ``chance``."""
     if not _ok(rate, chance) or n < 1:
         return False
-    return rate > chance + z * math.sqrt(max(chance * (1 - chance), 1e-12) / n)
+    return rate > chance + CHANCE_Z * math.sqrt(max(chance * (1 - chance), 1e-12) / n)
 
 
-def natural_claims(table: pd.DataFrame, profile: str, z: float = 3.0) -> pd.DataFrame:
-    """D.4 per encoder: shown when decomposition and editing retrieval lie ``z`` SEs above both
+def natural_claims(table: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """D.4 per encoder: shown when decomposition and editing retrieval lie :data:`CHANCE_Z` SEs above both
     chance and their Gaussian null (in-sample retrieval of noise is far above chance); no null:
     untestable."""
     from bindcore.paper import PAPER_NATURAL_CLAIM
@@ -148,10 +153,10 @@ def natural_claims(table: pd.DataFrame, profile: str, z: float = 3.0) -> pd.Data
                              f"no null computed ({gaussian_null_why()})", profile, evidence=ev))
             continue
         ref_r, ref_e = max(nr, r["retrieval chance"]), max(ne, r["edit chance"])
-        holds = above_chance(r["retrieval"], ref_r, int(r["scenes"]), z) and above_chance(
-            r["edit retrieval"], ref_e, int(r["edits"]), z)
+        holds = above_chance(r["retrieval"], ref_r, int(r["scenes"])) and above_chance(
+            r["edit retrieval"], ref_e, int(r["edits"]))
         rows.append(_row(claim, who, PAPER_NATURAL_CLAIM, ours, verdict(holds),
-                         f"shown when both lie {z:g} standard errors above their null ({gaussian_null_why()}) "
+                         f"shown when both lie {CHANCE_Z:g} standard errors above their null ({gaussian_null_why()}) "
                          "and chance", profile, evidence=ev, null=f"decomposition {nr:.2f}, editing {ne:.2f}",
                          margin=f"{r['retrieval'] - ref_r:+.2f}, {r['edit retrieval'] - ref_e:+.2f}"))
     return _frame(rows)

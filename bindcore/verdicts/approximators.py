@@ -49,6 +49,11 @@ from .core import (
 # precondition of claims about models that bind
 SWAPS = "model: validation swap pairs"
 
+# §5.1's rule numbers (written before the records they judge), read by its claims and its sentences
+PRETRAINED_GAP = 0.3  # every family's held-out objects at least this far below the held-out concepts
+PRETRAINED_MARGIN = 0.2  # the held-out concepts at least this far above their null
+RANK_QUANTILE = 0.95  # figure 9: the quantile of the permutation null a rank correlation must clear
+
 
 def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
     mlp = sub[sub["family"] == FAMILY_LABELS["mlp"]]
@@ -69,12 +74,13 @@ def _pretrained_null(table: Any, null: Any, above: float) -> tuple[float, str]:
     return (float(null_hi["heldout_concept"].min()) if len(null_hi) else math.nan), null_name
 
 
-def pretrained_claims(table: Any, profile: str, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
-                      above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
-                      null: Any = None, margin: float = 0.2) -> pd.DataFrame:
-    """§5.1 / D.6 / D.7 per encoder: the widest MLP's held-out concepts reach ``concept_level``
-    above fraction ``above`` and ``margin`` over the ``null`` table (else the random-init
-    control; neither: untestable); the best family's objects stay ``gap`` below that."""
+def pretrained_claims(table: Any, profile: str, null: Any = None) -> pd.DataFrame:
+    """§5.1 / D.6 / D.7 per encoder: the widest MLP's held-out concepts reach the paper's level
+    above the paper's fraction and :data:`PRETRAINED_MARGIN` over the ``null`` table (else the
+    random-init control; neither: untestable); the best family's objects stay
+    :data:`PRETRAINED_GAP` below that."""
+    concept_level, above = PAPER_PRETRAINED_CONCEPTS["level"], PAPER_PRETRAINED_CONCEPTS["above fraction"]
+    gap, margin = PRETRAINED_GAP, PRETRAINED_MARGIN
     rows = []
     paper_c = f">= {concept_level:.2f} above fraction {above:g} ({SUMMARY})"
     paper_o = (f"about {PAPER_PRETRAINED_OBJECTS['level']:.2f} at width {PAPER_PRETRAINED_OBJECTS['width']}, "
@@ -143,16 +149,15 @@ def separation_sentence(subject: str, ours: Any, null: Any, null_name: str, marg
             "it cannot tell a trained encoder from the untrained architecture.")
 
 
-def pretrained_sentences(table: Any, concept_level: float = PAPER_PRETRAINED_CONCEPTS["level"],
-                         above: float = PAPER_PRETRAINED_CONCEPTS["above fraction"], gap: float = 0.3,
-                         null: Any = None, margin: float = 0.2) -> list[str]:
+def pretrained_sentences(table: Any, null: Any = None) -> list[str]:
     """§5.1 in words, per encoder with trained weights, with the numbers of
     :func:`pretrained_claims` (same arguments): whether the paper's direction (held-out
     concepts above held-out objects) shows, beside the paper's numbers and the object
     claim's verdict; and whether the concept diagnostic separates the encoder from its null."""
     if not len(table):
         return []
-    claims = pretrained_claims(table, "", concept_level, above, gap, null, margin)
+    claims = pretrained_claims(table, "", null)
+    above = PAPER_PRETRAINED_CONCEPTS["above fraction"]
     null_c, null_name = _pretrained_null(table, null, above)
     paper = (f"{CLIP}, concepts >= {fmt_range(PAPER_PRETRAINED_CONCEPTS['level'])}, objects about "
              f"{fmt_range(PAPER_PRETRAINED_OBJECTS['level'])}")
@@ -171,7 +176,7 @@ def pretrained_sentences(table: Any, concept_level: float = PAPER_PRETRAINED_CON
                                       status=status.iloc[0] if len(status) else ""))
         hi = mlp[mlp["fraction"] > above]
         worst = float(hi["heldout_concept"].min()) if len(hi) else math.nan
-        out.append(separation_sentence(name, worst, null_c, null_name, margin,
+        out.append(separation_sentence(name, worst, null_c, null_name, PRETRAINED_MARGIN,
                                        f"the widest MLP's lowest at the fractions above {above:g}"))
     return out
 
@@ -353,7 +358,7 @@ def form_sentences(table: Any, claims: pd.DataFrame | None = None, key: str = "m
     return out
 
 
-def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, seed: int = 0) -> float:
+def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = RANK_QUANTILE, seed: int = 0) -> float:
     """The ``quantile`` of Spearman's rho of ``x`` with seeded permutations of ``y``."""
     rx, ry = pd.Series(np.asarray(x, dtype=float)).rank().to_numpy(), pd.Series(np.asarray(y, dtype=float)).rank()
     ry = ry.to_numpy()
@@ -362,11 +367,10 @@ def rank_null(x: Any, y: Any, permutations: int = 2000, quantile: float = 0.95, 
     return float(np.nanquantile(rhos, quantile))
 
 
-def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_rho: float = 0.5,
-                   quantile: float = 0.95) -> pd.DataFrame:
+def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_rho: float = 0.5) -> pd.DataFrame:
     """Figure 9 per size: the global product's held-out objects track the model's own (and its
     swap pairs, where recorded): rho >= ``min_rho`` and above the permutation null's
-    ``quantile``, over >= ``min_models`` models (with three, none clears the null)."""
+    :data:`RANK_QUANTILE`, over >= ``min_models`` models (with three, none clears the null)."""
     rows = []
     axes = [("the global product tracks the model", "model: held-out objects")]
     if "model: swap pairs" in table and table["model: swap pairs"].notna().any():
@@ -387,10 +391,10 @@ def figure9_claims(table: pd.DataFrame, profile: str, min_models: int = 3, min_r
                                  f"needs at least {min_models} models of one size that differ", profile))
                 continue
             rho = sub[col].rank().corr(sub["global product: held-out objects"].rank())
-            null = rank_null(sub[col], sub["global product: held-out objects"], quantile=quantile)
+            null = rank_null(sub[col], sub["global product: held-out objects"])
             rows.append(_row(claim, subject, PAPER_FIGURE9, f"rank correlation {rho:.2f} over {len(sub)} models",
                              verdict(bool(rho >= min_rho and rho > null)),
-                             f"shown at a rank correlation >= {min_rho:g} and above the {quantile:.0%} quantile of "
+                             f"shown at a rank correlation >= {min_rho:g} and above the {RANK_QUANTILE:.0%} quantile of "
                              "its permutation null (models' ids shuffled)", profile,
                              null=f"{null:.2f}", margin=f"{rho - null:+.2f} (needs > 0)"))
     return _frame(rows)
