@@ -45,73 +45,9 @@ def use_style() -> None:
     })
 
 
-# -- readable at the page's width --
-PAGE_WIDTH_PX = 790  # the content width of a book page in the HTML, in pixels
+# -- readable at the page's width (tests/pagecheck.py checks every figure against these) --
 PAGE_WIDTH_IN = 7.0  # a figure this wide (at figure.dpi 110: 770 px) shows unscaled on the page
-MIN_TEXT_PT = 8.0  # the smallest text a figure may show, in points as displayed on the page
 MAX_PANELS_PER_ROW = 3
-
-
-def displayed_scale(fig: Any) -> float:
-    """How much the page shrinks ``fig``: page width over the figure's displayed width, at most one."""
-    fig.canvas.draw()
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
-    width_px = (bbox.width + 2 * mpl.rcParams["savefig.pad_inches"]) * fig.dpi
-    return min(1.0, PAGE_WIDTH_PX / width_px)
-
-
-def _shown_texts(fig: Any) -> list[Any]:
-    texts = []
-    for t in fig.findobj(mpl.text.Text):
-        if not t.get_visible() or not t.get_text().strip():
-            continue
-        ax = t.axes
-        if ax is not None and (not ax.get_visible() or (not ax.axison and t in ax.get_xticklabels()
-                                                        + ax.get_yticklabels())):
-            continue
-        texts.append(t)
-    return texts
-
-
-def smallest_text_pt(fig: Any) -> float:
-    """The smallest font of ``fig``'s visible text in points as displayed on the page."""
-    sizes = [t.get_fontsize() for t in _shown_texts(fig)]
-    return min(sizes, default=float("inf")) * displayed_scale(fig)
-
-
-def panels_per_row(fig: Any) -> int:
-    """The most visible axes side by side (overlapping in height) in ``fig``."""
-    boxes = [ax.get_position() for ax in fig.axes if ax.get_visible()]
-    return max((sum(1 for o in boxes if o.y0 < b.y1 - 1e-6 and b.y0 < o.y1 - 1e-6) for b in boxes), default=0)
-
-
-def readability_problems(fig: Any) -> list[str]:
-    """What keeps ``fig`` from being read at page width: too many panels in a row, text under
-    :data:`MIN_TEXT_PT` as displayed, a legend over its axes' data."""
-    out = []
-    if (n := panels_per_row(fig)) > MAX_PANELS_PER_ROW:
-        out.append(f"{n} panels in a row (at most {MAX_PANELS_PER_ROW})")
-    if (pt := smallest_text_pt(fig)) < MIN_TEXT_PT - 1e-6:
-        out.append(f"text of {pt:.1f} pt as displayed (at least {MIN_TEXT_PT:g})")
-    renderer = fig.canvas.get_renderer()
-    for ax in fig.axes:
-        leg = ax.get_legend()
-        if leg is not None and leg.get_visible() and ax.get_visible():
-            if ax.get_window_extent(renderer).overlaps(leg.get_window_extent(renderer)):
-                out.append(f"a legend over the data of the panel {ax.get_title()!r}")
-        boxes = [(t.get_text(), _text_box(t, renderer)) for t in ax.texts if t.get_visible() and t.get_text()]
-        for i, (a, box) in enumerate(boxes):
-            hit = next((b for b, other in boxes[i + 1:] if _overlap(box, other) > 1.0), None)
-            if hit is not None:
-                out.append(f"labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
-    return out
-
-
-def _text_box(text: Any, renderer: Any) -> Any:
-    """The bounding box of a label's text alone (an annotation's line to its point left out)."""
-    if isinstance(text, mpl.text.Annotation):
-        text.update_positions(renderer)
-    return mpl.text.Text.get_window_extent(text, renderer)
 
 
 def _overlap(a: Any, b: Any) -> float:

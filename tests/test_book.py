@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import side_by_side_jobs
+from pagecheck import PAGE_WIDTH_PX, page_table_problems
 
 from bindcore.book import build as book
 from bindcore.book import render, toc
@@ -23,7 +24,6 @@ from bindcore.book.colab import colab_link, repository
 from bindcore.book.toc import EVERY_CHAPTER
 from bindcore.cli import main
 from bindcore.controlled.training import STORE_KIND
-from bindcore.figures import PAGE_WIDTH_PX
 from bindcore.runtime import CONTEXT_ENV, context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -431,7 +431,6 @@ def _check_reader_page(name: str, page: str) -> None:
     over 15 rows unfolded, no column cut, headers in words (bindcore.book.tables.page_table_problems)."""
     import re
 
-    from bindcore.book.tables import page_table_problems
 
     assert page.count('collapsed admonition-title">Parameters of this run<') == 1, f"{name}: no parameters toggle"
     toggle = page[page.index("Parameters of this run"):]

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from pagecheck import readability_problems  # noqa: E402
 
 from bindcore.analysis.geometry_sets import EmbeddingSet  # noqa: E402
 from bindcore.controlled.scenes import SceneSpace  # noqa: E402
@@ -21,7 +22,6 @@ from bindcore.figures import (  # noqa: E402
     plot_decomposition,
     plot_editing_sweep,
     plot_three_objects,
-    readability_problems,
     sample_grid,
     use_style,
 )
@@ -164,7 +164,9 @@ def test_the_scale_figure_is_readable():
 
 @pytest.mark.parametrize("n_models", [2, 6])
 def test_a_figure_per_model_wraps_its_models_three_to_a_row(n_models):
-    from bindcore.figures import MAX_PANELS_PER_ROW, model_panels, panels_per_row
+    from pagecheck import panels_per_row
+
+    from bindcore.figures import MAX_PANELS_PER_ROW, model_panels
 
     names = [f"controlled C=2 V=20 coverage=0.{8 + i // 3} seed={i % 3}" for i in range(n_models)]
     fig, panels = model_panels(names, rows_per_model=2)
@@ -179,7 +181,9 @@ def test_a_figure_per_model_wraps_its_models_three_to_a_row(n_models):
 
 
 def test_figure_9_keeps_the_page_width_however_many_sizes_it_holds():
-    from bindcore.figures import PAGE_WIDTH_PX, displayed_scale, plot_figure9
+    from pagecheck import PAGE_WIDTH_PX, displayed_scale
+
+    from bindcore.figures import plot_figure9
 
     rng = np.random.default_rng(9)
     sizes = (100, 400, 2_500, 10_000)

@@ -258,9 +258,9 @@ def test_numbers_in_table_cells_never_wrap():
     a number group inside text ("0.12-0.38", "<= 0.2") is kept whole, and words break only where a
     word alone is wider than its cell ("coverag e" was broken mid-word)."""
     import pandas as pd
+    from pagecheck import page_table_problems
 
     from bindcore.book.chapter import table_html
-    from bindcore.book.tables import page_table_problems
 
     df = pd.DataFrame({"steps": ["10,000 / 0", "1000 / 0"], "CPU min": [12.5, 3.0], "fitted": ["3 of 3", "1 of 3"],
                        "chosen on": ["coverage 0.1, swap pairs <= 0.2", "3 seeds, range 0.12-0.38"]})
@@ -282,9 +282,9 @@ def test_an_outcome_row_without_its_reason_is_found_on_the_page():
     """The report's outcome table as a page shows it: a row whose reason cell is empty is named;
     its null, the same table with every reason given, has no problem."""
     import pandas as pd
+    from pagecheck import page_table_problems
 
     from bindcore.book.chapter import table_html
-    from bindcore.book.tables import page_table_problems
     from bindcore.verdicts.outcomes import COLUMNS
 
     row = dict(zip(COLUMNS, ["§5.2 binding generalizes", "0.8", "0.7", "quick", "not reproduced",
@@ -301,9 +301,9 @@ def test_a_file_path_in_a_text_cell_may_break_after_its_slashes():
     it widened the report's table past the page. It may break after each slash; a number group
     beside it stays whole, and the page check finds nothing."""
     import pandas as pd
+    from pagecheck import page_table_problems
 
     from bindcore.book.chapter import table_html
-    from bindcore.book.tables import page_table_problems
 
     cmd = "run `papermill notebooks/05_1_x.ipynb out.ipynb -f notebooks/profiles/paper/05_1_pretrained.yaml` (0.12-0.38)"
     html = table_html(pd.DataFrame({"reason, command": [cmd]}))
@@ -315,9 +315,10 @@ def test_a_file_path_in_a_text_cell_may_break_after_its_slashes():
 def test_a_table_over_fifteen_rows_is_folded_under_a_summary():
     import nbformat
     import pandas as pd
+    from pagecheck import page_table_problems
 
     from bindcore.book.chapter import table_html
-    from bindcore.book.tables import FOLD_ROWS, page_table_problems
+    from bindcore.book.tables import FOLD_ROWS
 
     assert FOLD_ROWS == 15
     short, long = table_html(pd.DataFrame({"x": range(15)})), table_html(pd.DataFrame({"x": range(62)}))
@@ -338,9 +339,10 @@ def test_a_table_over_fifteen_rows_is_folded_under_a_summary():
 
 def test_table_headers_are_words_and_no_column_is_cut():
     import pandas as pd
+    from pagecheck import page_table_problems
 
     from bindcore.book.chapter import table_html
-    from bindcore.book.tables import column_label, page_table_problems
+    from bindcore.book.tables import column_label
 
     assert column_label("boc_ceiling_test_object_2") == "bag ceiling: test objects, strict, 2-object scenes"
     assert column_label("boc_test_object_2") == "bag floor: test objects, strict, 2-object scenes"

@@ -1,4 +1,4 @@
-"""Numbers in the chapters' prose come from code (bindcore.book.prose): every number in a
+"""Numbers in the chapters' prose come from code (bindcore.book.prose.glue; the checks: pagecheck): every number in a
 markdown cell is glued from a value the chapter computed or from bindcore.paper, or is
 generated markdown; the allow-list exempts references and names."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pagecheck
 import pytest
 
 from bindcore.book import prose
@@ -23,7 +24,7 @@ NOT_YET: dict[str, str] = {}
     "[![Open In Colab](https://colab.research.google.com/x/04_1.ipynb)](https://example.org/2)",
 ])
 def test_the_allow_list_leaves_no_number(text):
-    assert prose.numbers_in(text) == []
+    assert pagecheck.numbers_in(text) == []
 
 
 @pytest.mark.parametrize("text,numbers", [
@@ -36,21 +37,21 @@ def test_the_allow_list_leaves_no_number(text):
     ("objects with $V = 50$ values, up to $6.5 \\times 10^6$ of them, $C = 2$, $V^2$", ["50", "6.5"]),
 ])
 def test_numbers_are_found(text, numbers):
-    assert [t for t, _ in prose.numbers_in(text)] == numbers
+    assert [t for t, _ in pagecheck.numbers_in(text)] == numbers
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_prose_numbers_are_glued_or_generated(path):
     if path.name in NOT_YET:
         pytest.xfail(NOT_YET[path.name])
-    found = prose.unquoted_numbers(path)
+    found = pagecheck.unquoted_numbers(path)
     assert not found, f"{path.name}: numbers typed in markdown (glue them or generate the markdown): " + "; ".join(
         f"cell {f['cell']}: {f['number']!r} in {f['line'][:90]!r}" for f in found)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_glue_role_is_glued_by_the_chapter(path):
-    assert prose.unglued_names(path) == []
+    assert pagecheck.unglued_names(path) == []
 
 
 def test_glue_returns_the_text_outside_a_kernel():
