@@ -17,6 +17,7 @@ from .core import (
     _num,
     _ok,
     _row,
+    evidence,
     gaussian_null_why,
     margin_text,
     verdict,
@@ -31,9 +32,7 @@ def _who(r: pd.Series) -> str:
 
 
 def _row_evidence(r: pd.Series) -> str:
-    if r["weights"] != "pretrained":
-        return CONTROL
-    return NATIVE if str(r["encoder"]).startswith(("CLIP", "DINOv2")) else SUBSTITUTE
+    return evidence(r["encoder"], r["weights"] == "pretrained")
 
 
 # D.3's "occlusion lowers retrieval" and D.4's "above chance": how many standard errors each needs

@@ -32,13 +32,13 @@ from .core import (
     NOT_TESTABLE,
     UNTESTABLE,
     _ceiling,
-    _encoder_evidence,
     _frame,
     _margin,
     _ok,
     _row,
     binds,
     direction_sentence,
+    evidence,
     margin_text,
     no_binding_why,
     verdict,
@@ -87,7 +87,7 @@ def pretrained_claims(table: Any, profile: str, null: Any = None) -> pd.DataFram
                f"fraction {PAPER_PRETRAINED_OBJECTS['fraction']:g}, every family ({NOTES})")
     null_c, null_name = _pretrained_null(table, null, above)
     for name, sub in table.groupby("encoder", sort=False):
-        ev = _encoder_evidence(name)
+        ev = evidence(name)
         if ev == CONTROL:
             why = f"{name} has random weights: the paper's control, not the pretrained encoder the claims are about"
             rows += [_row(c, name, pp, "–", UNTESTABLE, why, profile, evidence=ev) for c, pp in
@@ -163,7 +163,7 @@ def pretrained_sentences(table: Any, null: Any = None) -> list[str]:
              f"{fmt_range(PAPER_PRETRAINED_OBJECTS['level'])}")
     out = []
     for name, sub in table.groupby("encoder", sort=False):
-        if _encoder_evidence(name) == CONTROL:
+        if evidence(name) == CONTROL:
             continue
         mlp, top = _widest_mlp(sub), sub[sub["fraction"] == sub["fraction"].max()]
         mtop = mlp[mlp["fraction"] == sub["fraction"].max()]

@@ -137,20 +137,17 @@ def status_counts(*frames: pd.DataFrame, evidence: str | None = NATIVE) -> dict[
     return out
 
 
+def evidence(encoder: Any, pretrained: bool = True) -> str:
+    """The evidence an encoder named ``encoder`` gives on a claim about pretrained CLIP or DINOv2
+    (a name with "random init": the control); only :data:`NATIVE` and :data:`SUBSTITUTE` get verdicts."""
+    if not pretrained or "random init" in str(encoder):
+        return CONTROL
+    return NATIVE if str(encoder).startswith(("CLIP", "DINOv2")) else SUBSTITUTE
+
+
 def set_evidence(s: Any) -> str:
-    """The evidence an embedding set gives on a claim about pretrained CLIP or DINOv2; only
-    :data:`NATIVE` and :data:`SUBSTITUTE` get verdicts."""
-    if getattr(s, "source", "") == "controlled":
-        return CONTROLLED
-    if not s.pretrained:
-        return CONTROL
-    return NATIVE if str(s.encoder).startswith(("CLIP", "DINOv2")) else SUBSTITUTE
-
-
-def _encoder_evidence(name: str) -> str:
-    if "random init" in name:
-        return CONTROL
-    return NATIVE if name.startswith(("CLIP", "DINOv2")) else SUBSTITUTE
+    """:func:`evidence` of an embedding set (a controlled model's: :data:`CONTROLLED`)."""
+    return CONTROLLED if getattr(s, "source", "") == "controlled" else evidence(s.encoder, s.pretrained)
 
 
 def gaussian_null_why() -> str:

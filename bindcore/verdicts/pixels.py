@@ -12,7 +12,7 @@ from bindcore.data.pixels import LEVELS
 from bindcore.paper import PAPER_CLAIMS_APPENDIX_E, PAPER_D7
 
 from .approximators import form_sentences
-from .core import BINDS_AT, NATIVE, STATUSES, UNTESTABLE, _ceiling, _encoder_evidence, _margin, _ok, verdict
+from .core import BINDS_AT, NATIVE, STATUSES, UNTESTABLE, _ceiling, _margin, _ok, evidence, verdict
 
 BAG_MARGIN = 0.1  # strict recognition above the bag ceiling of the same scenes
 SMALL_WIDTH = 64
@@ -139,7 +139,7 @@ def d7_contrast(pretrained: Any, pixel_approx: Any, profile: str):
     out = pd.DataFrame(rows)
     if not len(out):
         return out
-    out["evidence"] = [_encoder_evidence(n) if k.startswith("frozen") else NATIVE
+    out["evidence"] = [evidence(n) if k.startswith("frozen") else NATIVE
                        for n, k in zip(out["encoder"], out["kind"])]
     # the paper's "near zero for CLIP and DINOv2" stands beside pretrained CLIP / DINOv2 rows only
     out["paper"] = [PAPER_D7["pixels"] if not k.startswith("frozen") else PAPER_D7["frozen"] if e == NATIVE
