@@ -130,6 +130,12 @@ def profile_file(notebook: str, profile: str, root: Path | None = None) -> Path:
     return (root / "notebooks" / "profiles" if root is not None else profiles_root()) / profile / f"{notebook}.yaml"
 
 
+def run_command(notebook: str, args: str = "", profile: str | None = None) -> str:
+    """The papermill command that runs ``notebook`` (on ``profile``'s file, with ``args``), as inline code."""
+    file = f" -f notebooks/profiles/{profile}/{notebook}.yaml" if profile else ""
+    return f"`papermill notebooks/{notebook}.ipynb out.ipynb{file}{' ' + args if args else ''}`"
+
+
 def check_parameters(chapter: str | None, values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """``values`` of ``chapter``'s parameters, each read as its declared type (:data:`TYPES`), or
     a ``ValueError`` in one line naming the parameter and its rule (``where``: e.g. the file)."""

@@ -25,6 +25,7 @@ from bindcore.paper import (
     PAPER_RECONSTRUCTION,
     fmt_objects,
 )
+from bindcore.parameters import run_command
 
 # our datasets standing for the paper's
 PAPER_DATA = {"CLEVR (authors' images)": "CLEVR", "PUG:SPARE": "PUG:SPARE", "CLEVR-like 3-D": "CLEVR",
@@ -339,8 +340,7 @@ def claims_display(frame: pd.DataFrame, notebook: str | None = None) -> tuple[pd
                            for claim, sub in rows.groupby("claim", sort=False))
         lines.append(f"* **{status}**, {why}: {claims}.")
     if notebook and (frame["status"] == UNTESTABLE).any():
-        lines.append(f"* The paper's profile runs what this one cannot: `papermill notebooks/{notebook}.ipynb out.ipynb "
-                     f"-f notebooks/profiles/paper/{notebook}.yaml`.")
+        lines.append(f"* The paper's profile runs what this one cannot: {run_command(notebook, profile='paper')}.")
     return judged, "\n".join(lines)
 
 

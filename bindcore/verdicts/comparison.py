@@ -24,7 +24,7 @@ from bindcore.paper import (
     fmt_range,
     paper_items,
 )
-from bindcore.parameters import chapter_parameters
+from bindcore.parameters import chapter_parameters, run_command
 
 LIKE = "like for like"
 SUBSTITUTE = "substitute, named"
@@ -65,8 +65,7 @@ class Build:
 
 def _book(section: str, args: str = "") -> str:
     """The papermill command that runs the chapter of ``section`` (with ``args``)."""
-    nb = next(nb for key, nb in NOTEBOOK.items() if section.startswith(key))
-    return f"`papermill notebooks/{nb}.ipynb out.ipynb{' ' + args if args else ''}`"
+    return run_command(next(nb for key, nb in NOTEBOOK.items() if section.startswith(key)), args)
 
 
 # ---------------------------------------------------------------------------------

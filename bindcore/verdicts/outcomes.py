@@ -14,6 +14,7 @@ from bindcore.paper import (
     PAPER_PRETRAINED_CONCEPTS,
     PAPER_PRETRAINED_OBJECTS,
 )
+from bindcore.parameters import run_command
 
 from .core import NATIVE, NOT_SHOWN, NOT_TESTABLE, SHOWN, SUBSTITUTE, UNTESTABLE
 from .generalization import transition_sentence
@@ -203,7 +204,7 @@ def outcome_row(h: Headline, claims: dict[str, pd.DataFrame], profile: str) -> d
     in one line, generated from the same verdicts."""
     rows, keys = _rows(h, claims)
     paper = h.line or h.paper
-    command = f"`papermill notebooks/{h.notebook}.ipynb out.ipynb -f notebooks/profiles/paper/{h.notebook}.yaml`"
+    command = run_command(h.notebook, profile="paper")
 
     def row(ours: str, source: str, outcome: str, reason: str) -> dict[str, Any]:
         return dict(zip(COLUMNS, (h.finding, paper, ours, source, outcome, reason)))
