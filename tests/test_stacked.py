@@ -294,3 +294,8 @@ def test_a_diverged_stack_fails_and_stores_no_run_as_finished(tmp_path, stacking
     with pytest.raises(Diverged, match="diverged"):
         train_stacked(cfgs, store=store, progress=False)
     assert not list((tmp_path / STORE_KIND).glob("*/result.json"))
+
+
+def test_a_clipped_run_is_refused_a_stack():
+    with pytest.raises(ValueError, match="grad_clip"):
+        stackable([tiny(grad_clip=1.0), tiny(grad_clip=1.0, seed=1)])

@@ -201,3 +201,32 @@ def test_a_checkpoint_save_cut_short_leaves_no_temporary_file_after_the_next_sta
     left.write_bytes(b"partial")
     run_training(cfg, device="cpu", checkpoint=ckpt, progress=False)
     assert not left.exists()
+
+
+def test_gradient_clipping_is_off_by_default_and_kept_out_of_the_record_then(monkeypatch):
+    """``grad_clip`` (a lever of the |O| = 10,000 screen): 0 leaves the config's dict, and so
+    every earlier record's hash, as it was; > 0 clips each step's gradient norm to it."""
+    from bindcore.io import config_hash
+
+    assert "grad_clip" not in tiny().to_dict()
+    clipped = tiny(grad_clip=0.5)
+    assert clipped.to_dict()["grad_clip"] == 0.5 and config_hash(clipped.to_dict()) != config_hash(tiny().to_dict())
+    assert TrainConfig.from_dict(clipped.to_dict()) == clipped and TrainConfig.from_dict(tiny().to_dict()) == tiny()
+    with pytest.raises(ValueError, match="grad_clip"):
+        tiny(grad_clip=-1.0)
+
+    norms = []
+    real = torch.nn.utils.clip_grad_norm_
+
+    def spy(params, max_norm, *a, **k):
+        params = list(params)
+        out = real(params, max_norm, *a, **k)
+        norms.append((max_norm, float(torch.linalg.vector_norm(torch.stack(
+            [p.grad.norm() for p in params if p.grad is not None])))))
+        return out
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
+    run_training(tiny(steps=3, eval_every=0), device="cpu", progress=False)
+    assert norms == []
+    run_training(tiny(steps=3, eval_every=0, grad_clip=1e-3), device="cpu", progress=False)
+    assert len(norms) == 3 and all(m == 1e-3 and n <= 1e-3 * (1 + 1e-4) for m, n in norms)

@@ -154,7 +154,8 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
                    allowed: torch.Tensor, step: int, dev: torch.device, amp: torch.dtype | None,
                    w_c: float) -> tuple[torch.Tensor, dict[str, float]]:
     """One training step: a minibatch of scenes of the step's training objects, then
-    ``grad_steps_per_batch`` optimiser steps on it; (the last loss, its parts)."""
+    ``grad_steps_per_batch`` optimiser steps on it, the gradient's norm clipped to ``grad_clip``
+    where it is > 0; (the last loss, its parts)."""
     gen = step_generator(cfg, step, dev)
     scenes = sample_scenes(curriculum_objects(cfg, train_objects, step), cfg.batch_size, cfg.max_objects, gen)
     for _ in range(cfg.grad_steps_per_batch):
@@ -162,5 +163,7 @@ def optimizer_step(cfg: "TrainConfig", model: DualEncoder, opt: torch.optim.Opti
             loss, parts = train_loss(cfg, model, scenes, allowed, gen, w_c)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
     return loss, parts

@@ -53,6 +53,9 @@ def stackable(cfgs: list[TrainConfig]) -> None:
     if not cfgs:
         raise ValueError("a stack needs at least one config")
     for cfg in cfgs:
+        if cfg.grad_clip > 0:
+            raise ValueError(f"grad_clip = {cfg.grad_clip:g}: a stack's step does not clip each run's gradient on "
+                             "its own; train it alone with bindcore.controlled.training.train")
         if type(cfg) is not TrainConfig:
             raise ValueError(f"stacked training reads token scenes only (TrainConfig); got {type(cfg).__name__}: "
                              f"train it alone with bindcore.controlled.training.train")

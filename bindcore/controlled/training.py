@@ -107,6 +107,7 @@ class TrainConfig:
     beta2: Unit = 0.999
     warmup_frac: Unit = 0.1
     grad_steps_per_batch: Annotated[int, Field(ge=1, le=2**10)] = 1
+    grad_clip: Annotated[float, Field(ge=0)] = 0.0  # > 0: the gradient's norm clipped to it; 0 = off
     # curriculum over values: > 0 starts training on the training objects whose values all
     # lie below this number, and lets that number grow linearly to V over the first
     # ``curriculum_frac`` of the steps (held-out objects are never used either way)
@@ -153,7 +154,12 @@ class TrainConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a record keeps them; a field added later is left out at its "off"
+        value, so that the configs of every earlier record keep their hashes."""
+        d = asdict(self)
+        if d["grad_clip"] == 0:
+            del d["grad_clip"]
+        return d
 
     # -- the scene tower's input: token scenes (a subclass may override these) --------
     def make_model(self) -> torch.nn.Module:
