@@ -26,6 +26,7 @@ from bindcore.paper import (
 )
 
 from .core import (
+    BAG_MARGIN,
     BINDS_AT,
     CONTROL,
     NOT_SHOWN,
@@ -53,6 +54,9 @@ SWAPS = "model: validation swap pairs"
 PRETRAINED_GAP = 0.3  # every family's held-out objects at least this far below the held-out concepts
 PRETRAINED_MARGIN = 0.2  # the held-out concepts at least this far above their null
 RANK_QUANTILE = 0.95  # figure 9: the quantile of the permutation null a rank correlation must clear
+# "a small MLP suffices" (§5.3, appendix E): an MLP this wide (the paper's smallest) reaches this share of the best
+SMALL_WIDTH = PAPER_APPROXIMATOR_WIDTHS[0]
+SMALL_SHARE = 0.9
 
 
 def _widest_mlp(sub: pd.DataFrame) -> pd.DataFrame:
@@ -181,8 +185,8 @@ def pretrained_sentences(table: Any, null: Any = None) -> list[str]:
     return out
 
 
-def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAPER_APPROXIMATOR_WIDTHS[0],
-                 share: float = 0.9, gap_margin: float = 0.1) -> pd.DataFrame:
+def width_claims(table: Any, profile: str, margin: float = BAG_MARGIN, small: int = SMALL_WIDTH,
+                 share: float = SMALL_SHARE, gap_margin: float = 0.1) -> pd.DataFrame:
     """§5.3 at the largest fraction: per model the best MLP clears the bag ceiling by ``margin``
     and width ``small`` (the paper's smallest) reaches ``share`` of it; across sizes the gap from
     width ``small`` to the best of the largest |O| exceeds the smallest |O|'s by ``gap_margin``
@@ -257,7 +261,7 @@ def width_claims(table: Any, profile: str, margin: float = 0.1, small: int = PAP
 GLOBAL_PRODUCTS = ("global_product", "sum_global_product")
 
 
-def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float = 0.3, margin: float = 0.1,
+def form_claims(table: Any, profile: str, concept_level: float = 0.8, gap: float = 0.3, margin: float = BAG_MARGIN,
                 tolerance: float = 0.02) -> pd.DataFrame:
     """§5.4 at the largest fraction per model: additive concepts >= ``concept_level``, objects
     ``gap`` below; the best product beats additive and bag ceiling by ``margin``; a global

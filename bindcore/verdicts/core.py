@@ -154,6 +154,9 @@ def gaussian_null_why() -> str:
     return "Gaussian embeddings of the same size and spectrum, same labels"
 
 
+# a binding claim's margin: strict held-out recognition (or a probe's) at least this far above the
+# bag-of-concepts ceiling of the same scenes (§5.2, §5.3, §5.4, appendix E)
+BAG_MARGIN = 0.1
 CEILING = "bag ceiling"  # column of the approximator tables: the bag-of-concepts ceiling of the held-out scenes
 
 

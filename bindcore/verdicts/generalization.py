@@ -9,16 +9,16 @@ import pandas as pd
 from bindcore.analysis.generalization import CONCEPTS_AT
 from bindcore.paper import PAPER_CLAIMS_5_2, fmt_objects
 
-from .core import BINDS_AT, NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
+from .core import BAG_MARGIN, BINDS_AT, NOT_TESTABLE, UNTESTABLE, _frame, _margin, _ok, _row, verdict
 
-# the rules' numbers besides the transition (BINDS_AT) and CONCEPTS_AT, written before the records they judge
+# the rules' numbers besides the transition (BINDS_AT), CONCEPTS_AT and BAG_MARGIN ("far above the bag"),
+# written before the records they judge
 RISES_FROM_BELOW = 0.1  # "rises with coverage": swap pairs below this at the smallest coverage
-ABOVE_BAG_BY = 0.1  # "far above the bag": strict recognition at least this far above the bag ceiling
 
 
 def generalization_claim_rules() -> str:
     """The rules by which :func:`claims_table` turns the §5.2 summary into verdicts."""
-    transition, low, margin, concept_threshold = BINDS_AT, RISES_FROM_BELOW, ABOVE_BAG_BY, CONCEPTS_AT
+    transition, low, margin, concept_threshold = BINDS_AT, RISES_FROM_BELOW, BAG_MARGIN, CONCEPTS_AT
     return (f"binding is read from held-out swap-pair recognition (a scene and its twin with one concept's values "
             f"swapped, both recognised; any bag of concepts scores 0). Rises with coverage: swap pairs below "
             f"{low:g} at the smallest coverage and at least {transition:g} from some larger coverage on (the "
@@ -150,7 +150,7 @@ RULE_CHANGES: tuple[dict[str, str], ...] = (
 def claims_table(summary: pd.DataFrame, profile: str) -> pd.DataFrame:
     """The §5.2 claims per object-space size and across sizes, judged by
     :func:`generalization_claim_rules`; ``profile`` names where the numbers come from."""
-    transition, low, margin, concept_threshold = BINDS_AT, RISES_FROM_BELOW, ABOVE_BAG_BY, CONCEPTS_AT
+    transition, low, margin, concept_threshold = BINDS_AT, RISES_FROM_BELOW, BAG_MARGIN, CONCEPTS_AT
     (rises, c_rises), (above, c_above), (order_claim, c_order), (fraction, c_fraction) = PAPER_CLAIMS_5_2
     conc_col = f"concepts >= {concept_threshold:g} from coverage"
     rows = []

@@ -11,11 +11,20 @@ from bindcore.analysis.approximators.labels import FAMILY_LABELS
 from bindcore.data.pixels import LEVELS
 from bindcore.paper import PAPER_CLAIMS_APPENDIX_E, PAPER_D7
 
-from .approximators import form_sentences
-from .core import BINDS_AT, NATIVE, STATUSES, UNTESTABLE, _ceiling, _margin, _ok, evidence, verdict
+from .approximators import SMALL_SHARE, SMALL_WIDTH, form_sentences
+from .core import (
+    BAG_MARGIN,
+    BINDS_AT,
+    NATIVE,
+    STATUSES,
+    UNTESTABLE,
+    _ceiling,
+    _margin,
+    _ok,
+    evidence,
+    verdict,
+)
 
-BAG_MARGIN = 0.1  # strict recognition above the bag ceiling of the same scenes
-SMALL_WIDTH = 64
 CEILING_SHARE = 0.75
 PIXEL_COLUMNS = ["claim", "paper", "level", "ours", "null", "margin", "verdict", "profile"]
 
@@ -26,7 +35,7 @@ def pixel_claim_rules() -> str:
         f"binding generalizes: held-out strict recognition clears the bag-of-concepts ceiling of the same scenes by "
         f"{BAG_MARGIN:g} and held-out swap-pair recognition (any bag of concepts scores 0) reaches "
         f"{BINDS_AT:g}. Small MLPs approximate the binding map: the best MLP clears the bag ceiling by "
-        f"{BAG_MARGIN:g}, an MLP of width <= {SMALL_WIDTH} reaches 90 % of the best width's held-out object "
+        f"{BAG_MARGIN:g}, an MLP of width <= {SMALL_WIDTH} reaches {SMALL_SHARE * 100:g} % of the best width's held-out object "
         f"recognition, and the best reaches {CEILING_SHARE:.0%} of the model's own (the probes reading its real "
         f"embeddings of the same scenes). The global product recovers objects: it beats the additive probe and "
         f"the bag ceiling by {BAG_MARGIN:g} on held-out objects and reaches {CEILING_SHARE:.0%} of the model's own. "
@@ -75,13 +84,13 @@ def pixel_claims(summary: Any, approx: Any, profile: str, ceiling: Any = None):
         mlp = sub[sub["family"] == FAMILY_LABELS["mlp"]].groupby("width")["heldout_object"].mean().sort_index()
         if len(mlp):
             best = float(mlp.max())
-            smallest = int(mlp.index[mlp >= 0.9 * best][0])
+            smallest = int(mlp.index[mlp >= SMALL_SHARE * best][0])
             close = not _ok(own) or best >= CEILING_SHARE * own
             ok = smallest <= SMALL_WIDTH and close and _ok(bag) and best >= bag + BAG_MARGIN
             rows.append({"claim": small, "paper": c_small, "level": level,
                          "ours": f"fraction {frac:g}, held-out objects by MLP width: "
                                  + ", ".join(f"{int(w)}: {v:.2f}" for w, v in mlp.items())
-                                 + f"; width {smallest} reaches 90 % of the best" + own_text
+                                 + f"; width {smallest} reaches {SMALL_SHARE * 100:g} % of the best" + own_text
                                  + ("" if not untestable else f" ({why_not})"),
                          "null": null, "margin": _margin(best, bag, BAG_MARGIN) if _ok(bag) else "–",
                          "verdict": UNTESTABLE if untestable else verdict(bool(ok))})
