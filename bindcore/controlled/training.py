@@ -122,6 +122,9 @@ class TrainConfig:
 
     # the result store's folder of runs of this config type
     store_kind: ClassVar[Kind] = STORE_KIND
+    # fields added after runs were stored, each with its "off" value: a config holding that value
+    # leaves the field out of its dict, so that every earlier record keeps its hash
+    added_fields: ClassVar[dict[str, Any]] = {"grad_clip": 0.0}
 
     def __post_init__(self) -> None:
         # every value as its field's declared type (bindcore.settings.coerce)
@@ -154,12 +157,8 @@ class TrainConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a record keeps them; a field added later is left out at its "off"
-        value, so that the configs of every earlier record keep their hashes."""
-        d = asdict(self)
-        if d["grad_clip"] == 0:
-            del d["grad_clip"]
-        return d
+        """The fields as a record keeps them (:attr:`added_fields` at their "off" value left out)."""
+        return {k: v for k, v in asdict(self).items() if k not in self.added_fields or v != self.added_fields[k]}
 
     # -- the scene tower's input: token scenes (a subclass may override these) --------
     def make_model(self) -> torch.nn.Module:
