@@ -452,10 +452,11 @@ def _train_group(data: BindingData, specs: list[ModelSpec], protocol: Protocol, 
         opt.step(frozen)
         if estimate and step == timed:
             per_step = (time.perf_counter() - t_steps) / timed
-            total = _cap_seconds(protocol, per_step, t_eval, t_eval)  # with patience, t_eval reads MSEs only
+            total = _cap_seconds(protocol, per_step, t_eval, 0.0)  # a full evaluation is not timed here
+            untimed = "; the 2 full evaluations at the end not timed" if light else ""
             print(f"cost: {len(specs)} approximator(s) in {len(stacks)} stack(s), {protocol.steps:,} steps, "
                   f"{len(eval_steps)} evaluations; about {format_duration(total)} on {device} "
-                  f"(timed: {1e3 * per_step:.1f} ms a step, {t_eval:.2f} s an evaluation)", flush=True)
+                  f"(timed: {1e3 * per_step:.1f} ms a step, {t_eval:.2f} s an evaluation{untimed})", flush=True)
         if step in eval_steps:
             evaluate(step)
             bar.set_postfix(loss=f"{float(loss.detach()) / len(specs):.4g}")
