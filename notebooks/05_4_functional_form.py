@@ -187,8 +187,9 @@ plt.show()
 
 # %% tags=["full-width"]
 top_only = {**P, "fractions": [max(P["fractions"])]}
-inits = pd.concat([controlled_sweeps(datasets, top_only, list(PRODUCT_FAMILIES), widths=None, device=device, executor=executor,
-                                     product_init=init).assign(init=init) for init in ("one_plus", "normal")])
+inits = pd.concat([controlled_sweeps(datasets, top_only, list(PRODUCT_FAMILIES), widths=None, device=device,
+                                     executor=executor, product_init=init).assign(init=init)
+                   for init in ("one_plus", "normal")])
 inits.pivot_table(index=["model", "family"], columns="init",
                   values=["train_r2", "heldout_r2", "train_object", "heldout_object"]).round(3)
 
