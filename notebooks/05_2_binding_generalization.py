@@ -757,11 +757,13 @@ if P["show_scale"]:
 # %% [markdown]
 # At |O| = {glue:text}`largest_scale_space` the three-layer recipe has no runs of the plan
 # yet ({glue:text}`largest_space_fit` of the earlier two-layer recipe fitted its training
-# task there, and the fit search's attempts at that size with three layers, appendix B,
-# read {glue:text}`largest_space_deep`): that size has no transition on the plan's
-# recipe, unknown until its runs fit. What would make it train (the learning rate's peak
-# and warm-up, the batch, the logit-scale cap, Adam's second moment) is a lever screen on
-# training objects that a CPU budget has not run yet.
+# task there): that size has no transition on the plan's recipe, unknown until its runs
+# fit. The fit search (appendix B) trained the plan's recipe there on three seeds
+# ({glue:text}`largest_space_control`) and then screened one lever at a time on the seed
+# that fits slowest, on training objects only. Training task at step
+# {glue:text}`screen_step` (coverage {glue:text}`screen_coverage`, seed
+# {glue:text}`screen_seed`): {glue:text}`largest_space_screen`.
+# {glue:text}`largest_space_screen_verdict`
 #
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
@@ -793,9 +795,49 @@ glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest el
 deep = [a for a in read_attempts(None, "fit-search.json")
         if a["changes"].get("n_values", 0) ** a["changes"].get("n_concepts", 2) == largest_space
         and a["changes"].get("n_layers") == PLAN_DEPTH]
-glue("largest_space_deep", "; ".join(
-    f"{a['name']}: training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in a["runs"])
-    + (f" at {a['changes']['steps']:,} steps" if "steps" in a["changes"] else "") for a in deep) or "none run")
+POINT_KEYS = {"n_values", "n_concepts", "n_layers", "coverage", "steps"}  # where, not how
+
+
+def lever(attempt: dict) -> str:
+    """The recipe fields an attempt changed besides its point (empty for the plan's recipe)."""
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(attempt["changes"].items()) if k not in POINT_KEYS)
+
+
+def task_at(run: dict, step: int) -> float | None:
+    """A run's training task at ``step`` (None when its curve stops earlier)."""
+    return next((c["task_object_2"] for c in run["curve"] if c["step"] == step), None)
+
+
+controls = [a for a in deep if not lever(a)]
+levers = [a for a in deep if lever(a)]
+if controls and levers:
+    control = controls[-1]
+    seed = levers[0]["runs"][0]["seed"]
+    step = min(max(c["step"] for c in r["curve"]) for a in levers for r in a["runs"])
+    base_run = next(r for r in control["runs"] if r["seed"] == seed)
+    glue("largest_space_control", "training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
+         + f" at {max(c['step'] for c in base_run['curve']):,} steps")
+    glue("screen_step", f"{step:,}")
+    glue("screen_coverage", control["changes"]["coverage"], "g")
+    glue("screen_seed", seed)
+    rows = [("the plan's recipe", task_at(base_run, step))] + [
+        (lever(a), task_at(next(r for r in a["runs"] if r["seed"] == seed), step)) for a in levers]
+    glue("largest_space_screen", "; ".join(f"{x:.2f} with {name}" if x is not None else f"none read with {name}"
+                                           for name, x in rows))
+    three = [a for a in levers if len(a["runs"]) >= len(SCALE_SEEDS)
+             and all(r["last_task_object_2"] >= FIT_TARGET for r in a["runs"])]
+    best_name = max(rows[1:], key=lambda r: r[1] or 0.0)[0]
+    glue("largest_space_screen_verdict", (
+        f"The lever {lever(three[0])} fitted on {len(three[0]['runs'])} seeds: this size could train as a second, "
+        "labelled recipe, whose grid has not run here; on the plan's recipe it stays unknown (not fitted)." if three else
+        f"No lever fitted the training task (target {FIT_TARGET:.2f}) by then; the one that moved it most, "
+        f"{best_name}, rests on one seed. A lever used for one size alone makes a second recipe, shown as its "
+        "own labelled row once three seeds of it fit; none has, so |O| = "
+        f"{largest_space:,} stays unknown (not fitted) here."))
+else:
+    for key in ("largest_space_control", "screen_step", "screen_coverage", "screen_seed", "largest_space_screen"):
+        glue(key, "not run")
+    glue("largest_space_screen_verdict", "The lever screen has not run, so the size stays unknown (not fitted).")
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:

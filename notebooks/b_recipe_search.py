@@ -100,6 +100,15 @@ if fig is not None:
 # numbers are in their published records; none of them chose anything here. The §5.2
 # plan took the third layer from these rows for the size of column `V` (`recipes.comparison_depth`),
 # and the two-layer runs there left the plan.
+#
+# The `X` attempts train the plan's largest space (the largest `V`) at the same coverage
+# with the earlier two layers (`X0`) and the plan's three (`X1`), every seed to the last
+# step. The `Y` attempts then screen one lever each there with three layers, on the seed
+# that fits slowest only, each given up at the same step (column `at step`, before the
+# schedule's end): a smaller learning-rate peak (`Y1`), a longer warm-up (`Y2`), Adam's
+# second moment at the release's value (`Y3`), a larger batch (`Y4`), a cap on the logit
+# scale (`Y5`) and gradient-norm clipping (`Y6`). The §5.2 page reads this screen for its
+# largest size; a lever that one seed favours is a lead, not a recipe.
 
 # %% [markdown]
 # The first search, which found the earlier `scale` recipe, kept attempts by their held-out

@@ -255,6 +255,18 @@ def test_the_fit_search_logs_every_seed_with_the_metric_it_was_chosen_on(tmp_pat
     assert not any(is_test_key(k) for r in row["runs"] for point in r["curve"] for k in point)
 
 
+def test_a_screen_given_up_before_the_schedule_ends_shows_the_step_it_was_read_at(tmp_path):
+    from bindcore.book import fit_search_table
+
+    fit_search = _load_fit_search()
+    log = tmp_path / "fit.json"
+    changes = '{"steps": 8, "eval_every": 2, "eval_scenes": 16, "concept_loss_start": 0.0}'
+    argv = ["S3", changes, "--base", "smoke", "--seeds", "0", "--target", "2.0", "--stop-at", "4", "--log", str(log)]
+    assert fit_search.main(argv) == 0
+    (row,) = fit_search_table(log).to_dict("records")
+    assert row["at step"] == "4" and "steps=8" in row["changes"]  # read at 4 of an 8-step schedule
+
+
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_a_fit_search_attempt_stopped_by_hand_is_logged_with_its_curve_and_reason(tmp_path, monkeypatch, stop):
     import signal

@@ -303,7 +303,8 @@ RECIPE_SEARCH_CHOSEN_ON = "held-out objects (test_*: before the validation split
 
 def fit_search_table(path: Any = None) -> pd.DataFrame:
     """The §5.2 fit search attempts (``published/fit-search.json``): changed fields, and per seed the
-    step the training task reached the target ("-": never), last reading and CPU minutes; empty
+    step the training task reached the target ("-": never), last reading, its step (an attempt with a
+    ``stop at`` gives up there) and CPU minutes; empty
     without a log."""
 
     from bindcore.controlled.search import read_attempts
@@ -320,6 +321,7 @@ def fit_search_table(path: Any = None) -> pd.DataFrame:
             f"steps to {r['target']:g}": " / ".join("-" if x["steps_to_target"] is None
                                                    else f"{x['steps_to_target']:,}" for x in runs),
             "last reading": " / ".join(f"{x['last_task_object_2']:.2f}" for x in runs),
+            "at step": " / ".join(f"{x['curve'][-1]['step']:,}" if x["curve"] else "-" for x in runs),
             "every seed fitted": r["every seed fitted"],
             "CPU min": " / ".join("?" if x["cpu_minutes"] is None else f"{x['cpu_minutes']:.0f}" for x in runs),
             "chosen on": r["chosen on"], "status": r.get("status", "finished"),
