@@ -528,6 +528,11 @@ def plot_scale(axes: Sequence[Any], table: pd.DataFrame) -> None:
     hit = [t for t in trans if t[2]]  # a line through the sizes with a transition only
     axes[2].plot([t[0] for t in hit], [t[1] for t in hit], "-", color="grey", lw=1, zorder=0)
     axes[2].set_xscale("log")
+    sizes = sorted({t[0] for t in trans})  # ticked at the sizes drawn, none between
+    axes[2].set_xticks(sizes, [f"{o / 1000:g}k" if o >= 1000 else f"{o:g}" for o in sizes])
+    axes[2].xaxis.set_minor_locator(mpl.ticker.NullLocator())
+    if sizes:
+        axes[2].set_xlim(sizes[0] / 2, sizes[-1] * 2)
     axes[2].set_xlabel("|O|")
     axes[2].set_ylabel(f"transition (swap pairs >= {BINDS_AT:g})")
     axes[2].set_ylim(0, 1)

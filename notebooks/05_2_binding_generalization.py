@@ -760,11 +760,56 @@ if P["show_scale"]:
 # task there): that size has no transition on the plan's recipe, unknown until its runs
 # fit. The fit search (appendix B) trained the plan's recipe there on three seeds
 # ({glue:text}`largest_space_control`) and then screened one lever at a time on the seed
-# that fits slowest, on training objects only. Training task at step
-# {glue:text}`screen_step` (coverage {glue:text}`screen_coverage`, seed
-# {glue:text}`screen_seed`): {glue:text}`largest_space_screen`.
-# {glue:text}`largest_space_screen_verdict`
-#
+# that fits slowest, on training objects only; each lever's training task at the screen's
+# last step:
+
+# %% tags=["hide-input"]
+deep = [a for a in read_attempts(None, "fit-search.json")
+        if a["changes"].get("n_values", 0) ** a["changes"].get("n_concepts", 2) == largest_space
+        and a["changes"].get("n_layers") == PLAN_DEPTH]
+POINT_KEYS = {"n_values", "n_concepts", "n_layers", "coverage", "steps"}  # where, not how
+
+
+def lever(attempt: dict) -> str:
+    """The recipe fields an attempt changed besides its point (empty for the plan's recipe)."""
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(attempt["changes"].items()) if k not in POINT_KEYS)
+
+
+def task_at(run: dict, step: int) -> float | None:
+    """A run's training task at ``step`` (None when its curve stops earlier)."""
+    return next((c["task_object_2"] for c in run["curve"] if c["step"] == step), None)
+
+
+controls = [a for a in deep if not lever(a)]
+levers = [a for a in deep if lever(a)]
+if controls and levers:
+    control = controls[-1]
+    seed = levers[0]["runs"][0]["seed"]
+    step = min(max(c["step"] for c in r["curve"]) for a in levers for r in a["runs"])
+    base_run = next(r for r in control["runs"] if r["seed"] == seed)
+    glue("largest_space_control", "training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
+         + f" at {max(c['step'] for c in base_run['curve']):,} steps")
+    screen = pd.DataFrame([{"attempt": control["name"], "lever": "none (the plan's recipe)", "seed": seed,
+                            f"training task at step {step:,}": task_at(base_run, step)}] + [
+        {"attempt": a["name"], "lever": lever(a), "seed": seed,
+         f"training task at step {step:,}": task_at(next(r for r in a["runs"] if r["seed"] == seed), step)}
+        for a in levers])
+    display(screen.round(2))
+    three = [a for a in levers if len(a["runs"]) >= len(SCALE_SEEDS)
+             and all(r["last_task_object_2"] >= FIT_TARGET for r in a["runs"])]
+    best = screen.iloc[1:].sort_values(screen.columns[-1]).iloc[-1]
+    display(Markdown(
+        f"The lever {lever(three[0])} fitted on {len(three[0]['runs'])} seeds: this size could train as a second, "
+        "labelled recipe, whose grid has not run here; on the plan's recipe it stays unknown (not fitted)." if three
+        else f"No lever fitted the training task (target {FIT_TARGET:.2f}) by step {step:,}; the one that moved it "
+        f"most ({best['lever']}: {best.iloc[-1]:.2f}) rests on one seed. A lever used for one size alone makes a "
+        "second recipe, shown as its own labelled row once three seeds of it fit; none has, so "
+        f"|O| = {largest_space:,} stays unknown (not fitted) here."))
+else:
+    glue("largest_space_control", "not run")
+    display(Markdown("The lever screen has not run, so this size stays unknown (not fitted)."))
+
+# %% [markdown]
 # Every point is trained with {glue:text}`scale_seeds` seeds (the training seed sets
 # the initialisation, the minibatches and the evaluation scenes). A point whose object
 # split holds fewer than {glue:text}`min_test_objects` test objects (the smallest object
@@ -792,52 +837,6 @@ glue("earlier_sizes", sizes_text({r["config"]["n_values"] ** r["config"]["n_conc
 largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
-deep = [a for a in read_attempts(None, "fit-search.json")
-        if a["changes"].get("n_values", 0) ** a["changes"].get("n_concepts", 2) == largest_space
-        and a["changes"].get("n_layers") == PLAN_DEPTH]
-POINT_KEYS = {"n_values", "n_concepts", "n_layers", "coverage", "steps"}  # where, not how
-
-
-def lever(attempt: dict) -> str:
-    """The recipe fields an attempt changed besides its point (empty for the plan's recipe)."""
-    return ", ".join(f"{k} {v:g}" for k, v in sorted(attempt["changes"].items()) if k not in POINT_KEYS)
-
-
-def task_at(run: dict, step: int) -> float | None:
-    """A run's training task at ``step`` (None when its curve stops earlier)."""
-    return next((c["task_object_2"] for c in run["curve"] if c["step"] == step), None)
-
-
-controls = [a for a in deep if not lever(a)]
-levers = [a for a in deep if lever(a)]
-if controls and levers:
-    control = controls[-1]
-    seed = levers[0]["runs"][0]["seed"]
-    step = min(max(c["step"] for c in r["curve"]) for a in levers for r in a["runs"])
-    base_run = next(r for r in control["runs"] if r["seed"] == seed)
-    glue("largest_space_control", "training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
-         + f" at {max(c['step'] for c in base_run['curve']):,} steps")
-    glue("screen_step", f"{step:,}")
-    glue("screen_coverage", control["changes"]["coverage"], "g")
-    glue("screen_seed", seed)
-    rows = [("the plan's recipe", task_at(base_run, step))] + [
-        (lever(a), task_at(next(r for r in a["runs"] if r["seed"] == seed), step)) for a in levers]
-    glue("largest_space_screen", "; ".join(f"{x:.2f} with {name}" if x is not None else f"none read with {name}"
-                                           for name, x in rows))
-    three = [a for a in levers if len(a["runs"]) >= len(SCALE_SEEDS)
-             and all(r["last_task_object_2"] >= FIT_TARGET for r in a["runs"])]
-    best_name = max(rows[1:], key=lambda r: r[1] or 0.0)[0]
-    glue("largest_space_screen_verdict", (
-        f"The lever {lever(three[0])} fitted on {len(three[0]['runs'])} seeds: this size could train as a second, "
-        "labelled recipe, whose grid has not run here; on the plan's recipe it stays unknown (not fitted)." if three else
-        f"No lever fitted the training task (target {FIT_TARGET:.2f}) by then; the one that moved it most, "
-        f"{best_name}, rests on one seed. A lever used for one size alone makes a second recipe, shown as its "
-        "own labelled row once three seeds of it fit; none has, so |O| = "
-        f"{largest_space:,} stays unknown (not fitted) here."))
-else:
-    for key in ("largest_space_control", "screen_step", "screen_coverage", "screen_seed", "largest_space_screen"):
-        glue(key, "not run")
-    glue("largest_space_screen_verdict", "The lever screen has not run, so the size stays unknown (not fitted).")
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:

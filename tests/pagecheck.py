@@ -55,7 +55,7 @@ def panels_per_row(fig: Any) -> int:
 
 def readability_problems(fig: Any) -> list[str]:
     """What keeps ``fig`` from being read at page width: too many panels in a row, text under
-    :data:`MIN_TEXT_PT` as displayed, a legend over its axes' data."""
+    :data:`MIN_TEXT_PT` as displayed, a legend over its axes' data, labels or tick labels that overlap."""
     out = []
     if (n := panels_per_row(fig)) > MAX_PANELS_PER_ROW:
         out.append(f"{n} panels in a row (at most {MAX_PANELS_PER_ROW})")
@@ -72,6 +72,14 @@ def readability_problems(fig: Any) -> list[str]:
             hit = next((b for b, other in boxes[i + 1:] if _overlap(box, other) > 1.0), None)
             if hit is not None:
                 out.append(f"labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for which, labels in (("x", ax.get_xticklabels(which="both")), ("y", ax.get_yticklabels(which="both"))):
+            ticks = [(t.get_text(), _text_box(t, renderer)) for t in labels if t.get_visible() and t.get_text()]
+            for i, (a, box) in enumerate(ticks):
+                hit = next((b for b, other in ticks[i + 1:] if _overlap(box, other) > 1.0), None)
+                if hit is not None:
+                    out.append(f"{which} tick labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
     return out
 
 

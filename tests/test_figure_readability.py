@@ -149,14 +149,15 @@ def test_training_curves_and_the_fit_search_are_readable():
 
 
 
-def test_the_scale_figure_is_readable():
+@pytest.mark.parametrize("values", [(10, 20, 50, 100), (20, 50), (8, 10)])  # the pages' size sets among them
+def test_the_scale_figure_is_readable(values):
     from bindcore.figures import plot_scale
 
     rng = np.random.default_rng(5)
     table = pd.DataFrame([{"objects": v * v, "C": 2, "V": v, "coverage": cov, "seed": s,
                            "test_object_2": rng.uniform(), "boc_ceiling_test_object_2": 0.5,
                            "release_test_object_2": rng.uniform(), "test_swap_pair": rng.uniform()}
-                          for v in (10, 20, 50, 100) for cov in (0.1, 0.3, 0.5, 0.7) for s in range(3)])
+                          for v in values for cov in (0.1, 0.3, 0.5, 0.7) for s in range(3)])
     fig, axes = plt.subplots(1, 3, figsize=(7.0, 3.0))
     plot_scale(axes, table)
     _ok(fig)
