@@ -129,7 +129,7 @@ from bindcore.experiments import (
     run_sweep,
     scale_records,
 )
-from bindcore.figures import PAGE_WIDTH_IN, plot_binding_curves, plot_scale
+from bindcore.figures import PAGE_WIDTH_IN, legend_below, plot_binding_curves, plot_scale
 from bindcore.paper import PAPER_CLAIMS_5_2, PAPER_COVERAGE_ONSET, PAPER_OBJECT_SPACES
 from bindcore.verdicts import (
     RULE_CHANGES,
@@ -608,7 +608,8 @@ for key, label in (("task_object_2", "training task"), ("val_object_2", "validat
 ax.set_xlabel("training step")
 ax.set_ylim(-0.03, 1.03)
 ax.set_title(f"|O| = {one_cfg.space.n_objects:,}, coverage {one_cfg.coverage:g}, seed {one_cfg.seed}")
-ax.legend(fontsize=8)
+fig.tight_layout()
+legend_below(fig, ax, ncol=3)  # off the curves
 plt.show()
 
 # %% [markdown]
