@@ -788,8 +788,8 @@ if controls and levers:
     seed = levers[0]["runs"][0]["seed"]
     step = min(max(c["step"] for c in r["curve"]) for a in levers for r in a["runs"])
     base_run = next(r for r in control["runs"] if r["seed"] == seed)
-    glue("largest_space_control", "training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
-         + f" at {max(c['step'] for c in base_run['curve']):,} steps")
+    control_text = ("training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
+                    + f" at {max(c['step'] for c in base_run['curve']):,} steps")  # glued below
     screen = pd.DataFrame([{"attempt": control["name"], "lever": "none (the plan's recipe)", "seed": seed,
                             f"training task at step {step:,}": task_at(base_run, step)}] + [
         {"attempt": a["name"], "lever": lever(a), "seed": seed,
@@ -807,7 +807,7 @@ if controls and levers:
         "second recipe, shown as its own labelled row once three seeds of it fit; none has, so "
         f"|O| = {largest_space:,} stays unknown (not fitted) here."))
 else:
-    glue("largest_space_control", "not run")
+    control_text = "not run"
     display(Markdown("The lever screen has not run, so this size stays unknown (not fitted)."))
 
 # %% [markdown]
@@ -838,6 +838,7 @@ glue("earlier_sizes", sizes_text({r["config"]["n_values"] ** r["config"]["n_conc
 largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_concepts"] == largest_space]
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
+glue("largest_space_control", control_text)
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:
