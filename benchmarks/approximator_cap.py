@@ -23,6 +23,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads
 
 import argparse  # noqa: E402
+import math  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -80,10 +81,11 @@ def main(argv: list[str] | None = None) -> None:
         for size, data, records in zip(sizes, datasets,
                                        stored_sweeps(controlled_jobs(datasets, P, ["mlp"], P["widths"]))):
             widths = validation_widths(records)
-            small, best = widths.get(SMALL_WIDTH, float("nan")), max(widths.values())
-            shares.setdefault(size, []).append(small / best)
+            small, best = widths.get(SMALL_WIDTH, math.nan), max(widths.values())
+            share = small / best if best > 0 else math.nan  # no width recognises anything: no share
+            shares.setdefault(size, []).append(share)
             gaps.setdefault(size, []).append(best - small)
-            print(f"{data.name:45} {small:>6.3f} {best:>6.3f} {small / best:>6.3f} {best - small:>+6.3f}  "
+            print(f"{data.name:45} {small:>6.3f} {best:>6.3f} {share:>6.3f} {best - small:>+6.3f}  "
                   f"{stops(records)}")
         for size in sorted(shares):
             print(f"|O| = {size:,}: median share {statistics.median(shares[size]):.3f}, "

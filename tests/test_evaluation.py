@@ -367,3 +367,19 @@ def test_the_recipe_search_logs_a_finished_record_without_training_and_refuses_a
     with pytest.raises(SystemExit, match="another config"):
         recipe_search.main(["R2", '{"steps": 5}', "--base", "smoke", "--record", str(folder),
                             "--log", str(tmp_path / "read.json")])
+
+
+def test_the_approximator_cap_benchmark_prints_every_budget_on_validation_objects(tmp_path, monkeypatch, capsys):
+    """benchmarks/approximator_cap.py on the smoke profile: a row per model and budget, the stop
+    counts read from the records, and no division by a best of zero."""
+    monkeypatch.setenv("BINDCORE_RESULTS", str(tmp_path / "results"))
+    spec = importlib.util.spec_from_file_location("approximator_cap", ROOT / "benchmarks" / "approximator_cap.py")
+    cap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cap)
+    cap.main(["--profile", "smoke", "--budget", "steps=6 patience=2", "--budget", "steps=12 patience=2"])
+    out = capsys.readouterr().out
+    assert "validation objects only" in out and "steps 6 (cap" in out and "steps 12 (cap" in out
+    rows = [line for line in out.splitlines() if line.startswith("controlled ")]
+    assert len(rows) == 2 and all(line.rstrip().endswith(("cap", "plateau")) for line in rows)
+    assert cap.validation_widths([{"family": "mlp", "width": 64, "fraction": 0.5, "seed": 0, "protocol": "paper",
+                                   "lr": 0.01, "selected_val_mse": 1.0, "selected_val_object": 0.7}]) == {64: 0.7}
