@@ -112,6 +112,7 @@ from bindcore.controlled import (
     depth_fit,
     depth_label,
     fitted,
+    lever_screen,
     load_model,
     object_query_additivity,
     planned_coverages,
@@ -760,54 +761,30 @@ if P["show_scale"]:
 # yet ({glue:text}`largest_space_fit` of the earlier two-layer recipe fitted its training
 # task there): that size has no transition on the plan's recipe, unknown until its runs
 # fit. The fit search (appendix B) trained the plan's recipe there on three seeds
-# ({glue:text}`largest_space_control`) and then screened one lever at a time on the seed
-# that fits slowest, on training objects only; each lever's training task at the screen's
-# last step:
+# ({glue:text}`largest_space_control`) and then screened one lever at a time on
+# {glue:text}`screen_seed`, on training objects only
+# (`bindcore.controlled.recipes.lever_screen`); each lever's training task at the step
+# every lever reached:
 
 # %% tags=["hide-input"]
-deep = [a for a in read_attempts(None, "fit-search.json")
-        if a["changes"].get("n_values", 0) ** a["changes"].get("n_concepts", 2) == largest_space
-        and a["changes"].get("n_layers") == PLAN_DEPTH]
-POINT_KEYS = {"n_values", "n_concepts", "n_layers", "coverage", "steps"}  # where, not how
-
-
-def lever(attempt: dict) -> str:
-    """The recipe fields an attempt changed besides its point (empty for the plan's recipe)."""
-    return ", ".join(f"{k} {v:g}" for k, v in sorted(attempt["changes"].items()) if k not in POINT_KEYS)
-
-
-def task_at(run: dict, step: int) -> float | None:
-    """A run's training task at ``step`` (None when its curve stops earlier)."""
-    return next((c["task_object_2"] for c in run["curve"] if c["step"] == step), None)
-
-
-controls = [a for a in deep if not lever(a)]
-levers = [a for a in deep if lever(a)]
-if controls and levers:
-    control = controls[-1]
-    seed = levers[0]["runs"][0]["seed"]
-    step = min(max(c["step"] for c in r["curve"]) for a in levers for r in a["runs"])
-    base_run = next(r for r in control["runs"] if r["seed"] == seed)
-    control_text = ("training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control["runs"])
-                    + f" at {max(c['step'] for c in base_run['curve']):,} steps")  # glued below
-    screen = pd.DataFrame([{"attempt": control["name"], "lever": "none (the plan's recipe)", "seed": seed,
-                            f"training task at step {step:,}": task_at(base_run, step)}] + [
-        {"attempt": a["name"], "lever": lever(a), "seed": seed,
-         f"training task at step {step:,}": task_at(next(r for r in a["runs"] if r["seed"] == seed), step)}
-        for a in levers])
-    display(screen.round(2))
-    three = [a for a in levers if len(a["runs"]) >= len(SCALE_SEEDS)
-             and all(r["last_task_object_2"] >= FIT_TARGET for r in a["runs"])]
-    best = screen.iloc[1:].sort_values(screen.columns[-1]).iloc[-1]
+screen = lever_screen(read_attempts(None, "fit-search.json"), largest_space)
+if screen:
+    control_runs = screen["control"]["runs"]
+    control_text = ("training task " + " / ".join(f"{r['last_task_object_2']:.2f}" for r in control_runs)
+                    + f" at {control_runs[0]['curve'][-1]['step']:,} steps")  # glued below
+    seed_text = f"seed {screen['seed']}" + (", the one it fitted least" if screen["slowest"] else "")
+    display(pd.DataFrame(screen["rows"]).rename(columns={"task": f"training task at step {screen['step']:,}"})
+            .round(2))
+    best, fitted_levers = screen["best"], screen["fitted"]
     display(Markdown(
-        f"The lever {lever(three[0])} fitted on {len(three[0]['runs'])} seeds: this size could train as a second, "
-        "labelled recipe, whose grid has not run here; on the plan's recipe it stays unknown (not fitted)." if three
-        else f"No lever fitted the training task (target {FIT_TARGET:.2f}) by step {step:,}; the one that moved it "
-        f"most ({best['lever']}: {best.iloc[-1]:.2f}) rests on one seed. A lever used for one size alone makes a "
-        "second recipe, shown as its own labelled row once three seeds of it fit; none has, so "
-        f"|O| = {largest_space:,} stays unknown (not fitted) here."))
+        f"The lever {fitted_levers[0]} fitted on every seed: this size could train as a second, labelled recipe, "
+        "whose grid has not run here; on the plan's recipe it stays unknown (not fitted)." if fitted_levers
+        else f"No lever fitted the training task (target {FIT_TARGET:.2f}) on {len(SCALE_SEEDS)} seeds by step "
+        f"{screen['step']:,}; the one that moved it most ({best['lever']}: {best['task']:.2f}) rests on one seed. "
+        "A lever used for one size alone makes a second recipe, shown as its own labelled row once three seeds "
+        f"of it fit; none has, so |O| = {largest_space:,} stays unknown (not fitted) here."))
 else:
-    control_text = "not run"
+    control_text = seed_text = "not run"
     display(Markdown("The lever screen has not run, so this size stays unknown (not fitted)."))
 
 # %% [markdown]
@@ -839,6 +816,7 @@ largest = [r for r in earlier_recs if r["config"]["n_values"] ** r["config"]["n_
 n_fitted = sum(fitted(r) for r in largest)
 glue("largest_space_fit", f"{n_fitted} of the {len(largest)} runs" if largest else "no run")
 glue("largest_space_control", control_text)
+glue("screen_seed", seed_text)
 
 # %% tags=["hide-input", "full-width"]
 if scale_recs:

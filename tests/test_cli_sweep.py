@@ -453,3 +453,33 @@ def test_sweep_axes_take_several_values_after_one_option(tmp_path, monkeypatch):
     assert main(["sweep", "--profile", "smoke", "--values", "10", "14", "--coverages", "0.2", "0.4", "--seeds", "-1",
                  "2", "--quiet", "--workers", "1", "--results", str(tmp_path)]) == 0
     assert seen == [{"coverage": ["0.2", "0.4"], "n_values": ["10", "14"], "n_concepts": None, "seed": ["-1", "2"]}]
+
+
+def _attempt(name, seeds_tasks, **changes):
+    """A fit-search log row: per seed its last training task, the curve read every 500 steps to 1,000."""
+    point = {"n_values": 100, "coverage": 0.5, "n_layers": 3, "steps": 10_000}
+    return {"name": name, "base": "scale", "changes": {**point, **changes},
+            "runs": [{"seed": s, "last_task_object_2": t,
+                      "curve": [{"step": 500, "task_object_2": t / 2}, {"step": 1000, "task_object_2": t}]}
+                     for s, t in seeds_tasks]}
+
+
+def test_the_lever_screen_calls_a_lever_fitted_only_when_every_seed_reaches_the_fit_target():
+    from bindcore.controlled import FIT_TARGET, lever_screen
+
+    hi, lo = FIT_TARGET + 0.01, FIT_TARGET - 0.01
+    log = [_attempt("C", [(0, 0.0), (1, 0.3), (2, 0.5)]),
+           _attempt("A", [(0, hi), (1, hi), (2, hi)], lr=1e-3),
+           _attempt("B", [(0, hi), (1, hi), (2, lo)], beta2=0.999),  # the same shape, one seed short
+           _attempt("D", [(0, 0.2)], warmup_frac=0.1),  # one seed: never fitted, whatever it reads
+           _attempt("other size", [(0, hi), (1, hi), (2, hi)], lr=1e-3, n_values=50)]
+    screen = lever_screen(log, 10_000)
+    assert screen["fitted"] == ["lr 0.001"] and screen["control"]["name"] == "C"
+    assert [r["attempt"] for r in screen["rows"]] == ["C", "A", "B", "D"]  # |O| = 2,500 left out
+    assert screen["step"] == 1000 and screen["seed"] == 0 and screen["slowest"]  # the control fitted seed 0 least
+    assert screen["best"]["attempt"] == "A"
+    null = lever_screen([log[0]] + [_attempt(a["name"], [(s, lo) for s in range(3)], **{k: v for k, v in
+                        a["changes"].items() if k not in ("n_values", "coverage", "n_layers", "steps")})
+                        for a in log[1:4]], 10_000)
+    assert null["fitted"] == []  # every seed below the target: no lever fits
+    assert lever_screen(log[1:4], 10_000) is None  # no control: no screen

@@ -22,6 +22,7 @@ from .recipes import (
     depth_fit,
     depth_label,
     fitted,
+    lever_screen,
     pixel_recipe,
     planned_coverages,
     recipe_table,
@@ -34,7 +35,7 @@ from .training import STORE_KIND, TrainConfig, object_query_additivity
 __all__ = [
     "BINDS_AT", "COMPARISON_SIZES", "EARLIER_DEPTH", "EMPTY", "FIT_MARGIN", "FIT_TARGET", "MIN_TEST_OBJECTS",
     "PLAN_DEPTH", "SCALE_BUDGETS", "SCALE_CAPS", "SCALE_SEEDS", "SCALE_STEPS", "STORE_KIND", "DualEncoder",
-    "SceneSpace", "TrainConfig", "comparison_depth", "coverage_split", "depth_fit", "depth_label", "fitted",
+    "SceneSpace", "TrainConfig", "comparison_depth", "coverage_split", "depth_fit", "depth_label", "fitted", "lever_screen",
     "hidden_from_choices", "load_model", "object_labels", "object_query_additivity", "pixel_recipe",
     "planned_coverages", "read_attempts", "recipe_table", "sample_scenes", "train",
 ]

@@ -284,6 +284,47 @@ _PIXEL_CHANGES["colab"] = dict(
 )
 
 
+# the fields that say where a fit-search attempt trains (its point and budget), not how: the rest is its lever
+POINT_FIELDS = ("n_values", "n_concepts", "n_layers", "coverage", "steps")
+
+
+def lever(attempt: dict[str, Any]) -> str:
+    """The recipe fields a fit-search attempt changed besides its point (``""``: the base recipe)."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}"
+                     for k, v in sorted(attempt["changes"].items()) if k not in POINT_FIELDS)
+
+
+def lever_screen(attempts: list[dict[str, Any]], n_objects: int, n_layers: int = PLAN_DEPTH,
+                 target: float = FIT_TARGET, seeds: int = len(SCALE_SEEDS)) -> dict[str, Any] | None:
+    """The one-lever-at-a-time screen of a fit-search log (:func:`~bindcore.controlled.search.read_attempts`)
+    at the space of ``n_objects`` objects and ``n_layers`` layers: ``control`` (the last attempt that
+    changes no lever), the screened ``seed`` (the one the levers ran, and whether the control fitted it
+    least: ``slowest``), the ``step`` every lever reached, ``rows`` (attempt, lever, training task there;
+    None where a curve skipped it), the ``best`` lever row and ``fitted``: the levers run on ``seeds``
+    seeds or more whose every seed ended at ``target`` or above (the fit rule's). None without a
+    control and a lever. Training objects only (the log holds ``task_object_2``)."""
+    here = [a for a in attempts
+            if (cfg := recipe(a["base"], **a["changes"])).space.n_objects == n_objects and cfg.n_layers == n_layers]
+    controls, levers = [a for a in here if not lever(a)], [a for a in here if lever(a)]
+    if not controls or not levers:
+        return None
+    control, seed = controls[-1], levers[0]["runs"][0]["seed"]
+    step = min(r["curve"][-1]["step"] for a in levers for r in a["runs"])
+
+    def task_at(a: dict[str, Any]) -> float | None:
+        run = next((r for r in a["runs"] if r["seed"] == seed), None)
+        return next((c["task_object_2"] for c in run["curve"] if c["step"] == step), None) if run else None
+
+    rows = [{"attempt": a["name"], "lever": lever(a) or "none (the base recipe)", "task": task_at(a)}
+            for a in [control] + levers]
+    read = [r for r in rows[1:] if r["task"] is not None]
+    last = {r["seed"]: r["last_task_object_2"] for r in control["runs"]}
+    return {"control": control, "seed": seed, "slowest": min(last, key=last.get) == seed, "step": step,
+            "rows": rows, "best": max(read, key=lambda r: r["task"]) if read else None,
+            "fitted": [lever(a) for a in levers
+                       if len(a["runs"]) >= seeds and all(r["last_task_object_2"] >= target for r in a["runs"])]}
+
+
 def recipe(profile: str, **overrides: Any) -> TrainConfig:
     """The training config of a profile, with fields overridden one by one (values as
     their fields' types or as text: ``recipe("quick", n_values="20")``).
