@@ -67,19 +67,16 @@ def readability_problems(fig: Any) -> list[str]:
         if leg is not None and leg.get_visible() and ax.get_visible():
             if ax.get_window_extent(renderer).overlaps(leg.get_window_extent(renderer)):
                 out.append(f"a legend over the data of the panel {ax.get_title()!r}")
-        boxes = [(t.get_text(), _text_box(t, renderer)) for t in ax.texts if t.get_visible() and t.get_text()]
-        for i, (a, box) in enumerate(boxes):
-            hit = next((b for b, other in boxes[i + 1:] if _overlap(box, other) > 1.0), None)
-            if hit is not None:
-                out.append(f"labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
-        if not ax.get_visible() or not ax.axison:
-            continue
-        for which, labels in (("x", ax.get_xticklabels(which="both")), ("y", ax.get_yticklabels(which="both"))):
-            ticks = [(t.get_text(), _text_box(t, renderer)) for t in labels if t.get_visible() and t.get_text()]
-            for i, (a, box) in enumerate(ticks):
-                hit = next((b for b, other in ticks[i + 1:] if _overlap(box, other) > 1.0), None)
+        groups = [("labels", ax.texts)]
+        if ax.get_visible() and ax.axison:
+            groups += [("x tick labels", ax.get_xticklabels(which="both")),
+                       ("y tick labels", ax.get_yticklabels(which="both"))]
+        for what, texts in groups:
+            boxes = [(t.get_text(), _text_box(t, renderer)) for t in texts if t.get_visible() and t.get_text()]
+            for i, (a, box) in enumerate(boxes):
+                hit = next((b for b, other in boxes[i + 1:] if _overlap(box, other) > 1.0), None)
                 if hit is not None:
-                    out.append(f"{which} tick labels {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
+                    out.append(f"{what} {a!r} and {hit!r} overlap in the panel {ax.get_title()!r}")
     return out
 
 
