@@ -284,14 +284,11 @@ _PIXEL_CHANGES["colab"] = dict(
 )
 
 
-# the fields that say where a fit-search attempt trains (its point and budget), not how: the rest is its lever
-POINT_FIELDS = ("n_values", "n_concepts", "n_layers", "coverage", "steps")
-
-
 def lever(attempt: dict[str, Any]) -> str:
-    """The recipe fields a fit-search attempt changed besides its point (``""``: the base recipe)."""
+    """The recipe fields a fit-search attempt changed besides its point (:data:`POINT_FIELDS`) and the
+    depth it screens at (``""``: the base recipe)."""
     return ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}"
-                     for k, v in sorted(attempt["changes"].items()) if k not in POINT_FIELDS)
+                     for k, v in sorted(attempt["changes"].items()) if k not in POINT_FIELDS and k != "n_layers")
 
 
 def lever_screen(attempts: list[dict[str, Any]], n_objects: int, n_layers: int = PLAN_DEPTH,
